@@ -1,0 +1,385 @@
+"""Examples and the readers that produce them, from local files or the hub.
+
+Two example types cover every task: :class:`TextExample` (one text or a text
+pair with a class label) and :class:`TaggedSentence` (words with one tag
+each). Every example carries a stable ``id``: for local files the file name
+and the 1-based line where the example starts (``train-de.tsv:57``), for hub
+data the dataset, config, split and row index. Ids let a bucket be checked
+against its source data.
+
+Readers validate as they go: a missing, empty or malformed file raises
+:class:`~fsxlt.errors.DataFormatError` naming the file and line.
+This module knows nothing about models.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsxlt.errors import DataFormatError, FsxltError
+from fsxlt.fileio import sha256_file, sha256_text
+from fsxlt.tasks import TaskSpec, get_task, languages
+
+
+@dataclass(frozen=True)
+class TextExample:
+    """A classification example: ``text_a`` (and ``text_b`` for pair tasks) with a label."""
+
+    id: str
+    text_a: str
+    text_b: str | None
+    label: str
+
+    def to_dict(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"id": self.id, "text_a": self.text_a, "label": self.label}
+        if self.text_b is not None:
+            row["text_b"] = self.text_b
+        return row
+
+    def content_key(self) -> tuple:
+        """What the example says, ignoring its id (to match examples across files)."""
+        return (self.text_a, self.text_b, self.label)
+
+
+@dataclass(frozen=True)
+class TaggedSentence:
+    """A tagging example: words and one tag per word."""
+
+    id: str
+    tokens: tuple[str, ...]
+    tags: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "tokens": list(self.tokens), "tags": list(self.tags)}
+
+    def content_key(self) -> tuple:
+        return (self.tokens, self.tags)
+
+
+Example = TextExample | TaggedSentence
+
+
+def example_from_dict(row: dict[str, Any]) -> Example:
+    """Inverse of ``to_dict``; raises ``KeyError``/``TypeError`` on a malformed row."""
+    if "tokens" in row:
+        tokens, tags = tuple(map(str, row["tokens"])), tuple(map(str, row["tags"]))
+        if len(tokens) != len(tags):
+            raise ValueError("tokens and tags differ in length")
+        return TaggedSentence(id=str(row["id"]), tokens=tokens, tags=tags)
+    text_b = row.get("text_b")
+    return TextExample(id=str(row["id"]), text_a=str(row["text_a"]),
+                       text_b=None if text_b is None else str(text_b), label=str(row["label"]))
+
+
+@dataclass(frozen=True)
+class Split:
+    """The examples of one (task, language, split) and where they came from."""
+
+    task: str
+    language: str
+    split: str
+    examples: list[Example]
+    source: str
+    sha256: str
+
+
+# --------------------------------------------------------------------------- local files
+
+def _open_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise DataFormatError(path, "file not found")
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as err:
+        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raise DataFormatError(path, "not valid UTF-8 text", line) from None
+    if not any(line.strip() for line in lines):
+        raise DataFormatError(path, "file is empty")
+    return lines
+
+
+def _check_label(task: TaskSpec, label: str, path: Path, line_no: int) -> str:
+    if label not in task.labels:
+        raise DataFormatError(
+            path, f"unknown label {label!r} for task {task.name} "
+            f"(expected one of {', '.join(task.labels)})", line_no)
+    return label
+
+
+_PAIR_HEADERS = {"sentence1", "premise", "text_a", "label", "gold_label"}
+
+
+def read_pair_tsv(path: Path, task: TaskSpec) -> list[TextExample]:
+    """XTREME-style TSV: ``text_a<TAB>text_b<TAB>label``.
+
+    A header line (e.g. PAWS-X's ``id sentence1 sentence2 label``) is
+    recognised by its column names and used to find the three columns.
+    """
+    lines = _open_lines(path)
+    columns = (0, 1, 2)
+    n_fields = 3
+    start = 0
+    header = lines[0].rstrip("\n").split("\t")
+    if _PAIR_HEADERS & {h.strip().lower() for h in header}:
+        names = [h.strip().lower() for h in header]
+        try:
+            a = next(i for i, n in enumerate(names) if n in ("sentence1", "premise", "text_a"))
+            b = next(i for i, n in enumerate(names) if n in ("sentence2", "hypothesis", "text_b"))
+            lab = next(i for i, n in enumerate(names) if n in ("label", "gold_label"))
+        except StopIteration:
+            raise DataFormatError(path, "header lacks text_a/text_b/label columns", 1) from None
+        columns, n_fields, start = (a, b, lab), len(names), 1
+    examples = []
+    for line_no, line in enumerate(lines[start:], start=start + 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != n_fields:
+            raise DataFormatError(
+                path, f"expected {n_fields} tab-separated fields, found {len(fields)}", line_no)
+        a, b, lab = (fields[i] for i in columns)
+        examples.append(TextExample(f"{path.name}:{line_no}", a, b,
+                                    _check_label(task, lab.strip(), path, line_no)))
+    return examples
+
+
+def read_mldoc(path: Path, task: TaskSpec) -> list[TextExample]:
+    """MLDoc: ``label<TAB>text`` per line."""
+    examples = []
+    for line_no, line in enumerate(_open_lines(path), start=1):
+        if not line.strip():
+            continue
+        label, sep, text = line.partition("\t")
+        if not sep or not text.strip():
+            raise DataFormatError(path, "expected 'label<TAB>text'", line_no)
+        examples.append(TextExample(f"{path.name}:{line_no}", text, None,
+                                    _check_label(task, label.strip(), path, line_no)))
+    return examples
+
+
+def marc_text_b(title: str, category: str) -> str:
+    """MARC's second input: the review title and product category (METHOD.md §2)."""
+    return f"{title} . {category}"
+
+
+def read_marc_jsonl(path: Path, task: TaskSpec) -> list[TextExample]:
+    """MARC JSON lines with ``review_body``, ``review_title``, ``product_category``, ``stars``."""
+    examples = []
+    for line_no, line in enumerate(_open_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            body, title = row["review_body"], row["review_title"]
+            category, stars = row["product_category"], row["stars"]
+        except json.JSONDecodeError as err:
+            raise DataFormatError(path, f"invalid JSON ({err.msg})", line_no) from None
+        except (KeyError, TypeError) as err:
+            raise DataFormatError(path, f"missing field {err}", line_no) from None
+        label = _check_label(task, str(stars), path, line_no)
+        examples.append(TextExample(f"{path.name}:{line_no}", str(body),
+                                    marc_text_b(str(title), str(category)), label))
+    return examples
+
+
+_LANG_PREFIX = re.compile(r"^([a-z]{2,3}):.")
+
+
+def _sentences(lines: list[str]) -> Iterator[tuple[int, list[tuple[int, str]]]]:
+    """Group non-blank lines into blank-line-separated blocks: (first line no, [(no, line)])."""
+    block: list[tuple[int, str]] = []
+    for line_no, line in enumerate(lines, start=1):
+        if line.strip():
+            block.append((line_no, line))
+        elif block:
+            yield block[0][0], block
+            block = []
+    if block:
+        yield block[0][0], block
+
+
+def _check_tag(task: TaskSpec, tag: str, path: Path, line_no: int) -> str:
+    if tag not in task.labels:
+        raise DataFormatError(path, f"unknown tag {tag!r} for task {task.name}", line_no)
+    return tag
+
+
+def read_conll(path: Path, task: TaskSpec) -> list[TaggedSentence]:
+    """Two columns ``token<TAB>tag``, blank line between sentences.
+
+    XTREME files prefix tokens with the language (``de:Berlin``); when the
+    file's first token carries such a prefix, it is stripped from all tokens.
+    """
+    lines = _open_lines(path)
+    first = next(line for line in lines if line.strip())
+    match = _LANG_PREFIX.match(first)
+    prefix = f"{match.group(1)}:" if match else None
+    sentences = []
+    for start, block in _sentences(lines):
+        tokens, tags = [], []
+        for line_no, line in block:
+            fields = line.split("\t")
+            if len(fields) != 2:
+                fields = line.split()
+            if len(fields) != 2 or not fields[0]:
+                raise DataFormatError(path, "expected 'token<TAB>tag'", line_no)
+            token, tag = fields
+            if prefix and token.startswith(prefix) and len(token) > len(prefix):
+                token = token[len(prefix):]
+            tokens.append(token)
+            tags.append(_check_tag(task, tag.strip(), path, line_no))
+        sentences.append(TaggedSentence(f"{path.name}:{start}", tuple(tokens), tuple(tags)))
+    return sentences
+
+
+def read_conllu(path: Path, task: TaskSpec) -> list[TaggedSentence]:
+    """CoNLL-U: the UPOS column of each word; multiword ranges and empty nodes are skipped."""
+    lines = _open_lines(path)
+    sentences = []
+    for start, block in _sentences(lines):
+        tokens, tags, first = [], [], None
+        for line_no, line in block:
+            if line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if len(fields) != 10:
+                raise DataFormatError(
+                    path, f"expected 10 tab-separated CoNLL-U fields, found {len(fields)}",
+                    line_no)
+            if "-" in fields[0] or "." in fields[0]:
+                continue
+            first = first or line_no
+            tokens.append(fields[1])
+            tags.append(_check_tag(task, fields[3], path, line_no))
+        if tokens:
+            sentences.append(TaggedSentence(f"{path.name}:{first or start}",
+                                            tuple(tokens), tuple(tags)))
+    return sentences
+
+
+READERS = {
+    "tsv_pair": read_pair_tsv,
+    "mldoc": read_mldoc,
+    "marc_jsonl": read_marc_jsonl,
+    "conll": read_conll,
+    "conllu": read_conllu,
+}
+
+
+def file_format(path: Path, task: TaskSpec) -> str:
+    """The reader for ``path``: the task's format, or CoNLL-U for ``*.conllu`` files."""
+    if path.suffix == ".conllu":
+        return "conllu"
+    return task.data.format
+
+
+def read_examples(path: str | Path, task: str | TaskSpec) -> list[Example]:
+    """Read every example of a local data file in the task's format."""
+    task, path = get_task(task), Path(path)
+    examples = READERS[file_format(path, task)](path, task)
+    if not examples:
+        raise DataFormatError(path, "file holds no examples")
+    return examples
+
+
+# --------------------------------------------------------------------------- the hub
+
+def _class_names(features: Any, column: str) -> list[str] | None:
+    feature = features.get(column) if features is not None else None
+    feature = getattr(feature, "feature", feature)  # Sequence(ClassLabel) -> ClassLabel
+    return list(feature.names) if hasattr(feature, "names") else None
+
+
+def examples_from_hub_rows(task: TaskSpec, rows: Any, source: str) -> list[Example]:
+    """Convert a Hugging Face ``datasets.Dataset`` into examples, using the task's column map.
+
+    Integer class labels are turned into names with the dataset's
+    ``ClassLabel`` features; ids are ``<source>:<row index>``.
+    """
+    hub = task.data.hf
+    cols = hub.columns if hub else {}
+    features = getattr(rows, "features", None)
+    examples: list[Example] = []
+    if task.is_tagging:
+        names = _class_names(features, cols.get("tags", "tags"))
+        for i, row in enumerate(rows):
+            tags = [names[t] if names and isinstance(t, int) else str(t)
+                    for t in row[cols.get("tags", "tags")]]
+            for tag in tags:
+                if tag not in task.labels:
+                    raise FsxltError(f"{source}:{i}: unknown tag {tag!r} for task {task.name}")
+            tokens = tuple(str(t) for t in row[cols.get("tokens", "tokens")])
+            examples.append(TaggedSentence(f"{source}:{i}", tokens, tuple(tags)))
+        return examples
+    if task.data.format == "marc_jsonl":
+        for i, row in enumerate(rows):
+            label = str(row[cols.get("stars", "stars")])
+            text_b = marc_text_b(str(row[cols.get("review_title", "review_title")]),
+                                 str(row[cols.get("product_category", "product_category")]))
+            examples.append(TextExample(f"{source}:{i}", str(row[cols.get("review_body",
+                                        "review_body")]), text_b, label))
+    else:
+        label_col = cols.get("label", "label")
+        names = _class_names(features, label_col)
+        for i, row in enumerate(rows):
+            raw = row[label_col]
+            label = names[raw] if names and isinstance(raw, int) and raw >= 0 else str(raw)
+            text_b = row[cols["text_b"]] if "text_b" in cols else None
+            examples.append(TextExample(f"{source}:{i}", str(row[cols.get("text_a", "text_a")]),
+                                        None if text_b is None else str(text_b), label))
+    bad = [ex for ex in examples if ex.label not in task.labels]
+    if bad:
+        raise FsxltError(f"{bad[0].id}: unknown label {bad[0].label!r} for task {task.name}")
+    return examples
+
+
+def load_hub_split(task: TaskSpec, language: str, split: str) -> Split:
+    """Load a split from the Hugging Face hub (or its local cache) via ``datasets``."""
+    hub = task.data.hf
+    if hub is None:
+        raise FsxltError(f"task {task.name} has no hub source; pass a local file with --data")
+    lang_name = languages().get(language).name if language in languages() else language
+    config = hub.name.format(lang=language, language_name=lang_name) if hub.name else None
+    hub_split = hub.splits.get(split, split)
+    try:
+        import datasets
+
+        rows = datasets.load_dataset(hub.path, config, split=hub_split)
+    except Exception as err:  # network, missing config, ...: one line for the user
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise FsxltError(
+            f"could not load {hub.path} ({config}, {hub_split}) from the Hugging Face hub: "
+            f"{err.__class__.__name__}: {first[:200]}; pass local files with --data/--data-dir"
+        ) from None
+    source = f"hf:{hub.path}/{config}/{hub_split}"
+    examples = examples_from_hub_rows(task, rows, source)
+    digest = sha256_text("\n".join(json.dumps(e.to_dict(), sort_keys=True) for e in examples))
+    return Split(task.name, language, split, examples, source, digest)
+
+
+# --------------------------------------------------------------------------- one entry point
+
+def load_split(task: str | TaskSpec, language: str, split: str, *,
+               path: str | Path | None = None, data_dir: str | Path | None = None) -> Split:
+    """Load one split of a task for one language.
+
+    ``path`` names the file directly; otherwise ``data_dir`` plus the task's
+    file pattern (``{split}-{lang}.tsv`` by default) is used; with neither,
+    the task's Hugging Face dataset is loaded.
+    """
+    task = get_task(task)
+    task.check_language(language)
+    if path is None and data_dir is not None:
+        path = Path(data_dir) / task.data.pattern.format(split=split, lang=language)
+        if not path.is_file() and path.with_suffix(".conllu").is_file():
+            path = path.with_suffix(".conllu")
+    if path is None:
+        return load_hub_split(task, language, split)
+    path = Path(path)
+    examples = read_examples(path, task)
+    return Split(task.name, language, split, examples, str(path), sha256_file(path))

@@ -1,0 +1,38 @@
+"""User-facing errors.
+
+Anything the user can fix (a missing file, a malformed line, an unknown task,
+a label with too few examples) raises :class:`FsxltError`. The CLI prints its
+message as a single line and exits non-zero, without a traceback; library
+users can catch it like any other exception.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class FsxltError(Exception):
+    """An error caused by the user's input, with a one-line explanation."""
+
+
+class DataFormatError(FsxltError):
+    """A data file is missing, empty or malformed; the message names file and line."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None):
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+        self.path = str(path)
+        self.line = line
+
+
+class InsufficientDataError(FsxltError):
+    """A label has too few examples to fill the requested buckets."""
+
+    def __init__(self, label: str, needed: int, available: int, context: str = ""):
+        prefix = f"{context}: " if context else ""
+        super().__init__(
+            f"{prefix}label {label!r} needs {needed} examples but only {available} are available"
+        )
+        self.label = label
+        self.needed = needed
+        self.available = available

@@ -1,0 +1,103 @@
+"""Small file helpers shared by every stage: atomic writes, hashing, JSON.
+
+Every artifact fsxlt writes goes through :func:`atomic_write_text` (or
+:func:`atomic_replace_dir` for a directory of files), so a crash never leaves
+a half-written file that a later stage could mistake for a finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
+    """Content hash of a file, hex-encoded."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    """Content hash of a string (UTF-8), hex-encoded."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def dumps_json(obj: Any) -> str:
+    """Deterministic pretty JSON: sorted keys, UTF-8 kept readable, trailing newline."""
+    return json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
+def dumps_jsonl(rows: Iterable[Any]) -> str:
+    """Deterministic JSON lines, one compact object per line."""
+    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see either the old or the new file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> None:
+    """Atomically write ``obj`` as deterministic JSON."""
+    atomic_write_text(path, dumps_json(obj))
+
+
+def atomic_replace_dir(target: str | Path, files: dict[str, str]) -> None:
+    """Replace directory ``target`` by one holding exactly ``files`` (name -> text).
+
+    The new content is written into a sibling temporary directory and renamed
+    into place, so ``target`` is never observed half-written. A previous
+    ``target`` is moved aside first and deleted after the swap.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        for name, text in files.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(text, encoding="utf-8", newline="\n")
+        old = None
+        if target.exists():
+            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            os.replace(target, old)
+        os.replace(staging, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file, turning a missing or malformed file into a clear error."""
+    from fsxlt.errors import DataFormatError
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, "file not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DataFormatError(path, f"invalid JSON: {err.msg}", err.lineno) from None
+    except UnicodeDecodeError:
+        raise DataFormatError(path, "not valid UTF-8 text") from None

@@ -1,0 +1,258 @@
+"""The task registry: what each FS-XLT task is, read from one YAML file per task.
+
+A task spec says what kind of problem a task is (sentence or pair
+classification, or word tagging), its label set, metric, languages, where its
+data comes from (local files or the Hugging Face hub) and the default
+sampling and training hyperparameters of METHOD.md. The built-in specs live
+in ``configs/<task>.yaml``; a path to another YAML file with the same fields
+defines a new task without touching the code.
+
+This module loads no data and no models.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from fsxlt.errors import FsxltError
+
+TaskKind = Literal["classification", "tagging"]
+InputKind = Literal["single", "pair", "tokens"]
+SAMPLERS = ("nway-kshot", "minimum-including")
+DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu")
+METRICS = ("accuracy", "seqeval_f1", "token_accuracy")
+
+
+@dataclass(frozen=True)
+class HubSource:
+    """Where a task's data lives on the Hugging Face hub and how its columns map."""
+
+    path: str
+    name: str | None
+    splits: dict[str, str]
+    columns: dict[str, str]
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """How to find and parse a task's data files."""
+
+    format: str
+    pattern: str
+    hf: HubSource | None
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """Defaults for drawing buckets (METHOD.md §3)."""
+
+    sampler: str
+    split: str
+    k_values: tuple[int, ...]
+    n_buckets: int
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """Defaults for source-training and target-adapting (METHOD.md §4)."""
+
+    max_seq_length: int = 128
+    lr_grid: tuple[float, ...] = (1e-5, 3e-5, 5e-5, 7e-5)
+    source_epochs: int = 10
+    source_batch_size: int = 32
+    adapt_max_epochs: int = 50
+    adapt_patience: int = 10
+    seed: int = 42
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything fsxlt needs to know about one task."""
+
+    name: str
+    description: str
+    kind: TaskKind
+    input: InputKind
+    labels: tuple[str, ...]
+    metric: str
+    source_language: str
+    languages: tuple[str, ...]
+    data: DataSpec
+    sampling: SamplingSpec
+    training: TrainingSpec
+    label_unit: str = "tag"
+    config_path: str = field(default="", compare=False)
+
+    @property
+    def is_tagging(self) -> bool:
+        return self.kind == "tagging"
+
+    @property
+    def sampling_labels(self) -> tuple[str, ...]:
+        """The labels buckets are balanced over.
+
+        Classification: the class labels. Tagging with ``label_unit: tag``:
+        the tags. Tagging with ``label_unit: entity``: the entity types of the
+        BIO tags (``B-PER`` -> ``PER``), each mention counted once.
+        """
+        if self.kind == "tagging" and self.label_unit == "entity":
+            types: list[str] = []
+            for tag in self.labels:
+                if tag[:2] in ("B-", "I-") and tag[2:] not in types:
+                    types.append(tag[2:])
+            return tuple(types)
+        return self.labels
+
+    def check_language(self, language: str) -> str:
+        """Return ``language`` if the task supports it, else raise a one-line error."""
+        if language not in self.languages:
+            raise FsxltError(
+                f"unknown language {language!r} for task {self.name}; "
+                f"valid: {', '.join(self.languages)}"
+            )
+        return language
+
+    def check_k(self, k: int) -> int:
+        if k < 1:
+            raise FsxltError(f"K must be a positive number of shots, got {k}")
+        return k
+
+
+def _require(raw: dict[str, Any], key: str, where: str) -> Any:
+    if key not in raw:
+        raise FsxltError(f"{where}: missing required field {key!r}")
+    return raw[key]
+
+
+def _parse_hub(raw: dict[str, Any] | None) -> HubSource | None:
+    if not raw:
+        return None
+    return HubSource(
+        path=raw["path"],
+        name=raw.get("name"),
+        splits=dict(raw.get("splits") or {"train": "train", "dev": "validation", "test": "test"}),
+        columns=dict(raw.get("columns") or {}),
+    )
+
+
+def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
+    """Build a :class:`TaskSpec` from the mapping a task YAML file holds."""
+    if not isinstance(raw, dict):
+        raise FsxltError(f"{where}: a task config must be a YAML mapping")
+    data = _require(raw, "data", where)
+    sampling = _require(raw, "sampling", where)
+    kind = _require(raw, "kind", where)
+    if kind not in ("classification", "tagging"):
+        raise FsxltError(f"{where}: kind must be classification or tagging, got {kind!r}")
+    if data.get("format") not in DATA_FORMATS:
+        raise FsxltError(f"{where}: data.format must be one of {', '.join(DATA_FORMATS)}")
+    if sampling.get("sampler") not in SAMPLERS:
+        raise FsxltError(f"{where}: sampling.sampler must be one of {', '.join(SAMPLERS)}")
+    training = dict(raw.get("training") or {})
+    if "lr_grid" in training:
+        training["lr_grid"] = tuple(float(x) for x in training["lr_grid"])
+    return TaskSpec(
+        name=str(_require(raw, "name", where)),
+        description=str(raw.get("description", "")),
+        kind=kind,
+        input=_require(raw, "input", where),
+        labels=tuple(str(label) for label in _require(raw, "labels", where)),
+        metric=str(_require(raw, "metric", where)),
+        source_language=str(raw.get("source_language", "en")),
+        languages=tuple(str(lang) for lang in _require(raw, "languages", where)),
+        data=DataSpec(format=data["format"], pattern=data.get("pattern", "{split}-{lang}.tsv"),
+                      hf=_parse_hub(data.get("hf"))),
+        sampling=SamplingSpec(
+            sampler=sampling["sampler"],
+            split=sampling.get("split", "train"),
+            k_values=tuple(int(k) for k in sampling.get("k_values", (1, 2, 4, 8))),
+            n_buckets=int(sampling.get("n_buckets", 40)),
+        ),
+        training=TrainingSpec(**training),
+        label_unit=str(raw.get("label_unit", "tag")),
+        config_path=where,
+    )
+
+
+def _builtin_config_dir():
+    return resources.files("fsxlt").joinpath("configs")
+
+
+@cache
+def builtin_tasks() -> dict[str, TaskSpec]:
+    """All tasks shipped in ``configs/``, by name."""
+    tasks: dict[str, TaskSpec] = {}
+    for entry in sorted(_builtin_config_dir().iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        raw = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        if isinstance(raw, dict) and "kind" in raw and "labels" in raw:
+            spec = parse_task(raw, where=f"configs/{entry.name}")
+            tasks[spec.name] = spec
+    return tasks
+
+
+def get_task(name_or_path: str | TaskSpec) -> TaskSpec:
+    """Look up a task by name, or load it from a YAML file path.
+
+    Raises a one-line :class:`FsxltError` listing the valid names when the
+    task is unknown.
+    """
+    if isinstance(name_or_path, TaskSpec):
+        return name_or_path
+    tasks = builtin_tasks()
+    if name_or_path in tasks:
+        return tasks[name_or_path]
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as err:
+            raise FsxltError(f"{path}: invalid YAML ({err.__class__.__name__})") from None
+        return parse_task(raw, where=str(path))
+    raise FsxltError(f"unknown task {name_or_path!r}; valid: {', '.join(sorted(tasks))}")
+
+
+@dataclass(frozen=True)
+class LanguageInfo:
+    """A language's name, script and WALS word-order features (METHOD.md §6)."""
+
+    code: str
+    name: str
+    script: str
+    wals: dict[str, str]
+
+
+@cache
+def languages() -> dict[str, LanguageInfo]:
+    """Language facts bundled from WALS (``fsxlt/resources/wals.tsv``), by ISO code."""
+    text = resources.files("fsxlt.resources").joinpath("wals.tsv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines(), delimiter="\t"))
+    info = {}
+    for row in rows:
+        features = {k: v for k, v in row.items() if k not in ("language", "name", "script")}
+        info[row["language"]] = LanguageInfo(
+            code=row["language"], name=row["name"], script=row["script"],
+            wals={k: (v or "").strip() for k, v in features.items()},
+        )
+    return info
+
+
+def language_code(name_or_code: str) -> str:
+    """Map a language name (``German``, ``german``) or ISO code to its ISO 639-1 code."""
+    key = name_or_code.strip().lower()
+    table = languages()
+    if key in table:
+        return key
+    for code, info in table.items():
+        if info.name.lower() == key:
+            return code
+    raise FsxltError(f"unknown language {name_or_code!r}; expected an ISO 639-1 code or a name "
+                     f"such as {', '.join(sorted(i.name.lower() for i in table.values())[:6])}")
