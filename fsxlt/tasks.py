@@ -233,7 +233,7 @@ class LanguageInfo:
 @cache
 def languages() -> dict[str, LanguageInfo]:
     """Language facts bundled from WALS (``fsxlt/resources/wals.tsv``), by ISO code."""
-    text = resources.files("fsxlt.resources").joinpath("wals.tsv").read_text(encoding="utf-8")
+    text = resources.files("fsxlt").joinpath("resources", "wals.tsv").read_text(encoding="utf-8")
     rows = list(csv.DictReader(text.splitlines(), delimiter="\t"))
     info = {}
     for row in rows:

@@ -1,0 +1,15 @@
+"""The ``fsxlt`` command line: one module of commands per area, over the Python API."""
+
+from __future__ import annotations
+
+import sys
+
+from fsxlt.cli import buckets as _buckets  # noqa: F401  (registers commands)
+from fsxlt.cli.app import app, run_app
+
+__all__ = ["app", "main", "run_app"]
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run_app())

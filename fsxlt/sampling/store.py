@@ -1,0 +1,196 @@
+"""The bucket store: one directory per (task, language, K), self-contained.
+
+Layout (``ROOT`` is e.g. ``buckets/``)::
+
+    ROOT/<task>/<lang>/k<K>/
+        manifest.json         provenance of the whole set + ids and hash of every bucket
+        00.json ... 39.json   one bucket each: provenance + its examples (text and labels)
+        dev-remaining.jsonl   XNLI/PAWS-X only: the dev examples in no bucket (model selection)
+
+A bucket file is a JSON object whose ``examples`` list holds one compact
+example per line, so it diffs and greps well. Training needs nothing but
+these files. Every file is deterministic (sorted keys, no timestamps), so the
+same inputs give byte-identical files, and a set is written by swapping a
+finished temporary directory into place, never half-written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsxlt import __version__
+from fsxlt.data import Example, example_from_dict
+from fsxlt.errors import DataFormatError, FsxltError
+from fsxlt.fileio import atomic_replace_dir, dumps_json, dumps_jsonl, read_json, sha256_text
+
+STORE_FORMAT = "fsxlt-buckets/1"
+MANIFEST = "manifest.json"
+DEV_REMAINING = "dev-remaining.jsonl"
+
+
+@dataclass
+class BucketSet:
+    """All buckets of one (task, language, K), with where they came from.
+
+    ``source_file``/``source_sha256`` identify the data the buckets were drawn
+    from; ``labels`` is the label set the buckets are balanced over and
+    ``missing_labels`` the task labels that never occur in the pool.
+    """
+
+    task: str
+    language: str
+    k: int
+    sampler: str
+    seed: int | None
+    split: str
+    source_file: str
+    source_sha256: str | None
+    labels: list[str]
+    buckets: list[list[Example]]
+    missing_labels: list[str] = field(default_factory=list)
+    dev_remaining: list[Example] | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "task": self.task, "language": self.language, "k": self.k,
+            "sampler": self.sampler, "seed": self.seed, "split": self.split,
+            "source": {"file": self.source_file, "sha256": self.source_sha256},
+            "fsxlt_version": __version__,
+        }
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One bucket as training reads it."""
+
+    task: str
+    language: str
+    k: int
+    index: int
+    examples: list[Example]
+    meta: dict[str, Any]
+    sha256: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}/{self.language}/k{self.k}/{self.index:02d}"
+
+
+def bucket_dir(root: str | Path, task: str, language: str, k: int) -> Path:
+    return Path(root) / task / language / f"k{k}"
+
+
+def bucket_file_name(index: int) -> str:
+    return f"{index:02d}.json"
+
+
+def render_bucket(bucket_set: BucketSet, index: int) -> str:
+    """The text of one bucket file (deterministic)."""
+    examples = bucket_set.buckets[index]
+    meta = dict(bucket_set.provenance(), index=index, ids=[ex.id for ex in examples])
+    head = dumps_json({"bucket": meta}).rstrip()[:-1].rstrip()  # drop the closing brace
+    rows = ",\n".join("  " + json.dumps(ex.to_dict(), ensure_ascii=False, sort_keys=True)
+                      for ex in examples)
+    return f'{head},\n "examples": [\n{rows}\n ]\n}}\n'
+
+
+def render_set(bucket_set: BucketSet) -> dict[str, str]:
+    """All files of a bucket set, name -> text."""
+    files: dict[str, str] = {}
+    entries = []
+    for index in range(len(bucket_set.buckets)):
+        name = bucket_file_name(index)
+        files[name] = render_bucket(bucket_set, index)
+        entries.append({"index": index, "file": name, "sha256": sha256_text(files[name]),
+                        "ids": [ex.id for ex in bucket_set.buckets[index]]})
+    manifest: dict[str, Any] = dict(
+        bucket_set.provenance(), format=STORE_FORMAT, n_buckets=len(entries),
+        labels=bucket_set.labels, missing_labels=bucket_set.missing_labels,
+        buckets=entries, dev_remaining=None, notes=bucket_set.notes)
+    if bucket_set.dev_remaining is not None:
+        files[DEV_REMAINING] = dumps_jsonl(ex.to_dict() for ex in bucket_set.dev_remaining)
+        manifest["dev_remaining"] = {"file": DEV_REMAINING, "n": len(bucket_set.dev_remaining),
+                                     "sha256": sha256_text(files[DEV_REMAINING])}
+    files[MANIFEST] = dumps_json(manifest)
+    return files
+
+
+def write_sets(root: str | Path, bucket_sets: list[BucketSet]) -> list[Path]:
+    """Write bucket sets under ``root``; each set directory is replaced atomically.
+
+    Rendering happens for all sets before anything is written, so an error
+    while rendering leaves the store untouched.
+    """
+    rendered = [(s, render_set(s)) for s in bucket_sets]
+    written = []
+    for bucket_set, files in rendered:
+        target = bucket_dir(root, bucket_set.task, bucket_set.language, bucket_set.k)
+        atomic_replace_dir(target, files)
+        written.append(target)
+    return written
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any]:
+    path = Path(directory) / MANIFEST
+    manifest = read_json(path)
+    if not isinstance(manifest, dict) or manifest.get("format") != STORE_FORMAT:
+        raise DataFormatError(path, f"not an fsxlt bucket manifest (format {STORE_FORMAT})")
+    return manifest
+
+
+def read_bucket(path: str | Path) -> Bucket:
+    """Read one bucket file; a malformed file is a one-line error naming it."""
+    path = Path(path)
+    raw = read_json(path)
+    try:
+        meta = raw["bucket"]
+        examples = [example_from_dict(row) for row in raw["examples"]]
+        bucket = Bucket(task=meta["task"], language=meta["language"], k=int(meta["k"]),
+                        index=int(meta["index"]), examples=examples, meta=meta,
+                        sha256=sha256_text(path.read_text(encoding="utf-8")))
+    except (KeyError, TypeError, ValueError) as err:
+        raise DataFormatError(path, f"not an fsxlt bucket file ({err})") from None
+    if not examples:
+        raise DataFormatError(path, "bucket holds no examples")
+    return bucket
+
+
+def read_examples_jsonl(path: str | Path) -> list[Example]:
+    """Read a JSON-lines file of examples (e.g. ``dev-remaining.jsonl``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, "file not found")
+    examples = []
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            examples.append(example_from_dict(json.loads(line)))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            raise DataFormatError(path, f"malformed example ({err})", line_no) from None
+    return examples
+
+
+def read_set(directory: str | Path) -> tuple[dict[str, Any], list[Bucket], list[Example] | None]:
+    """Read a bucket set directory: its manifest, buckets (in index order), remaining dev."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    buckets = [read_bucket(directory / entry["file"]) for entry in manifest["buckets"]]
+    remaining = None
+    if manifest.get("dev_remaining"):
+        remaining = read_examples_jsonl(directory / manifest["dev_remaining"]["file"])
+    return manifest, buckets, remaining
+
+
+def find_sets(root: str | Path) -> list[Path]:
+    """Every bucket set directory at or below ``root``, sorted."""
+    root = Path(root)
+    if not root.exists():
+        raise FsxltError(f"{root}: no such directory")
+    if (root / MANIFEST).is_file():
+        return [root]
+    return sorted(p.parent for p in root.rglob(MANIFEST))
