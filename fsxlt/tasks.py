@@ -57,6 +57,7 @@ class SamplingSpec:
     split: str
     k_values: tuple[int, ...]
     n_buckets: int
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,7 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
             split=sampling.get("split", "train"),
             k_values=tuple(int(k) for k in sampling.get("k_values", (1, 2, 4, 8))),
             n_buckets=int(sampling.get("n_buckets", 40)),
+            seed=int(sampling.get("seed", 0)),
         ),
         training=TrainingSpec(**training),
         label_unit=str(raw.get("label_unit", "tag")),

@@ -1,0 +1,149 @@
+"""``fsxlt sample`` and ``fsxlt buckets import-published|check``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fsxlt.cli.app import app
+from fsxlt.cli.progress import bar
+from fsxlt.fileio import atomic_write_json
+from fsxlt.sampling.api import sample as sample_api
+from fsxlt.sampling.check import SetReport, check_store
+from fsxlt.sampling.published import import_published
+from fsxlt.tasks import get_task
+
+buckets_app = typer.Typer(help="Import published buckets and check any bucket set.",
+                          no_args_is_help=True)
+app.add_typer(buckets_app, name="buckets")
+
+
+@app.command("sample")
+def sample_command(
+    task: Annotated[str, typer.Option("--task", "-t", help="Task name or task YAML path.")],
+    lang: Annotated[list[str], typer.Option("--lang", "-l",
+                                            help="Target language (repeatable).")],
+    k: Annotated[list[int] | None, typer.Option(
+        "--k", "-k", help="Shots per label (repeatable); default: the task's K values.")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Bucket store root.")] = Path("buckets"),
+    data: Annotated[Path | None, typer.Option(
+        help="The data file to sample from (one language).")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Directory with files named by the task's pattern, e.g. train-de.tsv.")] = None,
+    split: Annotated[str | None, typer.Option(
+        help="Split to sample from; default: the task's (dev for XNLI/PAWS-X).")] = None,
+    n_buckets: Annotated[int | None, typer.Option(help="Buckets per K (default 40).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed (default: task config).")] = None,
+) -> None:
+    """Draw the few-shot buckets of a task for target languages.
+
+    Classification tasks get N-way K-shot buckets (exactly K per label, the
+    buckets pairwise disjoint); tagging tasks get Minimum-Including buckets.
+    Without --data/--data-dir the data is loaded from the Hugging Face hub.
+
+    Examples:
+
+      fsxlt sample --task panx --lang de --data-dir data/panx --out buckets
+
+      fsxlt sample --task xnli --lang de --lang zh -k 1 -k 8 --data-dir data/xnli
+    """
+    spec = get_task(task)
+    ks = k or list(spec.sampling.k_values)
+    sets = sample_api(spec, lang, ks, out, data=data, data_dir=data_dir, split=split,
+                      n_buckets=n_buckets, seed=seed, progress=bar("loading", "lang"))
+    for s in sets:
+        sizes = [len(b) for b in s.buckets]
+        line = (f"{s.task}/{s.language}/k{s.k}: {len(s.buckets)} buckets, "
+                f"{sum(sizes) / len(sizes):.2f} examples per bucket")
+        if s.missing_labels:
+            line += f"; labels absent from the data, left out: {', '.join(s.missing_labels)}"
+        if s.dev_remaining is not None:
+            line += f"; {len(s.dev_remaining)} dev examples remain for model selection"
+        typer.echo(line)
+    typer.echo(f"wrote {len(sets)} bucket sets under {out}")
+
+
+@buckets_app.command("import-published")
+def import_published_command(
+    src: Annotated[Path, typer.Argument(help="Root of the published buckets.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Bucket store root.")] = Path("buckets"),
+    task: Annotated[list[str] | None, typer.Option(
+        "--task", "-t", help="Only these tasks (repeatable).")] = None,
+) -> None:
+    """Convert the buckets published with the original study into fsxlt bucket sets.
+
+    Reads <task>/<K>-shots/<language>/<i>-th/{sampled.json|train.tsv};
+    language names become ISO codes; stray files are ignored.
+
+    Example:
+
+      fsxlt buckets import-published published_buckets/ --out buckets/published
+    """
+    summary = import_published(src, out, tasks=task, progress=bar("importing", "set"))
+    per_task = Counter(s.task for s in summary.sets)
+    for name, count in sorted(per_task.items()):
+        langs = sorted({s.language for s in summary.sets if s.task == name})
+        typer.echo(f"{name}: {count} sets ({', '.join(langs)})")
+    for skipped in summary.skipped:
+        typer.echo(f"skipped {skipped}")
+    typer.echo(f"wrote {len(summary.sets)} bucket sets under {out}; "
+               f"run 'fsxlt buckets check {out}' to verify them")
+
+
+def _print_report(report: SetReport, max_rows: int) -> None:
+    name = f"{report.task}/{report.language}/k{report.k}"
+    head = (f"{name:<18} {report.sampler:<18} {report.n_buckets:>3} buckets  "
+            f"{report.mean_size:6.2f} per bucket  ")
+    if report.ok:
+        typer.echo(head + "ok")
+        return
+    kinds = ", ".join(f"{kind} in {n}" for kind, n in sorted(report.kinds().items()))
+    typer.echo(head + f"VIOLATIONS: {kinds}")
+    rows = sorted(report.violations, key=lambda v: (-1 if v.bucket is None else v.bucket))
+    for v in rows[:max_rows]:
+        where = "set" if v.bucket is None else f"{v.bucket:02d}"
+        typer.echo(f"    {where:>4}  {v.kind:<14} {v.detail}")
+    if len(rows) > max_rows:
+        typer.echo(f"    ... {len(rows) - max_rows} more (--max-rows to see them)")
+
+
+@buckets_app.command("check")
+def check_command(
+    directory: Annotated[Path, typer.Argument(help="Bucket store root or one bucket set dir.")],
+    source: Annotated[Path | None, typer.Option(
+        help="The data file the buckets were drawn from (one task and language).")] = None,
+    max_rows: Annotated[int, typer.Option(help="Violations listed per set.")] = 5,
+    json_out: Annotated[Path | None, typer.Option(
+        "--json", help="Also write the full report as JSON.")] = None,
+) -> None:
+    """Verify every bucket set below DIRECTORY; exit status 1 if anything is violated.
+
+    Classification: exactly K per label, pairwise disjoint buckets, remaining
+    dev disjoint from them. Tagging: every label at least K times and no
+    sentence removable (Minimum-Including). With --source: the source hash and
+    every example against the data.
+
+    Examples:
+
+      fsxlt buckets check buckets/
+
+      fsxlt buckets check buckets/panx/de/k1 --source data/panx/train-de.tsv
+    """
+    reports = check_store(directory, source)
+    for report in reports:
+        _print_report(report, max_rows)
+    bad = [r for r in reports if not r.ok]
+    totals: Counter[str] = Counter()
+    for r in bad:
+        totals.update(r.kinds())
+    if json_out is not None:
+        atomic_write_json(json_out, [r.to_dict() for r in reports])
+    summary = f"{len(reports)} bucket sets checked: {len(reports) - len(bad)} ok"
+    if bad:
+        kinds = ", ".join(f"{kind} in {n} buckets" for kind, n in sorted(totals.items()))
+        typer.echo(f"{summary}, {len(bad)} with violations ({kinds})")
+        raise typer.Exit(1)
+    typer.echo(summary)

@@ -1,0 +1,84 @@
+"""Sampling entry points: from a task's data to bucket sets in the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from fsxlt.data import Split, TaggedSentence, TextExample, load_split
+from fsxlt.errors import FsxltError
+from fsxlt.sampling.samplers import (
+    check_k,
+    derive_rng,
+    minimum_including,
+    nway_kshot,
+    present_labels,
+    remaining_examples,
+    sentence_label_counts,
+)
+from fsxlt.sampling.store import BucketSet, write_sets
+from fsxlt.tasks import TaskSpec, get_task
+
+
+def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | None = None,
+               seed: int | None = None) -> BucketSet:
+    """Draw all buckets of one (task, language, K) from a loaded split.
+
+    Classification uses N-way K-shot (disjoint buckets; when the task samples
+    from its dev split, the unused dev examples are kept as the new dev set).
+    Tagging uses Minimum-Including, one independent draw per bucket; labels
+    that never occur in the pool are left out of the label set and recorded
+    in ``missing_labels``.
+    """
+    task = get_task(task)
+    n_buckets = task.sampling.n_buckets if n_buckets is None else n_buckets
+    seed = task.sampling.seed if seed is None else seed
+    check_k(k, n_buckets)
+    context = f"{task.name}/{split.language} K={k}"
+    common = dict(task=task.name, language=split.language, k=k, sampler=task.sampling.sampler,
+                  seed=seed, split=split.split, source_file=Path(split.source).name,
+                  source_sha256=split.sha256)
+    if task.is_tagging:
+        sentences = [ex for ex in split.examples if isinstance(ex, TaggedSentence)]
+        counts = [sentence_label_counts(s, task.label_unit) for s in sentences]
+        labels, missing = present_labels(counts, task.sampling_labels)
+        if not labels:
+            raise FsxltError(f"{context}: no label of the task occurs in {split.source}")
+        buckets = []
+        for index in range(n_buckets):
+            rng = derive_rng(seed, task.name, split.language, k, index)
+            picked = minimum_including(counts, labels, k, rng, context)
+            buckets.append([sentences[i] for i in picked])
+        return BucketSet(**common, labels=labels, missing_labels=missing, buckets=buckets)
+
+    examples = [ex for ex in split.examples if isinstance(ex, TextExample)]
+    rng = derive_rng(seed, task.name, split.language, k)
+    buckets = nway_kshot(examples, task.labels, k, n_buckets, rng, context)
+    remaining = remaining_examples(examples, buckets) if split.split == "dev" else None
+    return BucketSet(**common, labels=list(task.labels), buckets=buckets, dev_remaining=remaining)
+
+
+def sample(task: str | TaskSpec, languages: Sequence[str], ks: Sequence[int], out: str | Path, *,
+           data: str | Path | None = None, data_dir: str | Path | None = None,
+           split: str | None = None, n_buckets: int | None = None, seed: int | None = None,
+           progress: Callable[[Iterable], Iterable] = lambda it: it) -> list[BucketSet]:
+    """Sample bucket sets for every language and K and write them under ``out``.
+
+    Data comes from ``data`` (one file, one language), ``data_dir`` (the
+    task's file pattern) or, with neither, the Hugging Face hub. Everything
+    is sampled before anything is written, so an error writes nothing.
+    """
+    task = get_task(task)
+    if not languages:
+        raise FsxltError("give at least one language")
+    for language in languages:
+        task.check_language(language)
+    if data is not None and len(languages) != 1:
+        raise FsxltError("--data names one file, so give exactly one --lang (or use --data-dir)")
+    split = split or task.sampling.split
+    sets = []
+    for language in progress(list(languages)):
+        loaded = load_split(task, language, split, path=data, data_dir=data_dir)
+        sets.extend(sample_set(task, loaded, k, n_buckets=n_buckets, seed=seed) for k in ks)
+    write_sets(out, sets)
+    return sets

@@ -1,0 +1,230 @@
+"""Verify bucket sets against the guarantees of METHOD.md §3.
+
+For every bucket set (one manifest) the checker reports violations per
+bucket:
+
+* integrity: each bucket file exists, its hash and ids match the manifest,
+  its provenance matches the set;
+* classification: exactly K examples of every label, no other labels,
+  buckets pairwise disjoint, the remaining dev set disjoint from all buckets;
+* tagging (Minimum-Including): every label of the set occurs at least K
+  times, and the bucket is minimal: no sentence can be removed while every
+  label that reaches K still reaches K;
+* against the source data (optional): the source hash, and that every
+  bucket example is in the source with the same content (by id for buckets
+  sampled by fsxlt, by content for published ones), and that the remaining
+  dev set is exactly the source minus the buckets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsxlt.data import Example, TaggedSentence, read_examples
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import sha256_file
+from fsxlt.sampling.samplers import bucket_label_counts, present_labels, sentence_label_counts
+from fsxlt.sampling.store import Bucket, find_sets, read_set
+from fsxlt.tasks import get_task
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass
+class Violation:
+    """One broken guarantee; ``bucket`` is the bucket index, or None for the whole set."""
+
+    bucket: int | None
+    kind: str
+    detail: str
+
+
+@dataclass
+class SetReport:
+    """The outcome of checking one bucket set."""
+
+    directory: str
+    task: str
+    language: str
+    k: int
+    sampler: str
+    n_buckets: int
+    mean_size: float
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def kinds(self) -> Counter[str]:
+        """How many buckets show each kind of violation."""
+        seen = {(v.bucket, v.kind) for v in self.violations}
+        return Counter(kind for _bucket, kind in seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"directory": self.directory, "task": self.task, "language": self.language,
+                "k": self.k, "sampler": self.sampler, "n_buckets": self.n_buckets,
+                "mean_size": self.mean_size, "ok": self.ok,
+                "violations": [vars(v) for v in self.violations]}
+
+
+def _check_integrity(manifest: dict[str, Any], buckets: list[Bucket]) -> list[Violation]:
+    found = []
+    for entry, bucket in zip(manifest["buckets"], buckets, strict=True):
+        i = entry["index"]
+        if bucket.sha256 != entry.get("sha256"):
+            found.append(Violation(i, "integrity", "file hash differs from the manifest"))
+        if [ex.id for ex in bucket.examples] != entry.get("ids"):
+            found.append(Violation(i, "integrity", "example ids differ from the manifest"))
+        for key in ("task", "language", "k"):
+            if bucket.meta.get(key) != manifest.get(key):
+                found.append(Violation(i, "integrity", f"{key} {bucket.meta.get(key)!r} differs "
+                                       f"from the manifest's {manifest.get(key)!r}"))
+        if len({ex.id for ex in bucket.examples}) != len(bucket.examples):
+            found.append(Violation(i, "duplicate", "an example id occurs twice in the bucket"))
+    return found
+
+
+def _check_classification(manifest: dict[str, Any], buckets: list[Bucket],
+                          remaining: list[Example] | None) -> list[Violation]:
+    k, labels = manifest["k"], manifest["labels"]
+    found = []
+    owner: dict[str, int] = {}
+    for bucket in buckets:
+        counts = Counter(ex.label for ex in bucket.examples)
+        for label in labels:
+            if counts[label] != k:
+                found.append(Violation(bucket.index, "count",
+                                       f"label {label!r} has {counts[label]} examples, not {k}"))
+        for label in sorted(set(counts) - set(labels)):
+            found.append(Violation(bucket.index, "count", f"unexpected label {label!r}"))
+        for ex in bucket.examples:
+            other = owner.setdefault(ex.id, bucket.index)
+            if other != bucket.index:
+                found.append(Violation(bucket.index, "overlap",
+                                       f"example {ex.id} is also in bucket {other}"))
+    if remaining is not None:
+        leaked = [ex.id for ex in remaining if ex.id in owner]
+        if leaked:
+            found.append(Violation(None, "dev-leak", f"{len(leaked)} remaining-dev examples are "
+                                   f"also in buckets (e.g. {leaked[0]})"))
+    return found
+
+
+def redundant_sentences(counts: list[Counter[str]], labels: list[str], k: int) -> list[int]:
+    """Positions of sentences whose removal keeps every label that reaches ``k`` at ``k`` or more.
+
+    A bucket is minimal exactly when this is empty. Labels already below
+    ``k`` are a separate violation and do not make every sentence necessary.
+    """
+    total = bucket_label_counts(counts)
+    satisfied = [label for label in labels if total[label] >= k]
+    return [i for i, c in enumerate(counts)
+            if all(total[label] - c[label] >= k for label in satisfied)]
+
+
+def _check_tagging(manifest: dict[str, Any], buckets: list[Bucket],
+                   labels: list[str]) -> list[Violation]:
+    task = get_task(manifest["task"])
+    k = manifest["k"]
+    found = []
+    for bucket in buckets:
+        sentences = [ex for ex in bucket.examples if isinstance(ex, TaggedSentence)]
+        counts = [sentence_label_counts(s, task.label_unit) for s in sentences]
+        total = bucket_label_counts(counts)
+        short = [label for label in labels if total[label] < k]
+        for label in short:
+            kind = "missing-label" if total[label] == 0 else "count"
+            found.append(Violation(bucket.index, kind,
+                                   f"label {label!r} occurs {total[label]} times, fewer than {k}"))
+        redundant = redundant_sentences(counts, labels, k)
+        if redundant:
+            ids = ", ".join(sentences[i].id for i in redundant[:3])
+            more = "" if len(redundant) <= 3 else f" and {len(redundant) - 3} more"
+            found.append(Violation(bucket.index, "not-minimal",
+                                   f"{len(redundant)} of {len(sentences)} sentences can be "
+                                   f"removed ({ids}{more})"))
+    return found
+
+
+def loose_key(example: Example) -> tuple:
+    """Content with all whitespace removed: the published classification buckets hold
+    re-tokenized text (``erklärt , die``), which should still match the raw source."""
+    return tuple(_WHITESPACE.sub("", part) if isinstance(part, str) else part
+                 for part in example.content_key())
+
+
+def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
+                  remaining: list[Example] | None, source: Path,
+                  pool: list[Example]) -> list[Violation]:
+    found = []
+    recorded = (manifest.get("source") or {}).get("sha256")
+    published = manifest.get("sampler") == "published"
+    if not published and recorded and recorded != sha256_file(source):
+        found.append(Violation(None, "source-hash",
+                               f"{source.name} differs from the data the buckets were drawn "
+                               "from (sha256 mismatch)"))
+    by_id = {ex.id: ex for ex in pool}
+    contents = {loose_key(ex) for ex in pool}
+    for bucket in buckets:
+        for ex in bucket.examples:
+            if published:
+                if loose_key(ex) not in contents:
+                    found.append(Violation(bucket.index, "not-in-source",
+                                           f"example {ex.id} does not occur in {source.name}"))
+            elif ex.id not in by_id:
+                found.append(Violation(bucket.index, "not-in-source",
+                                       f"id {ex.id} is not in {source.name}"))
+            elif by_id[ex.id].content_key() != ex.content_key():
+                found.append(Violation(bucket.index, "content",
+                                       f"example {ex.id} differs from {source.name}"))
+    if remaining is not None and not published:
+        used = {ex.id for bucket in buckets for ex in bucket.examples}
+        expected = [ex.id for ex in pool if ex.id not in used]
+        if [ex.id for ex in remaining] != expected:
+            found.append(Violation(None, "dev-remaining",
+                                   "the remaining dev set is not the source minus the buckets"))
+    return found
+
+
+def check_set(directory: str | Path, source: str | Path | None = None) -> SetReport:
+    """Check one bucket set directory (optionally against its source data file)."""
+    directory = Path(directory)
+    manifest, buckets, remaining = read_set(directory)
+    task = get_task(manifest["task"])
+    pool = None
+    if source is not None:
+        source = Path(source)
+        pool = read_examples(source, task)
+    violations = _check_integrity(manifest, buckets)
+    if task.is_tagging:
+        labels = list(manifest["labels"])
+        if pool is not None:  # labels absent from the pool cannot be asked of a bucket
+            counts = [sentence_label_counts(s, task.label_unit) for s in pool]
+            labels, _absent = present_labels(counts, labels)
+        violations += _check_tagging(manifest, buckets, labels)
+    else:
+        violations += _check_classification(manifest, buckets, remaining)
+    if source is not None:
+        violations += _check_source(manifest, buckets, remaining, source, pool)
+    sizes = [len(b.examples) for b in buckets]
+    return SetReport(directory=str(directory), task=task.name, language=manifest["language"],
+                     k=manifest["k"], sampler=manifest["sampler"], n_buckets=len(buckets),
+                     mean_size=sum(sizes) / len(sizes) if sizes else 0.0,
+                     violations=violations)
+
+
+def check_store(root: str | Path, source: str | Path | None = None) -> list[SetReport]:
+    """Check every bucket set at or below ``root``."""
+    directories = find_sets(root)
+    if not directories:
+        raise FsxltError(f"{root}: no bucket sets found (no manifest.json below it)")
+    if source is not None and len(directories) != 1:
+        tasks_langs = {(d.parent.parent.name, d.parent.name) for d in directories}
+        if len(tasks_langs) != 1:
+            raise FsxltError("--source is one data file: point DIR at one task and language")
+    return [check_set(d, source) for d in directories]

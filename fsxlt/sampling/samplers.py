@@ -1,0 +1,156 @@
+"""The two bucket samplers of METHOD.md §3, pure functions of their inputs and a seed.
+
+* :func:`nway_kshot` (classification): 40 pairwise disjoint buckets, each
+  with exactly K examples of every label.
+* :func:`minimum_including` (tagging, Hou et al. 2020): one bucket in which
+  every label occurs at least K times and no sentence can be dropped without
+  breaking that. Buckets are drawn independently, so two buckets may share
+  sentences.
+
+Randomness comes from :func:`derive_rng`, which turns the seed and the
+bucket's coordinates (task, language, K, index) into an independent NumPy
+stream; nothing touches global RNG state, so results do not depend on what
+ran before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+from seqeval.metrics.sequence_labeling import get_entities
+
+from fsxlt.data import TaggedSentence, TextExample
+from fsxlt.errors import FsxltError, InsufficientDataError
+
+
+def _stable_int(part: str | int) -> int:
+    if isinstance(part, int):
+        return part
+    return int.from_bytes(hashlib.sha256(part.encode("utf-8")).digest()[:8], "little")
+
+
+def derive_rng(seed: int, *coordinates: str | int) -> np.random.Generator:
+    """An RNG that depends only on ``seed`` and ``coordinates``, stable across runs and machines."""
+    return np.random.default_rng([_stable_int(seed), *(_stable_int(c) for c in coordinates)])
+
+
+# --------------------------------------------------------------------------- classification
+
+def nway_kshot(examples: Sequence[TextExample], labels: Sequence[str], k: int, n_buckets: int,
+               rng: np.random.Generator, context: str = "") -> list[list[TextExample]]:
+    """Draw ``n_buckets`` disjoint buckets with exactly ``k`` examples of every label.
+
+    For each label (in ``labels`` order) a random permutation of its
+    examples is cut into consecutive runs of ``k``; bucket *b* takes run *b*
+    of every label. Inside a bucket, examples are grouped by label in label
+    order. Raises :class:`InsufficientDataError` naming the first label with
+    fewer than ``k * n_buckets`` examples.
+    """
+    by_label: dict[str, list[TextExample]] = {label: [] for label in labels}
+    for example in examples:
+        if example.label in by_label:
+            by_label[example.label].append(example)
+    needed = k * n_buckets
+    for label in labels:
+        if len(by_label[label]) < needed:
+            raise InsufficientDataError(label, needed, len(by_label[label]), context)
+    buckets: list[list[TextExample]] = [[] for _ in range(n_buckets)]
+    for label in labels:
+        pool = by_label[label]
+        order = rng.permutation(len(pool))[:needed]
+        for b in range(n_buckets):
+            buckets[b].extend(pool[i] for i in order[b * k:(b + 1) * k])
+    return buckets
+
+
+def remaining_examples(pool: Sequence[TextExample],
+                       buckets: Sequence[Sequence[TextExample]]) -> list[TextExample]:
+    """The pool's examples that are in no bucket, in their original order."""
+    used = {ex.id for bucket in buckets for ex in bucket}
+    return [ex for ex in pool if ex.id not in used]
+
+
+# --------------------------------------------------------------------------- tagging
+
+def sentence_label_counts(sentence: TaggedSentence, unit: str) -> Counter[str]:
+    """How often each sampling label occurs in a sentence.
+
+    ``unit == "entity"``: entity types, one per mention (BIO chunks as
+    seqeval reads them, so a stray ``I-`` also starts a mention);
+    ``unit == "tag"``: the tags themselves, one per word.
+    """
+    if unit == "entity":
+        return Counter(kind for kind, _start, _end in get_entities(list(sentence.tags)))
+    return Counter(sentence.tags)
+
+
+def bucket_label_counts(counts: Sequence[Counter[str]]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for c in counts:
+        total.update(c)
+    return total
+
+
+def minimum_including(pool_counts: Sequence[Counter[str]], labels: Sequence[str], k: int,
+                      rng: np.random.Generator, context: str = "") -> list[int]:
+    """Draw one Minimum-Including bucket; returns pool indices in the order they were added.
+
+    ``pool_counts[i]`` holds the label counts of pool sentence *i*; ``labels``
+    is the (fixed-order) label set, each of which must occur at least ``k``
+    times in the pool. Step 2 draws, for each label in turn, sentences that
+    contain it uniformly at random (among those not yet chosen) until the
+    label occurs ``k`` times; step 3 then drops every sentence, in the order
+    added, whose removal keeps all labels at ``k`` or more.
+    """
+    containing: dict[str, list[int]] = {label: [] for label in labels}
+    totals: Counter[str] = Counter()
+    for i, counts in enumerate(pool_counts):
+        for label, n in counts.items():
+            if label in containing:
+                containing[label].append(i)
+                totals[label] += n
+    for label in labels:
+        if totals[label] < k:
+            raise InsufficientDataError(label, k, totals[label], context)
+
+    chosen: list[int] = []
+    chosen_set: set[int] = set()
+    counts: Counter[str] = Counter()
+    for label in labels:
+        candidates = containing[label]
+        while counts[label] < k:
+            # Rejection sampling is uniform over candidates not yet chosen; at
+            # least one exists because the pool holds >= k occurrences.
+            pick = candidates[int(rng.integers(len(candidates)))]
+            if pick in chosen_set:
+                continue
+            chosen.append(pick)
+            chosen_set.add(pick)
+            counts.update(pool_counts[pick])
+
+    kept: list[int] = []
+    for index in chosen:
+        counts.subtract(pool_counts[index])
+        if any(counts[label] < k for label in labels):
+            counts.update(pool_counts[index])  # needed: put it back
+            kept.append(index)
+    return kept
+
+
+def present_labels(pool_counts: Sequence[Counter[str]],
+                   labels: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``labels`` into those occurring in the pool and those that never do."""
+    seen: set[str] = set()
+    for counts in pool_counts:
+        seen.update(counts)
+    return [lab for lab in labels if lab in seen], [lab for lab in labels if lab not in seen]
+
+
+def check_k(k: int, n_buckets: int) -> None:
+    if k < 1:
+        raise FsxltError(f"K must be at least 1, got {k}")
+    if n_buckets < 1:
+        raise FsxltError(f"the number of buckets must be at least 1, got {n_buckets}")
