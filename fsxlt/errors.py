@@ -28,10 +28,11 @@ class DataFormatError(FsxltError):
 class InsufficientDataError(FsxltError):
     """A label has too few examples to fill the requested buckets."""
 
-    def __init__(self, label: str, needed: int, available: int, context: str = ""):
+    def __init__(self, label: str, needed: int, available: int, context: str = "",
+                 unit: str = "examples"):
         prefix = f"{context}: " if context else ""
         super().__init__(
-            f"{prefix}label {label!r} needs {needed} examples but only {available} are available"
+            f"{prefix}label {label!r} needs {needed} {unit} but only {available} are available"
         )
         self.label = label
         self.needed = needed

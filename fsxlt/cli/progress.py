@@ -14,6 +14,7 @@ def bar(description: str, unit: str = "it") -> Callable[[Iterable[T]], Iterable[
     """A wrapper that shows a progress bar over an iterable; quiet when not a terminal."""
 
     def wrap(items: Iterable[T]) -> Iterable[T]:
-        return tqdm(items, desc=description, unit=unit, leave=False, dynamic_ncols=True)
+        return tqdm(items, desc=description, unit=unit, leave=False, dynamic_ncols=True,
+                    disable=None)
 
     return wrap

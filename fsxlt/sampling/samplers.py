@@ -114,7 +114,7 @@ def minimum_including(pool_counts: Sequence[Counter[str]], labels: Sequence[str]
                 totals[label] += n
     for label in labels:
         if totals[label] < k:
-            raise InsufficientDataError(label, k, totals[label], context)
+            raise InsufficientDataError(label, k, totals[label], context, unit="occurrences")
 
     chosen: list[int] = []
     chosen_set: set[int] = set()
