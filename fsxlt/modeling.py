@@ -1,0 +1,443 @@
+"""Encoders, heads and the freezing policy of every target-adapting method.
+
+One model class, :class:`FsxltModel`, serves both task kinds (METHOD.md §4):
+
+- **classification**: the encoder's [CLS] hidden state goes through a pooler
+  (linear + tanh; the encoder's own pretrained pooler when it has one, e.g.
+  BERT and XLM-R, otherwise a freshly initialised one), dropout and a linear
+  classifier. Pair inputs are fed as a segment pair.
+- **tagging**: dropout and a linear classifier on the hidden state of each
+  word's **last** wordpiece. Other pieces and special tokens never reach the
+  loss or the metric because only the last-piece positions are gathered.
+
+The model is split at a clean seam: :meth:`FsxltModel.encode` runs the
+encoder and returns *features* (the [CLS] hidden state before the pooler, or
+one vector per scored word); :meth:`FsxltModel.head` maps features to logits
+(pooler, dropout, classifier). The head-only adapting variants freeze the
+whole encoder and run it in eval mode (no dropout), so its features are a
+deterministic function of the input and can be cached.
+
+Adapting methods (:data:`METHODS`; all but ``full`` freeze embeddings and all
+transformer layers):
+
+============== ============================================= ====================
+method         trained parameters                            classifier at start
+============== ============================================= ====================
+full           everything                                    source-trained
+fc             classifier                                    source-trained
+fc-pooler      classifier, pooler                            source-trained
+cos-pooler     cosine matrix W, pooler                       new random W, s=10
+fc-reset-pooler classifier, pooler                           re-initialised
+============== ============================================= ====================
+
+Tagging models have no pooler, so only ``full`` and ``fc`` apply to them.
+
+Featurisation (:class:`Featurizer`) turns examples into wordpiece ids once;
+training truncates every input to ``max_seq_length`` wordpieces (from the
+end), while tagging *evaluation* splits long sentences at word boundaries
+into consecutive windows so that every word is predicted exactly once.
+This module reads no data files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from fsxlt.data import Example, TaggedSentence, TextExample
+from fsxlt.errors import FsxltError
+from fsxlt.tasks import TaskSpec
+
+METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")
+COS_SCALE = 10.0
+DEFAULT_MODEL = "bert-base-multilingual-cased"
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """What one target-adapting method trains and how it sets up the classifier."""
+
+    name: str
+    train_encoder: bool
+    train_pooler: bool
+    classifier: str  # "keep" | "reset" | "cos"
+
+
+METHOD_SPECS = {
+    "full": MethodSpec("full", True, True, "keep"),
+    "fc": MethodSpec("fc", False, False, "keep"),
+    "fc-pooler": MethodSpec("fc-pooler", False, True, "keep"),
+    "cos-pooler": MethodSpec("cos-pooler", False, True, "cos"),
+    "fc-reset-pooler": MethodSpec("fc-reset-pooler", False, True, "reset"),
+}
+
+
+def method_spec(name: str, kind: str = "classification") -> MethodSpec:
+    """Look up an adapting method; pooler methods need a classification task."""
+    if name not in METHOD_SPECS:
+        raise FsxltError(f"unknown method {name!r}; valid: {', '.join(METHODS)}")
+    spec = METHOD_SPECS[name]
+    if kind == "tagging" and name not in ("full", "fc"):
+        raise FsxltError(f"method {name} trains a pooler, which tagging models do not have; "
+                         "use full or fc for tagging tasks")
+    return spec
+
+
+# --------------------------------------------------------------------------- heads
+
+class Pooler(nn.Module):
+    """Linear + tanh on the [CLS] hidden state (same parameter names as BERT's pooler)."""
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.activation = nn.Tanh()
+
+    def forward(self, cls_state: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.dense(cls_state))
+
+
+class CosineClassifier(nn.Module):
+    """Logits ``s * cos(x, w_c)`` for a matrix ``W`` of shape (hidden, classes)."""
+
+    def __init__(self, hidden_size: int, num_labels: int, scale: float = COS_SCALE):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(hidden_size, num_labels))
+        self.scale = scale
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        x = F.normalize(features, dim=-1, eps=1e-8)
+        w = F.normalize(self.weight, dim=0, eps=1e-8)
+        return self.scale * (x @ w)
+
+
+def _normal_(tensor: torch.Tensor, std: float, generator: torch.Generator) -> None:
+    with torch.no_grad():
+        values = torch.randn(tensor.shape, generator=generator, dtype=torch.float32) * std
+        tensor.copy_(values.to(tensor.device, tensor.dtype))
+
+
+def _generator(seed: int) -> torch.Generator:
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(int(seed))
+    return gen
+
+
+class FsxltModel(nn.Module):
+    """A Hugging Face encoder plus an FS-XLT head (see the module docstring).
+
+    Parameter names start with ``encoder.``, ``pooler.`` or ``classifier.``;
+    freezing policies are expressed in those prefixes.
+    """
+
+    def __init__(self, encoder: nn.Module, kind: str, num_labels: int, *, seed: int = 0):
+        super().__init__()
+        if kind not in ("classification", "tagging"):
+            raise ValueError(f"unknown task kind {kind!r}")
+        config = encoder.config
+        self.kind = kind
+        self.num_labels = num_labels
+        self.hidden_size = int(config.hidden_size)
+        self.init_std = float(getattr(config, "initializer_range", 0.02) or 0.02)
+        native = getattr(encoder, "pooler", None)
+        self.native_pooler = native is not None and isinstance(
+            getattr(native, "dense", None), nn.Linear)
+        self.pooler: Pooler | None = None
+        if kind == "classification":
+            self.pooler = Pooler(self.hidden_size)
+            if self.native_pooler:
+                self.pooler.load_state_dict(native.dense.state_dict(prefix="dense."))
+            else:
+                self.reset_pooler(seed)
+        if native is not None:
+            encoder.pooler = None  # we own the pooler; the encoder returns hidden states
+        self.encoder = encoder
+        dropout = getattr(config, "hidden_dropout_prob", None)
+        if dropout is None:
+            dropout = getattr(config, "dropout", 0.1)
+        self.dropout = nn.Dropout(float(dropout))
+        self.classifier: nn.Module = nn.Linear(self.hidden_size, num_labels)
+        self.reset_classifier(seed)
+        self.head_kind = "linear"
+
+    # ----------------------------------------------------------------- head set-up
+
+    def reset_classifier(self, seed: int) -> None:
+        """A fresh linear classifier: N(0, initializer_range) weights, zero bias."""
+        classifier = nn.Linear(self.hidden_size, self.num_labels)
+        classifier.to(self._device_dtype()[0])
+        _normal_(classifier.weight, self.init_std, _generator(seed))
+        nn.init.zeros_(classifier.bias)
+        self.classifier = classifier
+        self.head_kind = "linear"
+
+    def reset_pooler(self, seed: int) -> None:
+        if self.pooler is None:
+            return
+        _normal_(self.pooler.dense.weight, self.init_std, _generator(seed + 7919))
+        nn.init.zeros_(self.pooler.dense.bias)
+
+    def use_cosine_head(self, seed: int) -> None:
+        """Replace the classifier by a new random cosine head (scale 10)."""
+        head = CosineClassifier(self.hidden_size, self.num_labels)
+        head.to(self._device_dtype()[0])
+        _normal_(head.weight, 1.0 / math.sqrt(self.hidden_size), _generator(seed))
+        self.classifier = head
+        self.head_kind = "cos"
+
+    def use_linear_head(self) -> None:
+        """Make sure the classifier is linear (shape as in a saved state dict)."""
+        if self.head_kind != "linear":
+            self.reset_classifier(0)
+
+    def _device_dtype(self) -> tuple[torch.device, torch.dtype]:
+        param = next(self.encoder.parameters())
+        return param.device, param.dtype
+
+    # ----------------------------------------------------------------- freezing
+
+    @property
+    def encoder_trainable(self) -> bool:
+        return any(p.requires_grad for p in self.encoder.parameters())
+
+    def train(self, mode: bool = True) -> FsxltModel:
+        super().train(mode)
+        if mode and not self.encoder_trainable:
+            self.encoder.eval()  # frozen encoder: deterministic features, no dropout
+        return self
+
+    def trainable_names(self) -> list[str]:
+        return [n for n, p in self.named_parameters() if p.requires_grad]
+
+    # ----------------------------------------------------------------- forward
+
+    def encode(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Encoder forward: [CLS] state (classification) or one vector per scored word."""
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        if "token_type_ids" in batch:
+            inputs["token_type_ids"] = batch["token_type_ids"]
+        grad = torch.is_grad_enabled() and self.encoder_trainable
+        with torch.set_grad_enabled(grad):
+            hidden = self.encoder(**inputs).last_hidden_state
+        if self.kind == "classification":
+            return hidden[:, 0]
+        flat = hidden.reshape(-1, hidden.shape[-1])
+        return flat.index_select(0, batch["word_index"])
+
+    def head(self, features: torch.Tensor) -> torch.Tensor:
+        """Features -> logits: (pooler,) dropout, classifier."""
+        if self.pooler is not None:
+            features = self.pooler(features)
+        return self.classifier(self.dropout(features))
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.head(self.encode(batch))
+
+    # ----------------------------------------------------------------- state
+
+    def head_state_dict(self) -> dict[str, torch.Tensor]:
+        """Pooler and classifier weights (what a checkpoint stores beside the encoder)."""
+        return {k: v for k, v in self.state_dict().items() if not k.startswith("encoder.")}
+
+    def encoder_for_saving(self) -> nn.Module:
+        """The encoder with its native pooler re-attached, for ``save_pretrained``."""
+        if self.native_pooler and self.pooler is not None:
+            self.encoder.pooler = self.pooler
+        return self.encoder
+
+    def detach_pooler(self) -> None:
+        if getattr(self.encoder, "pooler", None) is not None:
+            self.encoder.pooler = None
+
+
+def prepare_method(model: FsxltModel, method: str, seed: int) -> list[str]:
+    """Set up the head and the trainable set for ``method``; return the trainable names.
+
+    ``cos-pooler`` installs a new random cosine matrix, ``fc-reset-pooler``
+    re-initialises the linear classifier (both seeded with ``seed``); every
+    other method keeps the classifier it finds.
+    """
+    spec = method_spec(method, model.kind)
+    if spec.classifier == "cos":
+        model.use_cosine_head(seed)
+    elif spec.classifier == "reset":
+        model.reset_classifier(seed)
+    for name, param in model.named_parameters():
+        if name.startswith("classifier."):
+            param.requires_grad_(True)
+        elif name.startswith("pooler."):
+            param.requires_grad_(spec.train_pooler)
+        else:
+            param.requires_grad_(spec.train_encoder)
+    return model.trainable_names()
+
+
+def build_model(encoder: nn.Module, task: TaskSpec, seed: int = 0) -> FsxltModel:
+    """Wrap an encoder with a fresh head for ``task`` (seeded)."""
+    return FsxltModel(encoder, task.kind, len(task.labels), seed=seed)
+
+
+# --------------------------------------------------------------------------- featurisation
+
+@dataclass
+class Row:
+    """One encoder input: a (window of a) sentence or an example, with its labels.
+
+    For tagging, ``positions`` are the sequence positions of the last
+    wordpiece of each scored word, ``words`` the indices of those words in
+    their sentence and ``labels`` their label ids. For classification,
+    ``labels`` holds the one label id.
+    """
+
+    example: int
+    input_ids: list[int]
+    token_type_ids: list[int] | None
+    labels: list[int]
+    positions: list[int] = field(default_factory=list)
+    words: list[int] = field(default_factory=list)
+
+
+@dataclass
+class EncodedSplit:
+    """A tokenized list of examples, plus the gold labels as strings (for metrics)."""
+
+    kind: str
+    rows: list[Row]
+    n_examples: int
+    gold: list[Any]  # str per example, or list[str] per sentence
+    word_counts: list[int]
+
+
+class Featurizer:
+    """Turns examples into wordpiece ids with a fast tokenizer, once per split."""
+
+    def __init__(self, tokenizer: Any, task: TaskSpec, max_seq_length: int | None = None):
+        if not getattr(tokenizer, "is_fast", False):
+            raise FsxltError("fsxlt needs a fast (Rust) tokenizer to map words to wordpieces")
+        self.tokenizer = tokenizer
+        self.task = task
+        self.max_len = int(max_seq_length or task.training.max_seq_length)
+        self.label_ids = {label: i for i, label in enumerate(task.labels)}
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        with_special = tokenizer("a")["input_ids"]
+        plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+        start = next((i for i in range(len(with_special) - len(plain) + 1)
+                      if with_special[i:i + len(plain)] == plain), None)
+        if start is None or not plain:
+            raise FsxltError("cannot locate the special tokens of this tokenizer")
+        self.prefix = list(with_special[:start])
+        self.suffix = list(with_special[start + len(plain):])
+        self.budget = self.max_len - len(self.prefix) - len(self.suffix)
+        if self.budget < 1:
+            raise FsxltError(f"max_seq_length {self.max_len} leaves no room for wordpieces")
+        self.uses_token_types = "token_type_ids" in tokenizer.model_input_names
+
+    def _label(self, label: str) -> int:
+        if label not in self.label_ids:
+            raise FsxltError(f"label {label!r} is not a label of task {self.task.name}")
+        return self.label_ids[label]
+
+    def encode(self, examples: Sequence[Example], *, windows: bool = False) -> EncodedSplit:
+        """Tokenize ``examples``; ``windows=True`` keeps every word of long sentences."""
+        if self.task.is_tagging:
+            return self._encode_tagged(examples, windows)
+        return self._encode_text(examples)
+
+    def _encode_text(self, examples: Sequence[Example]) -> EncodedSplit:
+        texts = [ex for ex in examples if isinstance(ex, TextExample)]
+        if len(texts) != len(examples):
+            raise FsxltError(f"task {self.task.name} expects text examples, got tagged sentences")
+        a = [ex.text_a for ex in texts]
+        if self.task.input == "pair":
+            b = [ex.text_b or "" for ex in texts]
+            enc = self.tokenizer(a, b, truncation="longest_first", max_length=self.max_len)
+        else:
+            enc = self.tokenizer(a, truncation=True, max_length=self.max_len)
+        types = enc.get("token_type_ids") if self.uses_token_types else None
+        rows = [Row(example=i, input_ids=list(enc["input_ids"][i]),
+                    token_type_ids=list(types[i]) if types is not None else None,
+                    labels=[self._label(ex.label)])
+                for i, ex in enumerate(texts)]
+        return EncodedSplit("classification", rows, len(texts), [ex.label for ex in texts],
+                            [1] * len(texts))
+
+    def _encode_tagged(self, examples: Sequence[Example], windows: bool) -> EncodedSplit:
+        sentences = [ex for ex in examples if isinstance(ex, TaggedSentence)]
+        if len(sentences) != len(examples):
+            raise FsxltError(f"task {self.task.name} expects tagged sentences, got text examples")
+        rows: list[Row] = []
+        unk = self.tokenizer.unk_token_id
+        enc = self.tokenizer([list(s.tokens) for s in sentences], is_split_into_words=True,
+                             add_special_tokens=False) if sentences else None
+        for i, sentence in enumerate(sentences):
+            ids = enc["input_ids"][i]
+            pieces: list[list[int]] = [[] for _ in sentence.tokens]
+            for piece, word in zip(ids, enc.word_ids(i), strict=True):
+                if word is not None:
+                    pieces[word].append(piece)
+            for word_pieces in pieces:
+                if not word_pieces:  # e.g. a zero-width space: still score the word
+                    word_pieces.append(unk)
+                del word_pieces[:-self.budget]  # absurdly long word: keep its last pieces
+            labels = [self._label(tag) for tag in sentence.tags]
+            for start, stop in self._windows(pieces, windows):
+                row_ids = list(self.prefix)
+                positions = []
+                for word in range(start, stop):
+                    row_ids.extend(pieces[word])
+                    positions.append(len(row_ids) - 1)
+                row_ids.extend(self.suffix)
+                rows.append(Row(example=i, input_ids=row_ids,
+                                token_type_ids=[0] * len(row_ids) if self.uses_token_types
+                                else None,
+                                labels=labels[start:stop], positions=positions,
+                                words=list(range(start, stop))))
+        return EncodedSplit("tagging", rows, len(sentences), [list(s.tags) for s in sentences],
+                            [len(s.tokens) for s in sentences])
+
+    def _windows(self, pieces: list[list[int]], all_words: bool) -> list[tuple[int, int]]:
+        """Consecutive word ranges of at most ``budget`` pieces (just the first if truncating)."""
+        spans, start, used = [], 0, 0
+        for word, word_pieces in enumerate(pieces):
+            if used + len(word_pieces) > self.budget:
+                spans.append((start, word))
+                if not all_words:
+                    return spans
+                start, used = word, 0
+            used += len(word_pieces)
+        spans.append((start, len(pieces)))
+        return spans if all_words else spans[:1]
+
+
+def collate(rows: Sequence[Row], pad_id: int, device: torch.device | str = "cpu",
+            ) -> dict[str, torch.Tensor]:
+    """Pad ``rows`` to their longest member (dynamic padding) and build tensors."""
+    length = max(len(r.input_ids) for r in rows)
+    n = len(rows)
+    input_ids = torch.full((n, length), pad_id, dtype=torch.long)
+    mask = torch.zeros((n, length), dtype=torch.long)
+    with_types = rows[0].token_type_ids is not None
+    types = torch.zeros((n, length), dtype=torch.long) if with_types else None
+    word_index: list[int] = []
+    labels: list[int] = []
+    for b, row in enumerate(rows):
+        size = len(row.input_ids)
+        input_ids[b, :size] = torch.tensor(row.input_ids, dtype=torch.long)
+        mask[b, :size] = 1
+        if types is not None:
+            types[b, :size] = torch.tensor(row.token_type_ids, dtype=torch.long)
+        word_index.extend(b * length + p for p in row.positions)
+        labels.extend(row.labels)
+    batch = {"input_ids": input_ids, "attention_mask": mask,
+             "labels": torch.tensor(labels, dtype=torch.long)}
+    if types is not None:
+        batch["token_type_ids"] = types
+    if rows[0].positions or any(r.positions for r in rows):
+        batch["word_index"] = torch.tensor(word_index, dtype=torch.long)
+    return {k: v.to(device) for k, v in batch.items()}

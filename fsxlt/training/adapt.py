@@ -1,0 +1,224 @@
+"""Target-adapting (METHOD.md §4): one bucket at a time, many buckets per engine.
+
+:class:`AdaptEngine` is built once per (task, target language, starting
+model, dev/test data) and then called for any number of buckets, methods,
+learning-rate grids and seeds::
+
+    engine = AdaptEngine.from_start("panx", "zh", "ckpt/panx-en", dev=dev, test=test)
+    record = engine.adapt(bucket, method="full", lrs=[1e-5, 3e-5], seed=42)
+
+It tokenizes the dev and test sets once (length-sorted, padded per batch and
+moved to the device), keeps the starting weights in memory and restores them
+before every run, so the per-bucket loop does no disk I/O at all.
+
+One run (one learning rate): restore the start, set up the method's head and
+trainable parameters, seed everything with the run's seed, then for at most
+``max_epochs`` epochs take **one** Adam step on the whole bucket (micro-batched
+for memory if the bucket is large, still one step) and score the target dev
+set. The best dev score (strictly better than all earlier epochs) keeps a
+copy of the trainable weights; training stops once ``patience`` epochs have
+passed without improvement, i.e. at best epoch + patience. Over a grid of
+learning rates the one with the best dev score wins (ties: the earlier lr in
+the grid) and only its best-epoch weights are scored on the test set.
+
+Starting from a plain pretrained encoder (no source-training ablation) the
+classifier is freshly initialised with the run's seed in every run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from fsxlt.data import Example
+from fsxlt.errors import FsxltError
+from fsxlt.evaluation import EvalSet, prepare_eval, score
+from fsxlt.modeling import Featurizer, collate, method_spec, prepare_method
+from fsxlt.sampling.store import Bucket
+from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.training.checkpoint import Start, load_start, resolve_device
+from fsxlt.training.loop import (
+    config_hash,
+    data_info,
+    examples_digest,
+    make_optimizer,
+    restore,
+    seed_all,
+    snapshot,
+    train_step,
+    versions,
+)
+
+RUN_FORMAT = "fsxlt-adapt-run/1"
+TIMING_KEYS = ("wall_time_s",)
+
+
+class AdaptEngine:
+    """Holds tokenized dev/test data and the starting weights; adapts bucket after bucket."""
+
+    def __init__(self, task: str | TaskSpec, language: str, start: Start, *,
+                 dev: Sequence[Example], test: Sequence[Example] | None = None,
+                 dev_source: str | None = None, test_source: str | None = None,
+                 device: str | torch.device | None = None, max_seq_length: int | None = None,
+                 amp: bool = True, micro_batch: int = 64, eval_max_tokens: int | None = None):
+        self.task = get_task(task)
+        self.language = language
+        self.device = resolve_device(device)
+        self.amp = amp
+        self.micro_batch = max(1, int(micro_batch))
+        if not dev:
+            raise FsxltError("the target dev set is empty; early stopping needs one")
+        self.start = start
+        self.model = start.model.to(self.device)
+        self.model.use_linear_head()
+        self.featurizer = Featurizer(start.tokenizer, self.task, max_seq_length)
+        kwargs = {"max_tokens": eval_max_tokens} if eval_max_tokens else {}
+        self.dev: EvalSet = prepare_eval(self.featurizer, dev, self.device, **kwargs)
+        self.test: EvalSet | None = (prepare_eval(self.featurizer, test, self.device, **kwargs)
+                                     if test else None)
+        self.dev_info = data_info(dev, dev_source)
+        self.test_info = data_info(test, test_source)
+        self.start_state = snapshot(self.model)
+
+    @classmethod
+    def from_start(cls, task: str | TaskSpec, language: str, start: str, *,
+                   dev: Sequence[Example], test: Sequence[Example] | None = None,
+                   seed: int | None = None, **kwargs: Any) -> AdaptEngine:
+        """Load ``start`` (an fsxlt checkpoint dir, or an encoder name for the ablation)."""
+        task = get_task(task)
+        seed = task.training.seed if seed is None else seed
+        return cls(task, language, load_start(start, task, seed=seed), dev=dev, test=test,
+                   **kwargs)
+
+    # ----------------------------------------------------------------- one run
+
+    def _bucket_batches(self, examples: Sequence[Example]) -> list[dict[str, torch.Tensor]]:
+        rows = self.featurizer.encode(examples, windows=False).rows
+        if not rows:
+            raise FsxltError("the bucket holds no examples")
+        return [collate(rows[i:i + self.micro_batch], self.featurizer.pad_id, self.device)
+                for i in range(0, len(rows), self.micro_batch)]
+
+    def _reset(self, method: str, seed: int) -> list[str]:
+        model = self.model
+        model.use_linear_head()
+        restore(model, self.start_state)
+        if self.start.fresh_head:
+            model.reset_classifier(seed)
+            if not model.native_pooler:
+                model.reset_pooler(seed)
+        trainable = prepare_method(model, method, seed)
+        model.to(self.device)
+        return trainable
+
+    def _run(self, batches: list[dict[str, torch.Tensor]], method: str, lr: float, seed: int,
+             max_epochs: int, patience: int) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        began = time.perf_counter()
+        trainable = self._reset(method, seed)
+        seed_all(seed)
+        optimizer = make_optimizer(self.model, lr)
+        epochs: list[dict[str, Any]] = []
+        best_score, best_epoch, best_dev = float("-inf"), 0, None
+        best_state = snapshot(self.model, trainable)
+        for epoch in range(1, max_epochs + 1):
+            loss = train_step(self.model, batches, optimizer, amp=self.amp)
+            dev = score(self.model, self.dev, self.task, amp=self.amp)
+            epochs.append({"epoch": epoch, "train_loss": loss, "dev_score": dev["score"]})
+            if dev["score"] > best_score:
+                best_score, best_epoch, best_dev = dev["score"], epoch, dev
+                best_state = snapshot(self.model, trainable)
+            elif epoch - best_epoch >= patience:
+                break
+        restore(self.model, best_state)
+        run = {"lr": lr, "epochs": epochs, "best_epoch": best_epoch,
+               "stopped_epoch": epochs[-1]["epoch"], "dev": best_dev,
+               "n_trainable_parameters": sum(
+                   p.numel() for p in self.model.parameters() if p.requires_grad),
+               "wall_time_s": round(time.perf_counter() - began, 3)}
+        return run, best_state
+
+    # ----------------------------------------------------------------- the API
+
+    def adapt(self, bucket: Bucket | Sequence[Example], method: str = "full",
+              lrs: Sequence[float] | None = None, seed: int | None = None, *,
+              max_epochs: int | None = None, patience: int | None = None) -> dict[str, Any]:
+        """Adapt on one bucket over a learning-rate grid; return the run record (a dict)."""
+        began = time.perf_counter()
+        task = self.task
+        method_spec(method, task.kind)
+        lrs = [float(x) for x in (lrs or task.training.lr_grid)]
+        seed = task.training.seed if seed is None else int(seed)
+        max_epochs = task.training.adapt_max_epochs if max_epochs is None else int(max_epochs)
+        patience = task.training.adapt_patience if patience is None else int(patience)
+        if max_epochs < 1 or patience < 1:
+            raise FsxltError("max_epochs and patience must be at least 1")
+        examples, bucket_info = self._bucket_info(bucket)
+        batches = self._bucket_batches(examples)
+        runs: list[dict[str, Any]] = []
+        chosen: tuple[float, int, dict[str, torch.Tensor]] | None = None
+        for index, lr in enumerate(lrs):
+            run, state = self._run(batches, method, lr, seed, max_epochs, patience)
+            runs.append(run)
+            if chosen is None or run["dev"]["score"] > chosen[0]:
+                chosen = (run["dev"]["score"], index, state)
+        assert chosen is not None
+        selected = runs[chosen[1]]
+        if chosen[1] != len(lrs) - 1:
+            restore(self.model, chosen[2])  # same method, so the same parameter names
+        test = score(self.model, self.test, task, amp=self.amp) if self.test else None
+        config = {
+            "task": task.name, "labels": list(task.labels), "metric": task.metric,
+            "language": self.language, "method": method, "lrs": lrs, "seed": seed,
+            "max_epochs": max_epochs, "patience": patience,
+            "max_seq_length": self.featurizer.max_len, "start": self.start.info["id"],
+            "dev": self.dev_info["sha256"] if self.dev_info else None,
+            "test": self.test_info["sha256"] if self.test_info else None,
+            "batch": "bucket", "optimizer": "adam",
+        }
+        return {
+            "format": RUN_FORMAT,
+            "task": task.name, "language": self.language, "k": bucket_info.get("k"),
+            "bucket": bucket_info, "method": method, "lrs": lrs, "seed": seed,
+            "max_epochs": max_epochs, "patience": patience,
+            "max_seq_length": self.featurizer.max_len, "metric": task.metric,
+            "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
+                      "source_training": not self.start.fresh_head},
+            "data": {"dev": self.dev_info, "test": self.test_info},
+            "runs": runs,
+            "selected_lr": selected["lr"], "best_epoch": selected["best_epoch"],
+            "dev": selected["dev"], "test": test,
+            "dev_score": selected["dev"]["score"],
+            "test_score": test["score"] if test else None,
+            "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
+            "versions": versions(), "config_hash": config_hash(config),
+            "wall_time_s": round(time.perf_counter() - began, 3),
+        }
+
+    def _bucket_info(self, bucket: Bucket | Sequence[Example],
+                     ) -> tuple[list[Example], dict[str, Any]]:
+        if isinstance(bucket, Bucket):
+            if bucket.task != self.task.name:
+                raise FsxltError(f"bucket {bucket.id} is for task {bucket.task}, "
+                                 f"not {self.task.name}")
+            if bucket.language != self.language:
+                raise FsxltError(f"bucket {bucket.id} is for language {bucket.language}, "
+                                 f"not {self.language}")
+            return list(bucket.examples), {
+                "id": bucket.id, "index": bucket.index, "k": bucket.k,
+                "sha256": bucket.sha256, "n_examples": len(bucket.examples),
+                "sampler": bucket.meta.get("sampler")}
+        examples = list(bucket)
+        return examples, {"id": None, "index": None, "k": None,
+                          "sha256": examples_digest(examples), "n_examples": len(examples)}
+
+
+def strip_timings(record: Any) -> Any:
+    """A copy of a record without wall-clock fields (to compare two runs)."""
+    if isinstance(record, dict):
+        return {k: strip_timings(v) for k, v in record.items() if k not in TIMING_KEYS}
+    if isinstance(record, list):
+        return [strip_timings(v) for v in record]
+    return record

@@ -1,0 +1,161 @@
+"""Loading starting points (checkpoints or pretrained encoders) and saving checkpoints.
+
+A checkpoint written by source-training is a directory that is at the same
+time a plain Hugging Face encoder (``save_pretrained`` of the encoder with
+its pooler, plus the tokenizer) and an fsxlt model::
+
+    DIR/config.json, model.safetensors, tokenizer files   the encoder (AutoModel loads it)
+    DIR/fsxlt_head.safetensors                            pooler + classifier weights
+    DIR/fsxlt_checkpoint.json                             task, labels, the source-run record
+
+Anything else given as a starting point is taken as a Hugging Face encoder
+name or directory and gets a freshly initialised (seeded) head: the
+no-source-training ablation of METHOD.md §4.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import atomic_write_json, read_json
+from fsxlt.modeling import FsxltModel, build_model
+from fsxlt.tasks import TaskSpec, get_task
+
+CHECKPOINT_FORMAT = "fsxlt-checkpoint/1"
+CHECKPOINT_FILE = "fsxlt_checkpoint.json"
+HEAD_FILE = "fsxlt_head.safetensors"
+
+
+@dataclass
+class Start:
+    """A model to start training from, with what it is."""
+
+    model: FsxltModel
+    tokenizer: Any
+    info: dict[str, Any]
+    fresh_head: bool
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """``None``/``"auto"``: CUDA when present, else CPU."""
+    if device is None or str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as err:
+        raise FsxltError(f"invalid device {device!r}: {err}") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise FsxltError("device cuda requested but CUDA is not available")
+    return resolved
+
+
+def quiet_transformers() -> None:
+    """Silence transformers' load reports and progress bars (the CLI prints its own)."""
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def is_checkpoint(path: str | Path) -> bool:
+    return (Path(path) / CHECKPOINT_FILE).is_file()
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0][:300] if text else err.__class__.__name__
+
+
+def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Module, Any]:
+    """``AutoModel`` + fast ``AutoTokenizer``; weights the checkpoint lacks get seeded init."""
+    from transformers import AutoModel, AutoTokenizer
+
+    name = str(name_or_path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        torch.manual_seed(seed)  # encoder weights missing from the checkpoint (e.g. a pooler)
+        encoder = AutoModel.from_pretrained(name)
+    except Exception as err:  # hub unreachable, not a model, bad files: one line
+        raise FsxltError(f"cannot load encoder {name!r}: {err.__class__.__name__}: "
+                         f"{_first_line(err)}") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise FsxltError(f"{name}: fsxlt needs a fast tokenizer (tokenizer.json)")
+    return encoder, tokenizer
+
+
+def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0) -> Start:
+    """Load an fsxlt checkpoint, or a pretrained encoder with a fresh head for ``task``."""
+    from safetensors.torch import load_file
+
+    task = get_task(task)
+    path = Path(name_or_path)
+    if not is_checkpoint(path):
+        encoder, tokenizer = load_encoder(name_or_path, seed)
+        model = build_model(encoder, task, seed)
+        info = {"kind": "pretrained", "encoder": str(name_or_path), "path": None,
+                "id": f"pretrained:{name_or_path}"}
+        return Start(model, tokenizer, info, fresh_head=True)
+    meta_text = (path / CHECKPOINT_FILE).read_text(encoding="utf-8")
+    meta = read_json(path / CHECKPOINT_FILE)
+    if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
+        raise FsxltError(f"{path / CHECKPOINT_FILE}: not an fsxlt checkpoint ({CHECKPOINT_FORMAT})")
+    if meta.get("kind") != task.kind or list(meta.get("labels", [])) != list(task.labels):
+        raise FsxltError(f"{path}: checkpoint was trained for task {meta.get('task')!r} "
+                         f"with labels {meta.get('labels')}, which do not match task {task.name}")
+    head_path = path / HEAD_FILE
+    if not head_path.is_file():
+        raise FsxltError(f"{head_path}: file not found")
+    encoder, tokenizer = load_encoder(path, seed)
+    model = build_model(encoder, task, seed)
+    head = load_file(str(head_path))
+    missing = set(model.head_state_dict()) - set(head)
+    if missing:
+        raise FsxltError(f"{head_path}: missing weights {', '.join(sorted(missing))}")
+    model.load_state_dict(head, strict=False)
+    digest = hashlib.sha256(meta_text.encode("utf-8") + head_path.read_bytes()).hexdigest()
+    info = {"kind": "source-trained", "encoder": meta.get("encoder"), "path": str(path),
+            "id": f"sha256:{digest[:16]}"}
+    return Start(model, tokenizer, info, fresh_head=False, record=meta)
+
+
+def save_checkpoint(out_dir: str | Path, model: FsxltModel, tokenizer: Any,
+                    record: dict[str, Any], *, overwrite: bool = False) -> Path:
+    """Write a checkpoint directory atomically (staged beside it, then renamed)."""
+    from safetensors.torch import save_file
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+        raise FsxltError(f"{out_dir} exists and is not empty; pass --overwrite to replace it")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        try:
+            model.encoder_for_saving().save_pretrained(staging)
+        finally:
+            model.detach_pooler()
+        tokenizer.save_pretrained(staging)
+        head = {k: v.detach().to("cpu").contiguous() for k, v in model.head_state_dict().items()}
+        save_file(head, str(staging / HEAD_FILE), metadata={"format": "pt"})
+        meta = dict(record, format=CHECKPOINT_FORMAT)
+        atomic_write_json(staging / CHECKPOINT_FILE, meta)
+        old = None
+        if out_dir.exists():
+            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+            os.replace(out_dir, old)
+        os.replace(staging, out_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir

@@ -1,0 +1,168 @@
+"""Source-training (METHOD.md §4): fine-tune on English, pick a checkpoint, score K=0.
+
+For every learning rate of the grid (each a separate run from the same
+pretrained weights and the same seed): ``epochs`` epochs over the English
+training data in shuffled batches of ``batch_size`` (Adam, default betas, no
+weight decay, constant lr). After every epoch the checkpoint is scored on the
+English dev set and on every configured target dev set (and, optionally, the
+target test sets); all these scores are recorded, so that the oracle
+protocol (select by target dev) can be reported later next to the standard
+one (select by English dev). The checkpoint with the best English dev score
+over all runs and epochs is kept (in memory) and its zero-shot (K=0) test
+scores are computed for every target language that has a test set.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from fsxlt.data import Example
+from fsxlt.errors import FsxltError
+from fsxlt.evaluation import prepare_eval, score
+from fsxlt.modeling import DEFAULT_MODEL, Featurizer, FsxltModel, collate, prepare_method
+from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.training.checkpoint import load_start, resolve_device
+from fsxlt.training.loop import (
+    config_hash,
+    data_info,
+    make_optimizer,
+    restore,
+    seed_all,
+    snapshot,
+    train_step,
+    versions,
+)
+
+SOURCE_FORMAT = "fsxlt-source-run/1"
+
+
+@dataclass
+class SourceResult:
+    """The selected model (weights loaded), its tokenizer and the source-run record."""
+
+    model: FsxltModel
+    tokenizer: Any
+    record: dict[str, Any]
+
+
+def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[Example], *,
+                 model_name: str = DEFAULT_MODEL,
+                 target_dev: dict[str, Sequence[Example]] | None = None,
+                 target_test: dict[str, Sequence[Example]] | None = None,
+                 sources: dict[str, str] | None = None,
+                 lrs: Sequence[float] | None = None, epochs: int | None = None,
+                 batch_size: int | None = None, seed: int | None = None,
+                 max_seq_length: int | None = None, device: str | torch.device | None = None,
+                 amp: bool = True, checkpoint_test_scores: bool = False,
+                 progress: bool = False) -> SourceResult:
+    """Source-train ``model_name`` on ``train``; select by English ``dev``.
+
+    ``target_dev``/``target_test`` map target languages to their examples;
+    ``sources`` maps ``"train"``, ``"dev"``, ``"dev-<lang>"``, ``"test-<lang>"`` to
+    where the data came from (recorded only). With ``checkpoint_test_scores``
+    every checkpoint is also scored on the target test sets (what oracle
+    zero-shot numbers and directional-agreement analyses need).
+    """
+    task = get_task(task)
+    cfg = task.training
+    lrs = [float(x) for x in (lrs or cfg.lr_grid)]
+    epochs = cfg.source_epochs if epochs is None else int(epochs)
+    batch_size = cfg.source_batch_size if batch_size is None else int(batch_size)
+    seed = cfg.seed if seed is None else int(seed)
+    target_dev, target_test, sources = dict(target_dev or {}), dict(target_test or {}), \
+        dict(sources or {})
+    if not train or not dev:
+        raise FsxltError("source-training needs non-empty English train and dev sets")
+    if epochs < 1 or batch_size < 1:
+        raise FsxltError("epochs and batch size must be at least 1")
+    began = time.perf_counter()
+    device = resolve_device(device)
+    start = load_start(model_name, task, seed=seed)
+    model = start.model.to(device)
+    featurizer = Featurizer(start.tokenizer, task, max_seq_length)
+    rows = featurizer.encode(train, windows=False).rows
+    dev_sets = {task.source_language: prepare_eval(featurizer, dev, device)}
+    for lang, examples in target_dev.items():
+        dev_sets[lang] = prepare_eval(featurizer, examples, device)
+    test_sets = {lang: prepare_eval(featurizer, ex, device) for lang, ex in target_test.items()}
+    initial = snapshot(model, device="cpu")
+
+    checkpoints: list[dict[str, Any]] = []
+    lr_results: list[dict[str, Any]] = []
+    best: tuple[float, float, int] | None = None  # (score, lr, epoch)
+    best_state: dict[str, torch.Tensor] | None = None
+    steps_per_epoch = (len(rows) + batch_size - 1) // batch_size
+    bar = tqdm(total=len(lrs) * epochs * steps_per_epoch, disable=not progress,
+               desc=f"source-train {task.name}", unit="step")
+    for lr in lrs:
+        restore(model, initial)
+        prepare_method(model, "full", seed)
+        seed_all(seed)
+        order_gen = torch.Generator().manual_seed(seed)
+        optimizer = make_optimizer(model, lr)
+        run_best = (float("-inf"), 0)
+        for epoch in range(1, epochs + 1):
+            order = torch.randperm(len(rows), generator=order_gen).tolist()
+            losses = []
+            for i in range(0, len(order), batch_size):
+                batch = collate([rows[j] for j in order[i:i + batch_size]], featurizer.pad_id,
+                                device)
+                losses.append(train_step(model, [batch], optimizer, amp=amp))
+                bar.update(1)
+            dev_scores = {lang: score(model, es, task, amp=amp)["score"]
+                          for lang, es in dev_sets.items()}
+            entry: dict[str, Any] = {"lr": lr, "epoch": epoch,
+                                     "train_loss": sum(losses) / len(losses), "dev": dev_scores}
+            if checkpoint_test_scores and test_sets:
+                entry["test"] = {lang: score(model, es, task, amp=amp)["score"]
+                                 for lang, es in test_sets.items()}
+            checkpoints.append(entry)
+            bar.set_postfix(lr=lr, epoch=epoch, dev=round(dev_scores[task.source_language], 4))
+            en = dev_scores[task.source_language]
+            if en > run_best[0]:
+                run_best = (en, epoch)
+            if best is None or en > best[0]:
+                best = (en, lr, epoch)
+                best_state = snapshot(model, device="cpu")
+        lr_results.append({"lr": lr, "best_epoch": run_best[1], "best_dev": run_best[0]})
+    bar.close()
+    assert best is not None and best_state is not None
+    restore(model, best_state)
+    english_dev = score(model, dev_sets[task.source_language], task, amp=amp)
+    zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in test_sets.items()}
+    oracle = {}
+    for lang in target_dev:
+        top = max(checkpoints, key=lambda c, lang=lang: c["dev"][lang])  # first best wins
+        oracle[lang] = {"lr": top["lr"], "epoch": top["epoch"], "dev_score": top["dev"][lang],
+                        "test_score": top.get("test", {}).get(lang)}
+    data = {"train": data_info(train, sources.get("train")),
+            "dev": data_info(dev, sources.get("dev")),
+            "target_dev": {lang: data_info(ex, sources.get(f"dev-{lang}"))
+                           for lang, ex in target_dev.items()},
+            "target_test": {lang: data_info(ex, sources.get(f"test-{lang}"))
+                            for lang, ex in target_test.items()}}
+    config = {"task": task.name, "labels": list(task.labels), "encoder": model_name,
+              "lrs": lrs, "epochs": epochs, "batch_size": batch_size, "seed": seed,
+              "max_seq_length": featurizer.max_len,
+              "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
+                           {lang: d["sha256"] for lang, d in v.items()})
+                       for k, v in data.items()}}
+    record = {
+        "format": SOURCE_FORMAT, "task": task.name, "kind": task.kind,
+        "labels": list(task.labels), "metric": task.metric, "encoder": model_name,
+        "source_language": task.source_language, "lrs": lrs, "epochs": epochs,
+        "batch_size": batch_size, "seed": seed, "max_seq_length": featurizer.max_len,
+        "data": data, "checkpoints": checkpoints, "lr_results": lr_results,
+        "selection": {"protocol": "english-dev", "lr": best[1], "epoch": best[2],
+                      "dev_score": best[0]},
+        "english_dev": english_dev, "zero_shot": zero_shot, "oracle": oracle,
+        "device": device.type, "versions": versions(), "config_hash": config_hash(config),
+        "wall_time_s": round(time.perf_counter() - began, 3),
+    }
+    return SourceResult(model, start.tokenizer, record)

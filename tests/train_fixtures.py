@@ -1,0 +1,128 @@
+"""Test helpers for modeling/training/evaluation: a tiny BERT, a tiny tokenizer, toy data.
+
+Nothing comes from the hub: the WordPiece vocabulary is a short list written
+here, the encoder is a 2-layer, 32-dim ``BertModel`` built from a
+``BertConfig`` with a fixed seed and saved with ``save_pretrained`` so that
+the code under test loads it exactly as it would load mBERT.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import torch
+
+from fsxlt.data import TaggedSentence, TextExample
+from fsxlt.sampling.store import BucketSet, read_bucket, write_sets
+
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+PERSONS = ["john", "maria", "li", "ahmed"]
+PLACES = ["paris", "berlin", "cairo", "lima"]
+ORGS = ["acme", "google", "unesco"]
+FILLER = ["the", "a", "went", "to", "met", "in", "with", "and", "saw", "works", "for",
+          "today", "city", "big", "small", "cat", "dog", "happy", "sad", "not", "is", "."]
+PIECES = ["un", "##believ", "##able", "##s", "##ing", "new", "##town"]
+VOCAB = SPECIAL + PERSONS + PLACES + ORGS + FILLER + PIECES
+
+
+def write_vocab(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "vocab.txt"
+    path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    return path
+
+
+def make_tokenizer(directory: Path):
+    from transformers import BertTokenizer  # the fast (tokenizers) backend in transformers 5
+
+    return BertTokenizer(vocab=str(write_vocab(directory)), do_lower_case=True)
+
+
+def make_encoder_dir(directory: Path, seed: int = 0) -> Path:
+    """Save a tiny random BERT + tokenizer under ``directory`` and return it."""
+    from transformers import BertConfig, BertModel
+
+    directory = Path(directory)
+    tokenizer = make_tokenizer(directory / "_vocab")
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64,
+                        max_position_embeddings=128, hidden_dropout_prob=0.1,
+                        attention_probs_dropout_prob=0.1)
+    torch.manual_seed(seed)
+    model = BertModel(config)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+# --------------------------------------------------------------------------- toy data
+
+def ner_sentence(rng: random.Random, index: int, source: str = "toy") -> TaggedSentence:
+    tokens, tags = [], []
+    for _ in range(rng.randint(3, 7)):
+        roll = rng.random()
+        if roll < 0.2:
+            tokens.append(rng.choice(PERSONS))
+            tags.append("B-PER")
+        elif roll < 0.35:
+            tokens.append(rng.choice(PLACES))
+            tags.append("B-LOC")
+        elif roll < 0.45:
+            tokens.extend([rng.choice(ORGS), "unbelievable"])
+            tags.extend(["B-ORG", "I-ORG"])
+        else:
+            tokens.append(rng.choice(FILLER))
+            tags.append("O")
+    return TaggedSentence(f"{source}:{index}", tuple(tokens), tuple(tags))
+
+
+def ner_data(n: int, seed: int, source: str = "toy") -> list[TaggedSentence]:
+    rng = random.Random(seed)
+    return [ner_sentence(rng, i, source) for i in range(n)]
+
+
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+
+
+def nli_data(n: int, seed: int, source: str = "toy") -> list[TextExample]:
+    """Pairs whose label is readable from one cue word, so a model can learn it."""
+    rng = random.Random(seed)
+    cue = {"entailment": "happy", "neutral": "big", "contradiction": "not"}
+    out = []
+    for i in range(n):
+        label = NLI_LABELS[i % 3]
+        a = " ".join(rng.choice(FILLER[:12]) for _ in range(rng.randint(2, 5)))
+        b = " ".join([rng.choice(PERSONS), cue[label], rng.choice(FILLER[:12])])
+        out.append(TextExample(f"{source}:{i}", a, b, label))
+    return out
+
+
+def write_conll(path: Path, sentences: list[TaggedSentence]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blocks = ["\n".join(f"{t}\t{g}" for t, g in zip(s.tokens, s.tags, strict=True))
+              for s in sentences]
+    path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+    return path
+
+
+def write_pairs(path: Path, examples: list[TextExample]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{e.text_a}\t{e.text_b}\t{e.label}\n" for e in examples),
+                    encoding="utf-8")
+    return path
+
+
+def write_bucket_set(root: Path, task: str, language: str, k: int,
+                     buckets: list[list], labels: list[str],
+                     dev_remaining: list | None = None) -> Path:
+    """Write a bucket set through the store and return its directory."""
+    bucket_set = BucketSet(task=task, language=language, k=k, sampler="test", seed=0,
+                           split="dev" if dev_remaining is not None else "train",
+                           source_file="toy", source_sha256=None, labels=labels,
+                           buckets=buckets, dev_remaining=dev_remaining)
+    return write_sets(root, [bucket_set])[0]
+
+
+def read_first_bucket(directory: Path):
+    return read_bucket(Path(directory) / "00.json")
