@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from fsxlt.cli import buckets as _buckets  # noqa: F401  (registers commands)
+from fsxlt.cli import analyze as _analyze  # noqa: F401  (registers commands)
+from fsxlt.cli import buckets as _buckets  # noqa: F401
+from fsxlt.cli import train as _train  # noqa: F401
 from fsxlt.cli.app import app, run_app
 
 __all__ = ["app", "main", "run_app"]
