@@ -1,0 +1,369 @@
+"""``fsxlt source-train``, ``fsxlt adapt`` and ``fsxlt evaluate``: thin layers over the API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fsxlt.cli.app import app
+from fsxlt.data import Example, load_split, read_examples
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import atomic_write_json
+from fsxlt.modeling import DEFAULT_MODEL, METHODS, method_spec
+from fsxlt.tasks import TaskSpec, get_task
+
+
+def _split(
+    task: TaskSpec, lang: str, split: str, path: Path | None, data_dir: Path | None
+) -> tuple[list[Example], str]:
+    """Examples and their source from an explicit file or ``data_dir`` + the task pattern."""
+    if path is not None:
+        return read_examples(path, task), str(path)
+    if data_dir is None:
+        raise FsxltError(f"no {split} data for {lang}: pass a file or --data-dir")
+    loaded = load_split(task, lang, split, data_dir=data_dir)
+    return loaded.examples, loaded.source
+
+
+def _limit(examples: list[Example], limit: int | None) -> list[Example]:
+    if limit is not None and limit < 1:
+        raise FsxltError("limits must be positive")
+    return examples if limit is None else examples[:limit]
+
+
+def _lang_files(values: list[str] | None, option: str) -> dict[str, Path]:
+    out = {}
+    for value in values or []:
+        lang, sep, path = value.partition("=")
+        if not sep or not lang or not path:
+            raise FsxltError(f"{option} expects LANG=FILE, got {value!r}")
+        out[lang.strip()] = Path(path)
+    return out
+
+
+def _print_scores(label: str, scores: dict | None) -> None:
+    if scores:
+        typer.echo(f"{label}: {scores['metric']} {100 * scores['score']:.2f}")
+
+
+@app.command("source-train")
+def source_train_cmd(
+    task: Annotated[
+        str, typer.Option("--task", help="Task name (xnli, panx, ...) or a task YAML.")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Checkpoint directory to write.")],
+    model: Annotated[
+        str, typer.Option("--model", help="Hugging Face encoder name or dir.")
+    ] = DEFAULT_MODEL,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Directory with the task's {split}-{lang} files."),
+    ] = None,
+    train_file: Annotated[Path | None, typer.Option("--train", help="English train file.")] = None,
+    dev_file: Annotated[Path | None, typer.Option("--dev", help="English dev file.")] = None,
+    train_limit: Annotated[
+        int | None, typer.Option("--train-limit", help="Use only the first N training examples.")
+    ] = None,
+    targets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            help="Target language to score after every epoch (repeatable); "
+            "dev and test come from --data-dir unless given by --target-dev/--target-test.",
+        ),
+    ] = None,
+    target_dev: Annotated[
+        list[str] | None,
+        typer.Option("--target-dev", help="LANG=FILE: a target dev set (repeatable)."),
+    ] = None,
+    target_test: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target-test", help="LANG=FILE: a target test set for zero-shot (repeatable)."
+        ),
+    ] = None,
+    lrs: Annotated[
+        list[float] | None,
+        typer.Option("--lr", help="Learning rate (repeatable); default: the task's grid."),
+    ] = None,
+    epochs: Annotated[
+        int | None, typer.Option("--epochs", help="Default: task config (10).")
+    ] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Default: 32.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Default: the task's seed.")] = None,
+    max_seq_length: Annotated[
+        int | None, typer.Option("--max-seq-length", help="Default: 128.")
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:1, ...")] = "auto",
+    checkpoint_test_scores: Annotated[
+        bool,
+        typer.Option(
+            "--checkpoint-test-scores",
+            help="Also score target test sets after every epoch (for oracle/agreement analyses).",
+        ),
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing --out.")
+    ] = False,
+) -> None:
+    """Source-train on English over the lr grid; keep the checkpoint with the best English dev.
+
+    Records the English and target dev scores of every epoch of every lr and the
+    zero-shot (K=0) test scores of the selected checkpoint.
+
+    Example: fsxlt source-train --task panx --data-dir data/panx --target de --target zh
+    --out ckpt/panx-mbert
+    """
+    from fsxlt.training import save_checkpoint, source_train
+    from fsxlt.training.checkpoint import quiet_transformers
+
+    spec = get_task(task)
+    src = spec.source_language
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
+    train, train_src = _split(spec, src, "train", train_file, data_dir)
+    dev, dev_src = _split(spec, src, "dev", dev_file, data_dir)
+    train = _limit(train, train_limit)
+    sources = {"train": train_src, "dev": dev_src}
+    dev_files, test_files = (
+        _lang_files(target_dev, "--target-dev"),
+        _lang_files(target_test, "--target-test"),
+    )
+    langs = list(dict.fromkeys(list(targets or []) + list(dev_files) + list(test_files)))
+    tdev, ttest = {}, {}
+    for lang in langs:
+        spec.check_language(lang)
+        if lang in dev_files or data_dir is not None:
+            tdev[lang], sources[f"dev-{lang}"] = _split(
+                spec, lang, "dev", dev_files.get(lang), data_dir
+            )
+        if lang in test_files or data_dir is not None:
+            ttest[lang], sources[f"test-{lang}"] = _split(
+                spec, lang, "test", test_files.get(lang), data_dir
+            )
+    quiet_transformers()
+    result = source_train(
+        spec,
+        train,
+        dev,
+        model_name=model,
+        target_dev=tdev,
+        target_test=ttest,
+        sources=sources,
+        lrs=lrs,
+        epochs=epochs,
+        batch_size=batch_size,
+        seed=seed,
+        max_seq_length=max_seq_length,
+        device=device,
+        checkpoint_test_scores=checkpoint_test_scores,
+        progress=True,
+    )
+    save_checkpoint(out, result.model, result.tokenizer, result.record, overwrite=overwrite)
+    sel = result.record["selection"]
+    typer.echo(
+        f"selected lr {sel['lr']:g} epoch {sel['epoch']} "
+        f"(English dev {100 * sel['dev_score']:.2f}); wrote {out}"
+    )
+    for lang, scores in result.record["zero_shot"].items():
+        _print_scores(f"zero-shot {lang} test", scores)
+
+
+def _buckets(path: Path):
+    from fsxlt.sampling.store import MANIFEST, read_bucket, read_set
+
+    if path.is_dir():
+        if not (path / MANIFEST).is_file():
+            raise FsxltError(f"{path}: not a bucket set directory (no {MANIFEST})")
+        _, buckets, remaining = read_set(path)
+        return buckets, remaining, path
+    if not path.exists():
+        raise FsxltError(f"{path}: file not found")
+    remaining = None
+    from fsxlt.sampling.store import DEV_REMAINING, read_examples_jsonl
+
+    if (path.parent / DEV_REMAINING).is_file():
+        remaining = read_examples_jsonl(path.parent / DEV_REMAINING)
+    return [read_bucket(path)], remaining, path.parent
+
+
+def run_path(out: Path, record: dict) -> Path:
+    """Where a run record goes: ``OUT/<task>/<lang>/k<K>/<method>/<bucket index>.json``."""
+    bucket = record["bucket"]
+    name = (
+        f"{bucket['index']:02d}.json"
+        if bucket.get("index") is not None
+        else f"{bucket['sha256'][:12]}.json"
+    )
+    k = f"k{record['k']}" if record.get("k") is not None else "k-"
+    return Path(out) / record["task"] / record["language"] / k / record["method"] / name
+
+
+@app.command("adapt")
+def adapt_cmd(
+    task: Annotated[str, typer.Option("--task", help="Task name or task YAML.")],
+    lang: Annotated[str, typer.Option("--lang", help="Target language (ISO 639-1).")],
+    bucket: Annotated[
+        Path,
+        typer.Option("--bucket", help="A bucket file, or a bucket set directory (all buckets)."),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Run records go to OUT/<task>/<lang>/k<K>/<method>/<index>.json."
+        ),
+    ],
+    start: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="Source-trained checkpoint dir; or an encoder name/dir for the "
+            "no-source-training ablation (fresh head). Default: --model.",
+        ),
+    ] = None,
+    model: Annotated[
+        str, typer.Option("--model", help="Encoder used when --from is not given.")
+    ] = DEFAULT_MODEL,
+    method: Annotated[str, typer.Option("--method", help=f"One of {', '.join(METHODS)}.")] = "full",
+    lrs: Annotated[
+        list[float] | None,
+        typer.Option("--lr", help="Learning rate (repeatable); default: the task's grid."),
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Default: the task's seed.")] = None,
+    dev_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--dev",
+            help="Target dev file (default: dev-remaining.jsonl of the bucket set "
+            "for tasks sampled from dev, else --data-dir).",
+        ),
+    ] = None,
+    test_file: Annotated[Path | None, typer.Option("--test", help="Target test file.")] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Directory with the task's {split}-{lang} files."),
+    ] = None,
+    no_test: Annotated[bool, typer.Option("--no-test", help="Skip the test set.")] = False,
+    max_epochs: Annotated[int | None, typer.Option("--max-epochs", help="Default: 50.")] = None,
+    patience: Annotated[int | None, typer.Option("--patience", help="Default: 10.")] = None,
+    max_seq_length: Annotated[
+        int | None, typer.Option("--max-seq-length", help="Default: 128.")
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, ...")] = "auto",
+) -> None:
+    """Adapt a model on a bucket (or every bucket of a set) and write one record per run.
+
+    Early stopping on the target dev set, batch = the whole bucket, best epoch scored
+    on the target test set; over several --lr the best dev score wins.
+
+    Example: fsxlt adapt --task panx --lang zh --bucket buckets/panx/zh/k1/00.json
+    --from ckpt/panx-mbert --data-dir data/panx --out runs
+    """
+    from tqdm.auto import tqdm
+
+    from fsxlt.training import AdaptEngine
+    from fsxlt.training.checkpoint import quiet_transformers
+
+    spec = get_task(task)
+    spec.check_language(lang)
+    method_spec(method, spec.kind)  # fail before loading anything
+    buckets, remaining, where = _buckets(Path(bucket))
+    if dev_file is not None or (data_dir is not None and spec.sampling.split != "dev"):
+        dev, dev_src = _split(spec, lang, "dev", dev_file, data_dir)
+    elif remaining is not None:
+        dev, dev_src = remaining, str(where / "dev-remaining.jsonl")
+    elif spec.sampling.split == "dev":
+        raise FsxltError(
+            f"{where}: no dev-remaining.jsonl beside the bucket; task {spec.name} "
+            "samples buckets from dev, so pass --dev FILE explicitly"
+        )
+    else:
+        raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")
+    test, test_src = (None, None)
+    if not no_test:
+        if test_file is None and data_dir is None:
+            raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
+        test, test_src = _split(spec, lang, "test", test_file, data_dir)
+    quiet_transformers()
+    engine = AdaptEngine.from_start(
+        spec,
+        lang,
+        start or model,
+        dev=dev,
+        test=test,
+        seed=seed,
+        dev_source=dev_src,
+        test_source=test_src,
+        device=device,
+        max_seq_length=max_seq_length,
+    )
+    for item in tqdm(
+        buckets, desc=f"adapt {spec.name}/{lang} {method}", unit="bucket", disable=len(buckets) < 2
+    ):
+        record = engine.adapt(
+            item, method=method, lrs=lrs, seed=seed, max_epochs=max_epochs, patience=patience
+        )
+        record["bucket"]["path"] = (
+            str(where / f"{item.index:02d}.json") if Path(bucket).is_dir() else str(bucket)
+        )
+        path = run_path(out, record)
+        atomic_write_json(path, record)
+        test_part = (
+            f", test {100 * record['test_score']:.2f}" if record["test_score"] is not None else ""
+        )
+        typer.echo(
+            f"{record['bucket']['id']}: lr {record['selected_lr']:g}, best epoch "
+            f"{record['best_epoch']}, dev {100 * record['dev_score']:.2f}{test_part}"
+            f" -> {path}"
+        )
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    checkpoint: Annotated[
+        str, typer.Argument(help="Checkpoint dir (or encoder name: fresh head).")
+    ],
+    task: Annotated[str, typer.Option("--task", help="Task name or task YAML.")],
+    lang: Annotated[str, typer.Option("--lang", help="Language of the split.")],
+    split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
+    file: Annotated[
+        Path | None, typer.Option("--file", help="Data file (else --data-dir).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Task data directory.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N examples.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Also write the scores as JSON.")
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, ...")] = "auto",
+) -> None:
+    """Score a checkpoint on one split of one language.
+
+    Example: fsxlt evaluate ckpt/panx-mbert --task panx --lang de --split test
+    --data-dir data/panx
+    """
+    from fsxlt.evaluation import evaluate_checkpoint
+    from fsxlt.training.checkpoint import quiet_transformers
+
+    spec = get_task(task)
+    spec.check_language(lang)
+    examples, source = _split(spec, lang, split, file, data_dir)
+    examples = _limit(examples, limit)
+    quiet_transformers()
+    scores = evaluate_checkpoint(checkpoint, spec, examples, device=device)
+    result = {
+        "checkpoint": checkpoint,
+        "task": spec.name,
+        "language": lang,
+        "split": split,
+        "data": source,
+        "scores": scores,
+    }
+    if out is not None:
+        atomic_write_json(out, result)
+    typer.echo(json.dumps(result, ensure_ascii=False, sort_keys=True))
