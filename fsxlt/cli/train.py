@@ -114,8 +114,11 @@ def source_train_cmd(
     Records the English and target dev scores of every epoch of every lr and the
     zero-shot (K=0) test scores of the selected checkpoint.
 
-    Example: fsxlt source-train --task panx --data-dir data/panx --target de --target zh
-    --out ckpt/panx-mbert
+    Example:
+
+    \b
+      fsxlt source-train --task panx --data-dir data/panx \\
+          --target de --target zh --out ckpt/panx-mbert
     """
     from fsxlt.training import save_checkpoint, source_train
     from fsxlt.training.checkpoint import quiet_transformers
@@ -260,8 +263,11 @@ def adapt_cmd(
     Early stopping on the target dev set, batch = the whole bucket, best epoch scored
     on the target test set; over several --lr the best dev score wins.
 
-    Example: fsxlt adapt --task panx --lang zh --bucket buckets/panx/zh/k1/00.json
-    --from ckpt/panx-mbert --data-dir data/panx --out runs
+    Example:
+
+    \b
+      fsxlt adapt --task panx --lang zh --bucket buckets/panx/zh/k1/00.json \\
+          --from ckpt/panx-mbert --data-dir data/panx --out runs
     """
     from tqdm.auto import tqdm
 
@@ -344,8 +350,14 @@ def evaluate_cmd(
 ) -> None:
     """Score a checkpoint on one split of one language.
 
-    Example: fsxlt evaluate ckpt/panx-mbert --task panx --lang de --split test
-    --data-dir data/panx
+    Tagging tasks score every word: sentences longer than the maximum sequence
+    length (128 wordpieces) are predicted in consecutive windows, not truncated.
+
+    Example:
+
+    \b
+      fsxlt evaluate ckpt/panx-mbert --task panx --lang de --split test \\
+          --data-dir data/panx
     """
     from fsxlt.evaluation import evaluate_checkpoint
     from fsxlt.training.checkpoint import quiet_transformers
