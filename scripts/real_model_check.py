@@ -17,7 +17,8 @@ Runs the real CLI end to end on a real multilingual encoder:
 
 Every command it runs is printed first, so the numbers can be reproduced.
 The defaults follow METHOD.md; on a small CPU pass e.g. ``--lr 5e-5
---epochs 2 --adapt-lr 7e-5 --adapt-max-epochs 10 --adapt-patience 3``.
+--epochs 2 --adapt-lr 7e-5 --adapt-max-epochs 8 --adapt-patience 3
+--adapt-dev-sentences 200``.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def main() -> None:
     ap.add_argument("--en-dev-sentences", type=int, default=1000)
     ap.add_argument("--dev-sentences", type=int, default=500)
     ap.add_argument("--test-sentences", type=int, default=1000)
+    ap.add_argument("--adapt-dev-sentences", type=int, default=None,
+                    help="Adapt with only the first N of the dev sentences (default: all).")
+    ap.add_argument("--reuse-checkpoint", action="store_true",
+                    help="Skip source-training when the checkpoint already exists.")
     ap.add_argument("--lr", type=float, nargs="*", default=None, help="Source lrs (task grid).")
     ap.add_argument("--epochs", type=int, default=None, help="Source epochs (10).")
     ap.add_argument("--adapt-lr", type=float, nargs="*", default=None, help="Adapt lrs (grid).")
@@ -99,6 +104,7 @@ def main() -> None:
         n_dev, n_test = args.dev_sentences, args.test_sentences
         write_blocks(data / f"dev-{lang}.tsv", blocks[:n_dev])
         write_blocks(data / f"test-{lang}.tsv", blocks[n_dev:n_dev + n_test])
+        write_blocks(work / f"adapt-dev-{lang}.tsv", blocks[:args.adapt_dev_sentences or n_dev])
 
     buckets = work / "buckets"
     run(fsxlt("buckets", "import-published", str(args.published), "--out", str(buckets),
@@ -113,14 +119,16 @@ def main() -> None:
         cmd += ["--lr", repr(lr)]
     if args.epochs:
         cmd += ["--epochs", str(args.epochs)]
-    run(fsxlt(*cmd))
+    if not (args.reuse_checkpoint and (ckpt / "fsxlt_checkpoint.json").is_file()):
+        run(fsxlt(*cmd))
 
     runs = work / "runs"
-    for lang in args.langs:
-        for index in range(args.buckets):
+    for index in range(args.buckets):  # interleaved, so partial results cover every language
+        for lang in args.langs:
             cmd = ["adapt", "--task", "panx", "--lang", lang, "--from", str(ckpt),
                    "--bucket", str(buckets / "panx" / lang / f"k{args.k}" / f"{index:02d}.json"),
-                   "--data-dir", str(data), "--out", str(runs), "--device", args.device]
+                   "--dev", str(work / f"adapt-dev-{lang}.tsv"), "--test",
+                   str(data / f"test-{lang}.tsv"), "--out", str(runs), "--device", args.device]
             for lr in args.adapt_lr or []:
                 cmd += ["--lr", repr(lr)]
             if args.adapt_max_epochs:
