@@ -19,7 +19,8 @@ from fsxlt.tasks import builtin_tasks, get_task, language_code, languages
 
 def test_registry_has_the_six_tasks_with_their_label_sets():
     tasks = builtin_tasks()
-    assert set(tasks) == {"xnli", "pawsx", "mldoc", "marc", "panx", "udpos"}
+    synthetic = {"synth-pos", "synth-ner", "synth-topic", "synth-pair"}  # fsxlt.synthetic
+    assert set(tasks) == {"xnli", "pawsx", "mldoc", "marc", "panx", "udpos"} | synthetic
     assert len(tasks["udpos"].labels) == 17
     assert tasks["panx"].sampling_labels == ("PER", "ORG", "LOC")
     assert tasks["xnli"].sampling.split == "dev" and tasks["marc"].sampling.split == "train"

@@ -136,9 +136,7 @@ def _pretrain(tokenizer, corpus: dict[str, list[str]], settings: EncoderSettings
     import torch
     from transformers import BertConfig, BertForPreTraining
 
-    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
-    pad_id, mask_id = tokenizer.pad_token_id, tokenizer.mask_token_id
-    n_special = len(SPECIAL_TOKENS)
+    cls_id, sep_id, pad_id = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
     sequences: list[list[int]] = []
     for lang in sorted(corpus):
         ids = tokenizer(corpus[lang], add_special_tokens=False)["input_ids"]
@@ -149,9 +147,24 @@ def _pretrain(tokenizer, corpus: dict[str, list[str]], settings: EncoderSettings
         intermediate_size=settings.intermediate_size,
         max_position_embeddings=settings.max_position_embeddings, type_vocab_size=2,
         pad_token_id=pad_id)
+    # Initial weights and dropout use torch's global RNG: seed it inside a forked state so
+    # that the build is deterministic and the caller's RNG state is left as it was.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertForPreTraining(config)
+        curve = _mlm_loop(model, sequences, settings, seed, tokenizer, log)
+    if not math.isfinite(curve[-1][1]):
+        raise FsxltError("tiny encoder pretraining diverged (loss is not finite); lower lr")
+    model.eval()
+    return model, curve
+
+
+def _mlm_loop(model, sequences: list[list[int]], settings: EncoderSettings, seed: int,
+              tokenizer, log: Callable[[str], None]) -> list[list[float]]:
+    import torch
+
+    pad_id, mask_id = tokenizer.pad_token_id, tokenizer.mask_token_id
+    n_special = len(SPECIAL_TOKENS)
     gen = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.01)
 
@@ -197,10 +210,7 @@ def _pretrain(tokenizer, corpus: dict[str, list[str]], settings: EncoderSettings
             curve.append([step + 1, round(running / n, 4)])
             log(f"MLM step {step + 1}/{settings.steps}: loss {running / n:.3f}")
             running = 0.0
-    if not math.isfinite(curve[-1][1]):
-        raise FsxltError("tiny encoder pretraining diverged (loss is not finite); lower lr")
-    model.eval()
-    return model, curve
+    return curve
 
 
 def build_tiny_encoder(data_dir: str | Path, out_dir: str | Path, seed: int = 0, *,

@@ -30,7 +30,10 @@ syllables: function words have one syllable, content words two or three,
 names two or three and are capitalised (a script-level cue shared by every
 language, as for Latin-script languages). A target language with
 ``overlap = p`` copies the source form of exactly ``round(p * n)`` slots of
-every word class (chosen at random) and invents a fresh form for the others;
+every word class and invents a fresh form for the others (which slots: a
+seeded order shared by all languages, so that languages of equal overlap
+share the same slots and lower overlaps share subsets; see
+:func:`shared_slot_plan`);
 a fresh form never equals a source form, so the overlap is exact. Numerals
 are written as digits and the full stop is ``.`` in every language (like
 digits and punctuation across real scripts): they are anchors shared by all
@@ -305,22 +308,28 @@ def _new_form(rng: random.Random, cls: str, consonants: str, vowels: str) -> str
     return word.capitalize() if cls in NAME_CLASSES else word
 
 
-def shared_slot_plan(lexicon: Lexicon, overlap: float, seed: int, code: str) -> frozenset[int]:
+def shared_slot_plan(lexicon: Lexicon, overlap: float, seed: int) -> frozenset[int]:
     """The slots whose form a language copies from the source: ``round(overlap * n)`` per class.
 
+    The slots of each word class are put in one random order (seeded, the
+    same for every language) and a language with overlap ``p`` shares the
+    first ``round(p * n)`` of them. The plans are therefore nested: two
+    languages with the same overlap share exactly the same slots, so they
+    differ only in word order and in their fresh forms, and a language with
+    lower overlap shares a subset of what one with higher overlap shares.
+    This keeps the comparison between languages controlled (which frequent
+    function words happen to be shared would otherwise add noise).
     Numerals are universal (always shared) and do not count.
     """
-    rng = rng_for(seed, "overlap", code)
+    rng = rng_for(seed, "overlap")
     shared: set[int] = set()
     by_cls: dict[str, list[int]] = {}
     for slot, cls in enumerate(lexicon.slot_classes):
         by_cls.setdefault(cls, []).append(slot)
     for cls in sorted(by_cls):
-        slots = by_cls[cls]
-        if cls == "NUM":
-            shared.update(slots)
-            continue
-        shared.update(rng.sample(slots, round(overlap * len(slots))))
+        slots = list(by_cls[cls])
+        rng.shuffle(slots)
+        shared.update(slots if cls == "NUM" else slots[:round(overlap * len(slots))])
     return frozenset(shared)
 
 
@@ -335,7 +344,7 @@ def build_vocabulary(lexicon: Lexicon, language: LanguageSpec, seed: int,
         taken: set[str] = set()
         avoid: set[str] = set()
     else:
-        shared = shared_slot_plan(lexicon, language.overlap, seed, language.code)
+        shared = shared_slot_plan(lexicon, language.overlap, seed)
         taken = {source.forms[s] for s in shared}
         avoid = set(source.forms)
     forms: list[str] = []
