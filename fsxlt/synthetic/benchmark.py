@@ -93,7 +93,7 @@ DEFAULT_CORPUS_SENTENCES = 4000
 STYLES = {
     "synth-pos": Style(entity_p=0.12),
     "synth-ner": Style(entity_p=0.45, pron_p=0.08),
-    "synth-pair": Style(entity_p=0.15, pron_p=0.08, conj_p=0.0),
+    "synth-pair": Style(entity_p=0.15, pron_p=0.08, pp_p=0.3, adv_p=0.2, conj_p=0.0),
 }
 TOPIC_STYLE = Style(topic_p=0.35, distractor_p=0.1, entity_p=0.1, conj_p=0.1)
 
@@ -197,22 +197,27 @@ def _same_content(a: NounPhrase, b: NounPhrase) -> bool:
     return (a.noun, a.name, a.pron) == (b.noun, b.name, b.pron)
 
 
-def _remodify(gen: LatentGenerator, clause: Clause, style: Style) -> Clause:
-    """Re-draw the modifiers of a clause (not its predicate or arguments), each with p=0.5."""
+def _remodify(gen: LatentGenerator, clause: Clause, style: Style, p: float = 0.25) -> Clause:
+    """Re-draw some modifiers of a clause (never its predicate or arguments).
+
+    Each noun phrase's determiner, numeral and adjectives are re-drawn with
+    probability ``p``, as is the adverb; the prepositional phrase is dropped
+    or added with probability ``p / 2``.
+    """
     rng = gen.rng
 
     def np_(phrase: NounPhrase | None) -> NounPhrase | None:
-        if phrase is None or phrase.noun is None or rng.random() < 0.5:
+        if phrase is None or phrase.noun is None or rng.random() >= p:
             return phrase
         fresh = gen.noun_phrase(dataclasses.replace(style, entity_p=0.0, pron_p=0.0), "obj")
         return dataclasses.replace(fresh, noun=phrase.noun)
 
     adv, adp, pobj = clause.adv, clause.adp, clause.pobj
-    if rng.random() < 0.5:
+    if rng.random() < p:
         adv = gen._pick("ADV", style) if rng.random() < style.adv_p else None
-    if rng.random() < 0.5:
+    if rng.random() < p / 2:
         adp, pobj = ((gen._pick("ADP", style), gen.noun_phrase(style, "pobj"))
-                     if rng.random() < style.pp_p else (None, None))
+                     if adp is None else (None, None))
     return dataclasses.replace(clause, subj=np_(clause.subj), obj=np_(clause.obj),
                                adv=adv, adp=adp, pobj=np_(pobj))
 
@@ -247,8 +252,6 @@ def _pair_examples(family: LanguageFamily, split: str, n: int, seed: int
                     new = gen.noun_phrase(style, role)
                 core = dataclasses.replace(a, **{role: new})
         b = _remodify(gen, core, style)
-        if rng.random() < 0.5:
-            a = _remodify(gen, a, style)
         sa, sb = Sentence((a,)), Sentence((b,))
         for code, realizer in realizers.items():
             text_a = " ".join(w[0] for w in realizer.sentence(sa))

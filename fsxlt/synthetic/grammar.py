@@ -20,7 +20,9 @@ lexeme sits in a *form slot*, the unit that gets one surface form per
 language. A few slots hold two lexemes on purpose, so that the surface form
 is ambiguous and only context disambiguates it:
 
-- noun/verb homographs (like English *run*), for the POS task;
+- noun/verb homographs (like English *run*; a third of the verbs) and
+  noun/adjective homographs, for the POS task: their tag follows from their
+  position, which is why word order matters for POS transfer;
 - surnames that are also place names, and place names that also appear
   inside organisation names, for the NER task.
 
@@ -97,7 +99,8 @@ LEXICON_SIZES: dict[str, tuple[int, int]] = {
     "ORGW": (0, 24),    # words that name an organisation
     "ORGH": (0, 6),     # organisation heads ("bank", "corp", ...), last word of an ORG
 }
-N_HOMOGRAPHS = 12       # general nouns sharing a form with a general verb
+N_HOMOGRAPHS = 30       # general nouns sharing a form with a verb (a third of the verbs)
+N_ADJ_NOUN = 12         # general nouns sharing a form with an adjective
 N_LAST_AS_LOC = 8       # surnames that are also place names
 N_LOC_IN_ORG = 8        # place names that also name organisations
 NUMERALS = tuple(str(n) for n in range(2, 13))
@@ -257,8 +260,11 @@ def build_lexicon(seed: int) -> Lexicon:
         by_class[cls] = items
     # Ambiguous forms: extra lexemes that reuse another class's slot.
     general_nouns = [lex for lex in by_class["NOUN"] if lex.topic is None]
-    for noun in rng.sample(general_nouns, N_HOMOGRAPHS):
+    ambiguous = rng.sample(general_nouns, N_HOMOGRAPHS + N_ADJ_NOUN)
+    for noun in ambiguous[:N_HOMOGRAPHS]:
         by_class["VERB"].append(add("VERB", None, noun.slot))
+    for noun in ambiguous[N_HOMOGRAPHS:]:
+        by_class["ADJ"].append(add("ADJ", None, noun.slot))
     for last in rng.sample(by_class["LAST"], N_LAST_AS_LOC):
         by_class["LOC"].append(add("LOC", None, last.slot))
     for loc in rng.sample(by_class["LOC"][:LEXICON_SIZES["LOC"][1]], N_LOC_IN_ORG):
