@@ -1,0 +1,63 @@
+"""``fsxlt report``: tables, plots and paired comparisons from RUNS_DIR (nothing is rerun)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fsxlt.cli.app import app
+from fsxlt.errors import FsxltError
+
+
+@app.command("report")
+def report_cmd(
+    runs_dir: Annotated[Path, typer.Argument(help="RUNS_DIR written by fsxlt sweep / adapt.")],
+    fmt: Annotated[str, typer.Option("--format", help="md, latex or csv.")] = "md",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write report.<ext>, cells.csv and plots/ (PNG, PDF) here."),
+    ] = None,
+    compare: Annotated[
+        tuple[str, str] | None,
+        typer.Option("--compare", help="METHOD_A METHOD_B: paired comparison over shared "
+                     "buckets (a method, or METHOD-nosource for the ablation)."),
+    ] = None,
+    ddof: Annotated[
+        int, typer.Option("--ddof", help="std over buckets: 1 sample (default), 0 population.")
+    ] = 1,
+    expected: Annotated[
+        int, typer.Option("--expected-buckets", help="Buckets per cell; others show (n=…).")
+    ] = 40,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    n_boot: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples.")] = 10_000,
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="Tables only.")] = False,
+) -> None:
+    """Per task and method: rows = languages, columns = K (K=0 zero-shot), mean ± std over buckets.
+
+    Also the gain over zero-shot, the adapting variants side by side and the drop
+    without source-training; with --out, plots as PNG and PDF. --compare A B gives,
+    per (task, language, K), the mean paired difference over the buckets both ran,
+    a bootstrap 95% CI and the Wilcoxon signed-rank p-value.
+
+    Example:
+
+    \b
+      fsxlt report runs --format md --out report
+      fsxlt report runs --compare full fc-pooler
+    """
+    from fsxlt.report import report_text, write_compare, write_report
+
+    if ddof < 0 or expected < 1:
+        raise FsxltError("--ddof must be >= 0 and --expected-buckets >= 1")
+    if compare:
+        typer.echo(write_compare(runs_dir, compare[0], compare[1], out, fmt, seed=seed,
+                                 n_boot=n_boot), nl=False)
+        return
+    if out is None:
+        typer.echo(report_text(runs_dir, fmt, ddof=ddof, expected=expected), nl=False)
+        return
+    written = write_report(runs_dir, out, fmt, ddof=ddof, expected=expected,
+                           plots=not no_plots)
+    typer.echo(f"wrote {len(written)} files to {out}")

@@ -1,0 +1,113 @@
+"""``fsxlt sweep``: every adapt run of a study from one config, resumable, local or on Ray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fsxlt.cli.app import app
+
+
+@app.command("sweep")
+def sweep_cmd(
+    config: Annotated[Path, typer.Argument(help="Sweep config YAML (see configs/sweeps/).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="RUNS_DIR for the records (overrides 'out').")
+    ] = None,
+    buckets: Annotated[
+        Path | None, typer.Option("--buckets", help="Bucket store root (overrides 'buckets').")
+    ] = None,
+    data_dir: Annotated[
+        str | None, typer.Option("--data-dir", help="Target dev/test files; {task} expands.")
+    ] = None,
+    start: Annotated[
+        str | None, typer.Option("--from", help="Source-trained checkpoint; {task} expands.")
+    ] = None,
+    tasks: Annotated[
+        list[str] | None, typer.Option("--task", help="Only this task (repeatable).")
+    ] = None,
+    langs: Annotated[
+        list[str] | None, typer.Option("--lang", help="Only this language (repeatable).")
+    ] = None,
+    ks: Annotated[list[int] | None, typer.Option("--k", help="Only this K (repeatable).")] = None,
+    methods: Annotated[
+        list[str] | None, typer.Option("--method", help="Only this method (repeatable).")
+    ] = None,
+    n_buckets: Annotated[
+        int | None, typer.Option("--n-buckets", help="Buckets 0..N-1 of every set.")
+    ] = None,
+    lrs: Annotated[
+        list[float] | None, typer.Option("--lr", help="Learning rate grid (repeatable).")
+    ] = None,
+    max_epochs: Annotated[int | None, typer.Option("--max-epochs", help="Default: 50.")] = None,
+    patience: Annotated[int | None, typer.Option("--patience", help="Default: 10.")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
+    workers: Annotated[
+        int, typer.Option("--workers", help="Local worker processes (0: in this process).")
+    ] = 1,
+    devices: Annotated[
+        str | None,
+        typer.Option("--devices", help="GPU ids for local workers, e.g. 0,1 (worker i: i-th)."),
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, ...")] = "auto",
+    threads: Annotated[
+        int | None, typer.Option("--threads", help="Torch threads per local worker.")
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster to join (auto, ray://...).")
+    ] = None,
+    gpus_per_task: Annotated[
+        float, typer.Option("--gpus-per-task", help="GPUs per Ray task (fractions allowed).")
+    ] = 0.0,
+    cpus_per_task: Annotated[
+        float, typer.Option("--cpus-per-task", help="CPUs per Ray task.")
+    ] = 1.0,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the runs that would run; run nothing.")
+    ] = False,
+) -> None:
+    """Run every adapt run of a sweep config; runs with a finished, matching record are skipped.
+
+    Expands tasks x languages x K x buckets x methods, runs each (task, language,
+    start) group in one worker (data tokenized and weights loaded once), writes
+    RUNS_DIR/<task>/<lang>/k<K>/<method>/<bucket>.json per run (an error record when
+    a run fails; the sweep goes on) and RUNS_DIR/<task>/<lang>/k0/zero-shot.json.
+    Start it again after a crash: only missing, corrupt, failed or stale runs rerun.
+    Exit status 1 if any run failed.
+
+    Example:
+
+    \b
+      fsxlt sweep configs/sweeps/study.yaml --task xnli --workers 4 --devices 0,1,2,3
+      fsxlt sweep configs/sweeps/study.yaml --executor ray --address auto --gpus-per-task 0.5
+    """
+    from collections import Counter
+
+    from fsxlt.execution import load_config, run_sweep, sweep_status
+
+    overrides = {"out": str(out) if out else None, "buckets": str(buckets) if buckets else None,
+                 "data_dir": data_dir, "start": start, "n_buckets": n_buckets,
+                 "lrs": list(lrs) if lrs else None, "max_epochs": max_epochs,
+                 "patience": patience}
+    cfg = load_config(config, overrides).restrict(tasks, langs, ks, methods)
+    if dry_run:
+        status = sweep_status(cfg)
+        for run, why in status.pending:
+            typer.echo(f"{run.id}\t{why}\t{run.record_path}")
+        why = Counter(w for _, w in status.pending)
+        detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
+        typer.echo(f"{len(status.plan.runs)} runs: {len(status.done)} done, "
+                   f"{len(status.pending)} to run ({detail or 'none'}) in "
+                   f"{len(status.groups())} groups; {len(status.plan.zero_shot)} zero-shot "
+                   "records", err=True)
+        return
+    gpu_ids = [d.strip() for d in devices.split(",") if d.strip()] if devices else None
+    result = run_sweep(cfg, executor=executor, workers=workers, devices=gpu_ids, device=device,
+                       threads=threads, address=address, gpus_per_task=gpus_per_task,
+                       cpus_per_task=cpus_per_task)
+    typer.echo(f"{len(result.completed)} runs completed, {len(result.failed)} failed, "
+               f"{len(result.status.done)} already done; records in {cfg.out}")
+    if result.failed:
+        raise typer.Exit(1)

@@ -1,0 +1,45 @@
+"""Sweeps: expand a config into runs, skip what is done, run the rest locally or on Ray.
+
+This package owns *which* runs happen where; how a run trains is
+:mod:`fsxlt.training`'s business (a worker only calls ``AdaptEngine.adapt``).
+
+    from fsxlt.execution import load_config, run_sweep
+
+    result = run_sweep(load_config("configs/sweeps/study.yaml"), workers=4)
+    print(len(result.completed), len(result.failed))
+
+- :mod:`~fsxlt.execution.plan`: the config format, expansion into
+  :class:`RunSpec` s, config hashes and the resume check.
+- :mod:`~fsxlt.execution.worker`: one group of runs in one process.
+- :mod:`~fsxlt.execution.executors`: :func:`run_sweep`, local processes and Ray.
+"""
+
+from fsxlt.execution.executors import (
+    EXECUTORS,
+    SweepResult,
+    SweepStatus,
+    run_sweep,
+    sweep_status,
+    write_zero_shot,
+)
+from fsxlt.execution.plan import (
+    ERROR_FORMAT,
+    ZERO_SHOT_FILE,
+    ZERO_SHOT_FORMAT,
+    Plan,
+    RunSpec,
+    SweepConfig,
+    arm_name,
+    expand,
+    is_complete,
+    load_config,
+    parse_config,
+    read_record,
+    record_state,
+)
+from fsxlt.execution.worker import Outcome, run_group
+
+__all__ = ["ERROR_FORMAT", "EXECUTORS", "ZERO_SHOT_FILE", "ZERO_SHOT_FORMAT", "Outcome", "Plan",
+           "RunSpec", "SweepConfig", "SweepResult", "SweepStatus", "arm_name", "expand",
+           "is_complete", "load_config", "parse_config", "read_record", "record_state",
+           "run_group", "run_sweep", "sweep_status", "write_zero_shot"]

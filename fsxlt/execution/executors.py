@@ -1,0 +1,247 @@
+"""Running a sweep: resume check, grouping, and the local and Ray executors.
+
+:func:`run_sweep` expands a config, writes the zero-shot (K=0) records, drops
+the runs whose record is already done (:func:`~fsxlt.execution.plan.record_state`),
+groups the rest by (task, language, start) and hands the groups to an executor:
+
+- ``local``: ``workers`` processes (spawn context) pulling groups from a queue;
+  ``devices=["0", "1"]`` pins worker *i* to GPU ``devices[i % len(devices)]``
+  (``CUDA_VISIBLE_DEVICES`` set before torch loads); each worker uses
+  ``threads`` torch threads (default: CPU cores / workers). ``workers=0``
+  runs everything in the calling process.
+- ``ray``: one Ray task per group, ``num_gpus=gpus_per_task`` (fractions
+  allowed) and ``num_cpus=cpus_per_task``; joins ``address`` (``auto``,
+  ``ray://host:10001``) or an already initialised Ray, else starts a local
+  instance. Workers write records straight into RUNS_DIR, so on a cluster it
+  must be a filesystem every node mounts.
+
+Workers die with the sweep (``PR_SET_PDEATHSIG`` on Linux); a killed sweep
+leaves only complete records behind (atomic writes), and the next start runs
+exactly the missing ones.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsxlt.errors import FsxltError
+from fsxlt.execution.plan import Plan, RunSpec, SweepConfig, expand, record_state
+from fsxlt.execution.worker import Outcome, die_with_parent, run_group
+from fsxlt.fileio import atomic_write_json, dumps_json
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass
+class SweepStatus:
+    """Where a sweep stands: the plan, what was already done and what is to run."""
+
+    plan: Plan
+    done: list[RunSpec] = field(default_factory=list)
+    pending: list[tuple[RunSpec, str]] = field(default_factory=list)  # (run, why)
+
+    def groups(self) -> list[list[RunSpec]]:
+        by_key: dict[tuple[str, str, str], list[RunSpec]] = {}
+        for run, _ in self.pending:
+            by_key.setdefault(run.group_key, []).append(run)
+        return [by_key[key] for key in sorted(by_key)]
+
+
+@dataclass
+class SweepResult:
+    status: SweepStatus
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def completed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.ok]
+
+
+def sweep_status(config: SweepConfig) -> SweepStatus:
+    """Expand the config and sort its runs into done and pending (with the reason)."""
+    plan = expand(config)
+    status = SweepStatus(plan)
+    for run in plan.runs:
+        state = record_state(run.record_path, run.config_hash)
+        if state == "done":
+            status.done.append(run)
+        else:
+            status.pending.append((run, state))
+    return status
+
+
+def write_zero_shot(plan: Plan) -> None:
+    """Copy each K=0 score from the checkpoint's record into RUNS_DIR (only if it changed)."""
+    from pathlib import Path
+
+    for zero in plan.zero_shot:
+        path = Path(zero.record_path)
+        text = dumps_json(zero.record)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            atomic_write_json(path, zero.record)
+
+
+# --------------------------------------------------------------------------- local
+
+def _default_threads(workers: int) -> int:
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def _local_worker(slot: int, tasks: Any, results: Any, device: str, gpu: str | None,
+                  threads: int) -> None:
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    orphaned = die_with_parent()
+    import torch
+
+    torch.set_num_threads(threads)
+    while True:
+        group = tasks.get()
+        if group is None or orphaned():
+            break
+        run_group(group, device=device, on_result=results.put, should_stop=orphaned)
+    results.put(("exit", slot))
+
+
+def _run_local(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], *,
+               workers: int, devices: Sequence[str] | None, device: str,
+               threads: int | None) -> None:
+    if workers <= 0:
+        for group in groups:
+            run_group(group, device=device, on_result=on_result)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    tasks, results = ctx.Queue(), ctx.Queue()
+    n = min(workers, len(groups))
+    for group in groups:
+        tasks.put(group)
+    for _ in range(n):
+        tasks.put(None)
+    threads = threads or _default_threads(n)
+    procs = []
+    for slot in range(n):
+        gpu = str(devices[slot % len(devices)]) if devices else None
+        proc = ctx.Process(target=_local_worker, name=f"fsxlt-sweep-{slot}",
+                           args=(slot, tasks, results, device, gpu, threads), daemon=True)
+        proc.start()
+        procs.append(proc)
+    running = n
+    try:
+        while running:
+            try:
+                message = results.get(timeout=1.0)
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs):
+                    break  # every worker died without saying so (killed); records tell the rest
+                continue
+            if isinstance(message, tuple) and message[0] == "exit":
+                running -= 1
+            else:
+                on_result(message)
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+
+
+# --------------------------------------------------------------------------- ray
+
+def _ray_group(group: list[RunSpec], device: str, threads: int) -> list[Outcome]:
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    return run_group(group, device=device)
+
+
+def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], *,
+             address: str | None, gpus_per_task: float, cpus_per_task: float,
+             device: str) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise FsxltError("the ray executor needs Ray: pip install 'fsxlt[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        started = True
+    try:
+        remote = ray.remote(num_gpus=gpus_per_task, num_cpus=cpus_per_task)(_ray_group)
+        if device == "auto":
+            device = "cuda" if gpus_per_task > 0 else "cpu"
+        pending = {remote.remote(group, device, max(1, int(cpus_per_task))): group
+                   for group in groups}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            group = pending.pop(ready[0])
+            try:
+                outcomes = ray.get(ready[0])
+            except Exception as err:  # the task itself died: no records, next start reruns
+                outcomes = [Outcome(run.id, False, f"ray task failed: {err.__class__.__name__}")
+                            for run in group]
+            for outcome in outcomes:
+                on_result(outcome)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# --------------------------------------------------------------------------- the sweep
+
+def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
+              devices: Sequence[str] | None = None, device: str = "auto",
+              threads: int | None = None, address: str | None = None,
+              gpus_per_task: float = 0.0, cpus_per_task: float = 1.0,
+              progress: bool | None = None) -> SweepResult:
+    """Run every pending run of ``config``; return what happened.
+
+    ``progress``: a bar on stderr with done / failed / remaining and an ETA
+    (``None``: only when stderr is a terminal).
+    """
+    if executor not in EXECUTORS:
+        raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
+    if gpus_per_task < 0 or cpus_per_task <= 0:
+        raise FsxltError("--gpus-per-task must be >= 0 and --cpus-per-task > 0")
+    status = sweep_status(config)
+    write_zero_shot(status.plan)
+    result = SweepResult(status)
+    groups = status.groups()
+    if not groups:
+        return result
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(status.pending), desc="sweep", unit="run", file=sys.stderr,
+               disable=(None if progress is None else not progress), dynamic_ncols=True)
+    counts = {"done": 0, "failed": 0}
+
+    def on_result(outcome: Outcome) -> None:
+        result.outcomes.append(outcome)
+        counts["done" if outcome.ok else "failed"] += 1
+        if not outcome.ok:
+            bar.write(f"failed {outcome.run_id}: {outcome.error}", file=sys.stderr)
+        remaining = len(status.pending) - counts["done"] - counts["failed"]
+        bar.set_postfix_str(f"done {counts['done']}, failed {counts['failed']}, "
+                            f"remaining {remaining}", refresh=False)
+        bar.update(1)
+
+    try:
+        if executor == "local":
+            _run_local(groups, on_result, workers=workers, devices=devices, device=device,
+                       threads=threads)
+        else:
+            _run_ray(groups, on_result, address=address, gpus_per_task=gpus_per_task,
+                     cpus_per_task=cpus_per_task, device=device)
+    finally:
+        bar.close()
+    return result

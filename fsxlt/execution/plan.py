@@ -1,0 +1,467 @@
+"""Sweep configs, their expansion into runs, and the resume check.
+
+A sweep config (YAML) names a grid; :func:`expand` turns it into one
+:class:`RunSpec` per (task, language, K, bucket, method) and one
+:class:`ZeroShotSpec` per (task, language)::
+
+    out: runs                       # RUNS_DIR: runs/<task>/<lang>/k<K>/<arm>/<index>.json
+    buckets: buckets                # bucket store root (fsxlt sample)
+    data_dir: data/{task}           # target dev/test files, the task's {split}-{lang} pattern
+    start: ckpt/{task}-mbert        # source-trained checkpoint (fsxlt source-train)
+    methods: [full]                 # adapting methods (fsxlt.modeling.METHODS)
+    n_buckets: 40                   # bucket indices 0..n-1 (null: every bucket of the set)
+    lrs: null                       # null: the task's lr grid
+    seed: null                      # null: the task's seed (one seed for all buckets)
+    max_epochs: null                # null: the task's default (50)
+    patience: null                  # null: the task's default (10)
+    max_seq_length: null            # null: the task's default (128)
+    no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation
+    tasks:
+      xnli: {languages: [de, fr], k: [1, 2, 4, 8]}
+      marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
+
+Every top-level key except ``out`` and ``tasks`` may be overridden per task;
+``{task}`` in a path is replaced by the task name. Paths are relative to the
+directory the sweep runs from. ``languages`` defaults to every language of
+the task except the source language, ``k`` to the task's K values.
+
+The *arm* of a run is its method, with ``-nosource`` appended for runs that
+start from the pretrained encoder (the no-source-training ablation); it names
+the directory of the run's record.
+
+Resume. Every run gets a config hash over everything that determines its
+result: the run's coordinates and hyperparameters, and the *content* hashes
+of its bucket file, its dev and test files and its starting checkpoint
+(metadata and head weights; a pretrained encoder is identified by its name).
+A record counts as done only if it parses, has ``status: ok``, a test score
+and that same hash (:func:`record_state`); anything else (missing, truncated,
+corrupt, an error record, a stale hash) is run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import sha256_file, sha256_text
+from fsxlt.tasks import TaskSpec, get_task
+
+RUN_FORMAT = "fsxlt-adapt-run/1"  # the engine's record format (fsxlt.training.adapt)
+ERROR_FORMAT = "fsxlt-adapt-error/1"
+ZERO_SHOT_FORMAT = "fsxlt-zero-shot/1"
+ZERO_SHOT_FILE = "zero-shot.json"
+NOSOURCE_SUFFIX = "-nosource"
+CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # written by fsxlt.training.checkpoint
+HEAD_FILE = "fsxlt_head.safetensors"
+
+SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
+            "max_epochs", "patience", "max_seq_length", "no_source_training")
+TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
+TASK_KEYS = {"languages", "k", *SETTINGS}
+
+
+def arm_name(method: str, source_training: bool) -> str:
+    """The directory (and report label) of a run: its method, ``-nosource`` for the ablation."""
+    return method if source_training else f"{method}{NOSOURCE_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """The resolved settings of one task of a sweep."""
+
+    task: str
+    languages: tuple[str, ...]
+    k: tuple[int, ...]
+    buckets: str
+    data_dir: str | None
+    start: str | None
+    methods: tuple[str, ...]
+    n_buckets: int | None
+    lrs: tuple[float, ...]
+    seed: int
+    max_epochs: int
+    patience: int
+    max_seq_length: int
+    no_source: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A parsed sweep config: where records go and one :class:`TaskPlan` per task."""
+
+    out: str
+    tasks: tuple[TaskPlan, ...]
+    name: str = ""
+    source: str = ""
+
+    def restrict(self, tasks: Sequence[str] | None = None, languages: Sequence[str] | None = None,
+                 ks: Sequence[int] | None = None, methods: Sequence[str] | None = None,
+                 ) -> SweepConfig:
+        """Keep only the given tasks / languages / K values / methods (command-line filters)."""
+        plans = []
+        for plan in self.tasks:
+            if tasks and plan.task not in tasks:
+                continue
+            plan = replace(
+                plan,
+                languages=tuple(x for x in plan.languages if not languages or x in languages),
+                k=tuple(x for x in plan.k if not ks or x in ks),
+                methods=tuple(x for x in plan.methods if not methods or x in methods),
+                no_source=(None if plan.no_source is None else dict(
+                    plan.no_source, methods=[m for m in plan.no_source["methods"]
+                                             if not methods or m in methods])))
+            plans.append(plan)
+        for wanted, have, what in ((tasks, {p.task for p in self.tasks}, "task"),
+                                   (languages, {x for p in self.tasks for x in p.languages},
+                                    "language")):
+            for value in wanted or ():
+                if value not in have:
+                    raise FsxltError(f"{what} {value!r} is not in the sweep config "
+                                     f"(has: {', '.join(sorted(have))})")
+        return replace(self, tasks=tuple(plans))
+
+
+def _as_list(value: Any, where: str, key: str) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (str, int, float)):
+        return [value]
+    if not isinstance(value, list):
+        raise FsxltError(f"{where}: {key} must be a list")
+    return value
+
+
+def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) -> TaskPlan:
+    from fsxlt.modeling import method_spec
+
+    unknown = set(raw) - TASK_KEYS
+    if unknown:
+        raise FsxltError(f"{where}: unknown key(s) for task {name}: {', '.join(sorted(unknown))}")
+    spec = get_task(name)
+    merged = {key: raw.get(key, top.get(key)) for key in SETTINGS}
+    default_langs = [x for x in spec.languages if x != spec.source_language]
+    languages = [str(x) for x in _as_list(raw.get("languages"), where, "languages")] \
+        or default_langs
+    for lang in languages:
+        spec.check_language(lang)
+    ks = [int(x) for x in _as_list(raw.get("k"), where, "k")] or list(spec.sampling.k_values)
+    for k in ks:
+        spec.check_k(k)
+    methods = [str(m) for m in _as_list(merged["methods"], where, "methods")] or ["full"]
+    for method in methods:
+        method_spec(method, spec.kind)
+    no_source = merged["no_source_training"]
+    if no_source is not None:
+        if not isinstance(no_source, dict) or "encoder" not in no_source:
+            raise FsxltError(f"{where}: no_source_training needs {{encoder: NAME, methods: [...]}}")
+        ns_methods = [str(m) for m in _as_list(no_source.get("methods"), where, "methods")] \
+            or ["full"]
+        for method in ns_methods:
+            method_spec(method, spec.kind)
+        no_source = {"encoder": str(no_source["encoder"]).format(task=name),
+                     "methods": ns_methods}
+    lrs = _as_list(merged["lrs"], where, "lrs")
+    training = spec.training
+
+    def pick(key: str, default: Any) -> Any:
+        return default if merged[key] is None else merged[key]
+
+    def path(key: str) -> str | None:
+        return None if merged[key] is None else str(merged[key]).format(task=name)
+
+    n_buckets = merged["n_buckets"]
+    return TaskPlan(
+        task=spec.name, languages=tuple(dict.fromkeys(languages)), k=tuple(dict.fromkeys(ks)),
+        buckets=path("buckets") or "buckets", data_dir=path("data_dir"), start=path("start"),
+        methods=tuple(dict.fromkeys(methods)),
+        n_buckets=None if n_buckets is None else int(n_buckets),
+        lrs=tuple(float(x) for x in lrs) or tuple(training.lr_grid),
+        seed=int(pick("seed", training.seed)),
+        max_epochs=int(pick("max_epochs", training.adapt_max_epochs)),
+        patience=int(pick("patience", training.adapt_patience)),
+        max_seq_length=int(pick("max_seq_length", training.max_seq_length)),
+        no_source=no_source)
+
+
+def parse_config(raw: Any, where: str = "<sweep config>",
+                 overrides: dict[str, Any] | None = None) -> SweepConfig:
+    """Build a :class:`SweepConfig` from a mapping; ``overrides`` replace top-level settings."""
+    if not isinstance(raw, dict):
+        raise FsxltError(f"{where}: a sweep config must be a YAML mapping")
+    raw = dict(raw)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            raw[key] = value
+    unknown = set(raw) - TOP_KEYS
+    if unknown:
+        raise FsxltError(f"{where}: unknown key(s): {', '.join(sorted(unknown))}")
+    tasks = raw.get("tasks")
+    if not isinstance(tasks, dict) or not tasks:
+        raise FsxltError(f"{where}: 'tasks' must map task names to their settings")
+    overridden = {k for k, v in (overrides or {}).items() if v is not None}
+    plans = []
+    for name, task_raw in tasks.items():
+        task_raw = dict(task_raw or {})
+        for key in overridden & set(SETTINGS):  # a command-line flag beats per-task settings
+            task_raw.pop(key, None)
+        plans.append(_task_plan(str(name), task_raw, raw, where))
+    return SweepConfig(out=str(raw.get("out") or "runs"), tasks=tuple(plans),
+                       name=str(raw.get("name") or ""), source=where)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepConfig:
+    """Read a sweep config YAML file (see the module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FsxltError(f"{path}: sweep config not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise FsxltError(f"{path}: invalid YAML ({err.__class__.__name__})") from None
+    return parse_config(raw, str(path), overrides)
+
+
+# --------------------------------------------------------------------------- expansion
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One adapt run: everything a worker needs, and the hash that identifies its result."""
+
+    task: str
+    language: str
+    k: int
+    index: int
+    method: str
+    source_training: bool
+    start: str
+    bucket_path: str
+    bucket_sha256: str
+    dev_path: str
+    test_path: str
+    lrs: tuple[float, ...]
+    seed: int
+    max_epochs: int
+    patience: int
+    max_seq_length: int
+    record_path: str
+    config_hash: str
+
+    @property
+    def arm(self) -> str:
+        return arm_name(self.method, self.source_training)
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}/{self.language}/k{self.k}/{self.arm}/{self.index:02d}"
+
+    @property
+    def group_key(self) -> tuple[str, str, str]:
+        """Runs sharing a key share one worker: data tokenized and weights loaded once."""
+        return (self.task, self.language, self.start)
+
+
+@dataclass(frozen=True)
+class ZeroShotSpec:
+    """The K=0 record of one (task, language), taken from the checkpoint's source-run record."""
+
+    task: str
+    language: str
+    record_path: str
+    record: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    runs: list[RunSpec] = field(default_factory=list)
+    zero_shot: list[ZeroShotSpec] = field(default_factory=list)
+
+
+class _Hashes:
+    """Content hashes, each file read once per plan."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, str] = {}
+
+    def file(self, path: Path) -> str:
+        key = str(path)
+        if key not in self.cache:
+            self.cache[key] = sha256_file(path)
+        return self.cache[key]
+
+    def text(self, path: Path) -> str:
+        key = f"text:{path}"
+        if key not in self.cache:
+            self.cache[key] = sha256_text(path.read_text(encoding="utf-8"))
+        return self.cache[key]
+
+    def start(self, start: str) -> str:
+        key = f"start:{start}"
+        if key not in self.cache:
+            path = Path(start)
+            if (path / CHECKPOINT_FILE).is_file():
+                digest = hashlib.sha256((path / CHECKPOINT_FILE).read_bytes())
+                if (path / HEAD_FILE).is_file():
+                    digest.update((path / HEAD_FILE).read_bytes())
+                self.cache[key] = "checkpoint:" + digest.hexdigest()
+            else:
+                self.cache[key] = f"pretrained:{start}"
+        return self.cache[key]
+
+
+def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Path:
+    """The task's ``{split}-{lang}`` file under ``data_dir`` (a ``.conllu`` one as fallback)."""
+    if data_dir is None:
+        raise FsxltError(f"{spec.name}: the sweep needs data_dir (target {split} files)")
+    path = Path(data_dir) / spec.data.pattern.format(split=split, lang=lang)
+    if not path.is_file() and path.with_suffix(".conllu").is_file():
+        path = path.with_suffix(".conllu")
+    if not path.is_file():
+        raise FsxltError(f"{path}: {split} file for {spec.name}/{lang} not found")
+    return path
+
+
+def _bucket_files(plan: TaskPlan, lang: str, k: int) -> tuple[Path, list[tuple[int, Path]]]:
+    from fsxlt.sampling.store import MANIFEST, bucket_dir, read_manifest
+
+    directory = bucket_dir(plan.buckets, plan.task, lang, k)
+    if not (directory / MANIFEST).is_file():
+        raise FsxltError(f"{directory}: no bucket set for {plan.task}/{lang}/k{k} "
+                         "(draw it with fsxlt sample)")
+    manifest = read_manifest(directory)
+    entries = sorted(manifest["buckets"], key=lambda e: int(e["index"]))
+    if plan.n_buckets is not None:
+        if len(entries) < plan.n_buckets:
+            raise FsxltError(f"{directory}: holds {len(entries)} buckets, the sweep asks for "
+                             f"{plan.n_buckets}")
+        entries = entries[:plan.n_buckets]
+    return directory, [(int(e["index"]), directory / e["file"]) for e in entries]
+
+
+def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: _Hashes) -> ZeroShotSpec | None:
+    if plan.start is None or not (Path(plan.start) / CHECKPOINT_FILE).is_file():
+        return None
+    meta = json.loads((Path(plan.start) / CHECKPOINT_FILE).read_text(encoding="utf-8"))
+    scores = (meta.get("zero_shot") or {}).get(lang)
+    if not scores:
+        return None
+    record = {
+        "format": ZERO_SHOT_FORMAT, "status": "ok", "task": plan.task, "language": lang,
+        "k": 0, "method": "zero-shot", "metric": meta.get("metric"),
+        "test_score": scores.get("score"), "test": scores,
+        "start": {"fingerprint": hashes.start(plan.start), "encoder": meta.get("encoder"),
+                  "source_config_hash": meta.get("config_hash")},
+        "selection": meta.get("selection"), "oracle": (meta.get("oracle") or {}).get(lang),
+    }
+    return ZeroShotSpec(plan.task, lang, str(out / plan.task / lang / "k0" / ZERO_SHOT_FILE),
+                        record)
+
+
+def expand(config: SweepConfig) -> Plan:
+    """Every run of the sweep (sorted by task, language, K, arm, bucket) and the K=0 records.
+
+    Reads bucket manifests and hashes input files; missing inputs are one-line errors.
+    """
+    hashes = _Hashes()
+    out = Path(config.out)
+    result = Plan()
+    for plan in config.tasks:
+        spec = get_task(plan.task)
+        starts: list[tuple[str, bool, tuple[str, ...]]] = []
+        if plan.methods:
+            if plan.start is None:
+                raise FsxltError(f"{plan.task}: the sweep needs start (a source-trained "
+                                 "checkpoint)")
+            if not Path(plan.start).exists():
+                raise FsxltError(f"{plan.start}: starting checkpoint for {plan.task} not found")
+            starts.append((plan.start, True, plan.methods))
+        if plan.no_source and plan.no_source["methods"]:
+            starts.append((plan.no_source["encoder"], False, tuple(plan.no_source["methods"])))
+        for lang in plan.languages:
+            test = data_file(spec, plan.data_dir, "test", lang)
+            zero = _zero_shot(plan, lang, out, hashes)
+            if zero is not None:
+                result.zero_shot.append(zero)
+            for k in plan.k:
+                directory, files = _bucket_files(plan, lang, k)
+                if spec.sampling.split == "dev":
+                    from fsxlt.sampling.store import DEV_REMAINING
+
+                    dev = directory / DEV_REMAINING
+                    if not dev.is_file():
+                        raise FsxltError(f"{dev}: not found; {plan.task} samples buckets from "
+                                         "dev and selects models on the remaining dev set")
+                else:
+                    dev = data_file(spec, plan.data_dir, "dev", lang)
+                for start, source_training, methods in starts:
+                    for method in methods:
+                        for index, bucket in files:
+                            result.runs.append(_run(plan, lang, k, index, method, start,
+                                                    source_training, bucket, dev, test, out,
+                                                    hashes))
+    result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
+    return result
+
+
+def _run(plan: TaskPlan, lang: str, k: int, index: int, method: str, start: str,
+         source_training: bool, bucket: Path, dev: Path, test: Path, out: Path,
+         hashes: _Hashes) -> RunSpec:
+    bucket_sha = hashes.text(bucket)
+    identity = {
+        "task": plan.task, "language": lang, "k": k, "index": index, "method": method,
+        "source_training": source_training, "start": hashes.start(start),
+        "bucket": bucket_sha, "dev": hashes.file(dev), "test": hashes.file(test),
+        "lrs": list(plan.lrs), "seed": plan.seed, "max_epochs": plan.max_epochs,
+        "patience": plan.patience, "max_seq_length": plan.max_seq_length,
+    }
+    digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
+    record = out / plan.task / lang / f"k{k}" / arm_name(method, source_training) \
+        / f"{index:02d}.json"
+    return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method,
+                   source_training=source_training, start=start, bucket_path=str(bucket),
+                   bucket_sha256=bucket_sha, dev_path=str(dev), test_path=str(test),
+                   lrs=plan.lrs, seed=plan.seed, max_epochs=plan.max_epochs,
+                   patience=plan.patience, max_seq_length=plan.max_seq_length,
+                   record_path=str(record), config_hash=f"sweep:{digest}")
+
+
+# --------------------------------------------------------------------------- resume
+
+def read_record(path: str | Path) -> dict[str, Any] | None:
+    """A record file's JSON object, or ``None`` if missing, truncated or not an object."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def is_complete(record: dict[str, Any] | None) -> bool:
+    """A finished adapt record: right format, ``status: ok`` and a numeric test score."""
+    return (isinstance(record, dict) and record.get("format") == RUN_FORMAT
+            and record.get("status") == "ok"
+            and isinstance(record.get("test_score"), (int, float))
+            and not isinstance(record.get("test_score"), bool))
+
+
+def record_state(path: str | Path, config_hash: str) -> str:
+    """``done``, or why the run must (re)run: ``missing``, ``corrupt``, ``error``, ``stale``."""
+    path = Path(path)
+    if not path.exists():
+        return "missing"
+    record = read_record(path)
+    if record is None:
+        return "corrupt"
+    if record.get("status") == "error":
+        return "error"
+    if not is_complete(record):
+        return "corrupt"
+    if (record.get("sweep") or {}).get("config_hash") != config_hash:
+        return "stale"
+    return "done"

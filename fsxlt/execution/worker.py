@@ -1,0 +1,150 @@
+"""Running one group of runs in one process: the code every executor calls.
+
+A *group* is every pending run of one (task, language, starting model). The
+worker loads the start once and reads the target test set once; it builds
+one :class:`~fsxlt.training.AdaptEngine` per dev set (one for tasks whose
+buckets come from train; one per K for XNLI/PAWS-X, whose dev set is what
+the K's buckets left over), restoring the start's weights in between, and
+calls ``engine.adapt`` for each run. Training itself is the engine's job.
+
+Every run ends in exactly one atomically written record: the engine's record
+plus ``status: ok`` and a ``sweep`` block (config hash, arm, bucket path), or
+an error record (``status: error``, the error text and the config hash) when
+anything fails, after which the worker goes on with the next run.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from fsxlt.execution.plan import ERROR_FORMAT, RunSpec
+from fsxlt.fileio import atomic_write_json
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one run (sent back to the executor for the progress bar)."""
+
+    run_id: str
+    ok: bool
+    error: str | None = None
+
+
+def _error_text(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{err.__class__.__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def write_error(run: RunSpec, err: BaseException, stage: str) -> Outcome:
+    """Write the error record of a failed run."""
+    atomic_write_json(run.record_path, {
+        "format": ERROR_FORMAT, "status": "error", "stage": stage, "error": _error_text(err),
+        "traceback": traceback.format_exception(type(err), err, err.__traceback__)[-6:],
+        "task": run.task, "language": run.language, "k": run.k, "method": run.method,
+        "bucket": {"index": run.index, "path": run.bucket_path},
+        "sweep": {"config_hash": run.config_hash, "arm": run.arm},
+    })
+    return Outcome(run.id, False, _error_text(err))
+
+
+def _read_examples(path: str, task: Any) -> list:
+    from fsxlt.data import read_examples
+    from fsxlt.sampling.store import DEV_REMAINING, read_examples_jsonl
+
+    if Path(path).name == DEV_REMAINING:
+        return read_examples_jsonl(path)
+    return read_examples(path, task)
+
+
+def _adapt_one(engine: Any, run: RunSpec) -> Outcome:
+    from fsxlt.errors import FsxltError
+    from fsxlt.sampling.store import read_bucket
+
+    bucket = read_bucket(run.bucket_path)
+    if bucket.sha256 != run.bucket_sha256:
+        raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
+    record = engine.adapt(bucket, method=run.method, lrs=list(run.lrs), seed=run.seed,
+                          max_epochs=run.max_epochs, patience=run.patience)
+    record["bucket"]["path"] = run.bucket_path
+    record["status"] = "ok"
+    record["sweep"] = {"config_hash": run.config_hash, "arm": run.arm}
+    atomic_write_json(run.record_path, record)
+    return Outcome(run.id, True)
+
+
+def run_group(runs: Sequence[RunSpec], device: str = "auto",
+              on_result: Callable[[Outcome], None] | None = None,
+              should_stop: Callable[[], bool] | None = None) -> list[Outcome]:
+    """Run ``runs`` (one group: same task, language and start) and write their records."""
+    from fsxlt.tasks import get_task
+    from fsxlt.training import AdaptEngine, load_start
+    from fsxlt.training.checkpoint import quiet_transformers
+    from fsxlt.training.loop import restore
+
+    outcomes: list[Outcome] = []
+
+    def report(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        if on_result is not None:
+            on_result(outcome)
+
+    if not runs:
+        return outcomes
+    first = runs[0]
+    if any(r.group_key != first.group_key for r in runs):
+        raise ValueError("run_group needs runs of one (task, language, start)")
+    quiet_transformers()
+    try:
+        task = get_task(first.task)
+        start = load_start(first.start, task, seed=first.seed)
+        test = _read_examples(first.test_path, task)
+    except Exception as err:  # every run of the group fails the same way
+        for run in runs:
+            report(write_error(run, err, "load"))
+        return outcomes
+    engine = None
+    ordered = sorted(runs, key=lambda r: (r.dev_path, r.max_seq_length, r.k, r.arm, r.index))
+    for (dev_path, max_len), batch in groupby(ordered, key=lambda r: (r.dev_path,
+                                                                      r.max_seq_length)):
+        batch = list(batch)
+        try:
+            dev = _read_examples(dev_path, task)
+            if engine is not None:  # give the next engine the start's own weights back
+                start.model.use_linear_head()
+                restore(start.model, engine.start_state)
+            engine = None
+            engine = AdaptEngine(task, first.language, start, dev=dev, test=test,
+                                 dev_source=dev_path, test_source=first.test_path,
+                                 device=device, max_seq_length=max_len)
+        except Exception as err:
+            for run in batch:
+                report(write_error(run, err, "engine"))
+            continue
+        for run in batch:
+            if should_stop is not None and should_stop():
+                return outcomes
+            try:
+                report(_adapt_one(engine, run))
+            except Exception as err:
+                report(write_error(run, err, "adapt"))
+    return outcomes
+
+
+def die_with_parent() -> Callable[[], bool]:
+    """Ask Linux to kill this process when its parent dies; return an 'orphaned?' check."""
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    return lambda: os.getppid() != parent

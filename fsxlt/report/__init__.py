@@ -1,0 +1,79 @@
+"""Reports from run records: tables, paired comparisons and plots. Never reruns a model.
+
+    from fsxlt.report import write_report
+
+    write_report("runs", "report", fmt="md")          # report.md + plots/*.png|pdf
+
+- :mod:`~fsxlt.report.records`: RUNS_DIR -> tidy DataFrames (corrupt files skipped).
+- :mod:`~fsxlt.report.tables`: mean ± std over buckets, gains, variants, drops.
+- :mod:`~fsxlt.report.compare`: paired differences, bootstrap CI, Wilcoxon p.
+- :mod:`~fsxlt.report.plots`: distributions, score vs K, learning curves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import atomic_write_text
+from fsxlt.report.compare import compare, render_compare
+from fsxlt.report.records import Records, load_records
+from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
+
+SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
+
+__all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "load_records",
+           "render", "render_compare", "report_text", "write_report"]
+
+
+def _check(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise FsxltError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
+
+
+def _load(runs_dir: str | Path) -> Records:
+    records = load_records(runs_dir)
+    if records.scores.empty:
+        raise FsxltError(f"{runs_dir}: no finished run records found")
+    return records
+
+
+def report_text(runs_dir: str | Path, fmt: str = "md", *, ddof: int = 1,
+                expected: int = EXPECTED_BUCKETS) -> str:
+    _check(fmt)
+    records = _load(runs_dir)
+    return render(aggregate(records, ddof=ddof, expected=expected), records, fmt, ddof=ddof,
+                  expected=expected)
+
+
+def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof: int = 1,
+                 expected: int = EXPECTED_BUCKETS, plots: bool = True) -> list[Path]:
+    """Write ``report.<md|tex|csv>``, ``cells.csv`` and (``plots``) ``plots/`` under ``out``."""
+    from fsxlt.report.plots import make_plots
+    from fsxlt.report.tables import cells_csv
+
+    _check(fmt)
+    records = _load(runs_dir)
+    cells = aggregate(records, ddof=ddof, expected=expected)
+    out = Path(out)
+    written = [out / f"report.{SUFFIX[fmt]}"]
+    atomic_write_text(written[0], render(cells, records, fmt, ddof=ddof, expected=expected))
+    if fmt != "csv":
+        written.append(out / "cells.csv")
+        atomic_write_text(written[1], cells_csv(cells))
+    if plots:
+        written += make_plots(records, cells, out / "plots")
+    return written
+
+
+def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path | None = None,
+                  fmt: str = "md", *, seed: int = 0, n_boot: int = 10_000) -> str:
+    """The paired comparison as text; also written to ``out/compare_<A>_vs_<B>.<ext>``."""
+    _check(fmt)
+    if n_boot < 1:
+        raise FsxltError("the bootstrap needs at least one resample")
+    result = compare(_load(runs_dir), arm_a, arm_b, seed=seed, n_boot=n_boot)
+    text = render_compare(result, arm_a, arm_b, fmt, seed=seed, n_boot=n_boot)
+    if out is not None:
+        atomic_write_text(Path(out) / f"compare_{arm_a}_vs_{arm_b}.{SUFFIX[fmt]}", text)
+    return text

@@ -1,0 +1,105 @@
+"""Reading RUNS_DIR into tidy pandas tables; nothing is rerun.
+
+Every ``*.json`` below RUNS_DIR is read once, in sorted path order, and
+sorted into:
+
+- ``scores``: one row per finished adapt record (``fsxlt-adapt-run/1`` with a
+  numeric test score and status ``ok``, or no status as ``fsxlt adapt``
+  writes): task, language, k, arm, method, source_training, bucket,
+  test_score, dev_score, best_epoch, metric;
+- ``curves``: the dev score of every epoch of the selected learning rate's
+  run (task, language, k, arm, bucket, epoch, dev_score);
+- ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep;
+- ``failed``: error records (relative paths), never counted;
+- ``skipped``: files that do not parse (truncated, corrupt) or are not
+  records, never counted.
+
+Scores stay in the records' unit (0-1); the tables show points (x100).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from fsxlt.errors import FsxltError
+from fsxlt.execution.plan import RUN_FORMAT, ZERO_SHOT_FORMAT, arm_name, read_record
+
+KEY = ["task", "language", "k", "arm", "bucket"]
+SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score", "best_epoch",
+                       "metric"]
+CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
+ZERO_COLUMNS = ["task", "language", "test_score", "metric"]
+
+
+@dataclass
+class Records:
+    scores: pd.DataFrame
+    curves: pd.DataFrame
+    zero_shot: pd.DataFrame
+    failed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def load_records(runs_dir: str | Path) -> Records:
+    """Read every record below ``runs_dir`` (see the module docstring)."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        raise FsxltError(f"{root}: no such directory")
+    scores, curves, zero = [], [], []
+    failed, skipped, duplicates = [], [], []
+    seen: set[tuple] = set()
+    for path in sorted(root.rglob("*.json")):
+        rel = path.relative_to(root).as_posix()
+        record = read_record(path)
+        if record is None:
+            skipped.append(rel)
+            continue
+        status = record.get("status")
+        fmt = record.get("format")
+        if status == "error":
+            failed.append(rel)
+        elif fmt == ZERO_SHOT_FORMAT and status == "ok" and _number(record.get("test_score")):
+            zero.append({"task": record["task"], "language": record["language"],
+                         "test_score": float(record["test_score"]),
+                         "metric": record.get("metric")})
+        elif (fmt == RUN_FORMAT and status in (None, "ok") and _number(record.get("test_score"))
+              and isinstance(record.get("bucket"), dict)
+              and record["bucket"].get("index") is not None and record.get("k") is not None):
+            source = bool((record.get("model") or {}).get("source_training", True))
+            arm = (record.get("sweep") or {}).get("arm") or arm_name(record["method"], source)
+            key = (record["task"], record["language"], int(record["k"]), arm,
+                   int(record["bucket"]["index"]))
+            if key in seen:
+                duplicates.append(rel)
+                continue
+            seen.add(key)
+            scores.append(dict(zip(KEY, key, strict=True), method=record["method"],
+                               source_training=source, test_score=float(record["test_score"]),
+                               dev_score=record.get("dev_score"),
+                               best_epoch=record.get("best_epoch"),
+                               metric=record.get("metric")))
+            selected = record.get("selected_lr")
+            for run in record.get("runs") or []:
+                if run.get("lr") != selected:
+                    continue
+                for epoch in run.get("epochs") or []:
+                    curves.append(dict(zip(KEY, key, strict=True), epoch=int(epoch["epoch"]),
+                                       dev_score=float(epoch["dev_score"])))
+                break
+        else:
+            skipped.append(rel)
+    return Records(
+        scores=pd.DataFrame(scores, columns=SCORE_COLUMNS).sort_values(KEY, ignore_index=True),
+        curves=pd.DataFrame(curves, columns=CURVE_COLUMNS).sort_values(
+            KEY + ["epoch"], ignore_index=True),
+        zero_shot=pd.DataFrame(zero, columns=ZERO_COLUMNS).drop_duplicates(
+            ["task", "language"]).sort_values(["task", "language"], ignore_index=True),
+        failed=failed, skipped=skipped, duplicates=duplicates)

@@ -1,0 +1,260 @@
+"""Aggregation over buckets and the report's tables (Markdown, LaTeX, CSV).
+
+Conventions (METHOD.md §5):
+
+- Cells are test scores in points (x100): ``mean ± std`` over the buckets of
+  one (task, arm, language, K). The standard deviation is the **sample**
+  standard deviation (``ddof=1``, pandas' default) unless ``ddof=0`` is asked
+  for; the report says which. A cell over one bucket shows no std.
+- A cell whose bucket count differs from ``expected`` (40) shows ``(n=…)``
+  and its missing bucket indices are listed under "Missing buckets".
+- K=0 is the zero-shot score of the source-trained model (one number).
+- Gain over zero-shot: K-shot mean minus the zero-shot score.
+- No-source-training drop: mean of the source-trained arm minus the mean of
+  the same method started from the pretrained encoder (positive = omitting
+  source-training costs that many points).
+
+Everything is sorted and printed with fixed formats, so the same records
+always give byte-identical output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from fsxlt.execution.plan import NOSOURCE_SUFFIX
+from fsxlt.modeling import METHODS
+from fsxlt.report.records import Records
+
+EXPECTED_BUCKETS = 40
+METHOD_LABELS = {"full": "Full FT", "fc": "FC only", "fc-pooler": "FC+Pooler",
+                 "cos-pooler": "COS+Pooler", "fc-reset-pooler": "FC(reset)+Pooler"}
+FORMATS = ("md", "latex", "csv")
+
+
+def arm_label(arm: str) -> str:
+    if arm.endswith(NOSOURCE_SUFFIX):
+        base = arm[: -len(NOSOURCE_SUFFIX)]
+        return f"{METHOD_LABELS.get(base, base)}, no source-training"
+    return METHOD_LABELS.get(arm, arm)
+
+
+def arm_order(arm: str) -> tuple:
+    nosource = arm.endswith(NOSOURCE_SUFFIX)
+    base = arm[: -len(NOSOURCE_SUFFIX)] if nosource else arm
+    rank = METHODS.index(base) if base in METHODS else len(METHODS)
+    return (nosource, rank, base)
+
+
+def aggregate(records: Records, *, ddof: int = 1,
+              expected: int = EXPECTED_BUCKETS) -> pd.DataFrame:
+    """One row per (task, arm, language, k): n, mean, std (points), missing buckets, gain.
+
+    Rows with k == 0 carry the zero-shot score (source-trained arms only), so
+    the frame has the columns ``task, language, k, mean`` that
+    ``fsxlt analyze correlate`` reads.
+    """
+    scores = records.scores
+    columns = ["task", "arm", "language", "k", "n", "mean", "std", "zero_shot", "gain",
+               "missing"]
+    if scores.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
+    cells = grouped["test_score"].agg(n="count", mean="mean",
+                                      std=lambda s: s.std(ddof=ddof)).reset_index()
+    cells["mean"] *= 100.0
+    cells["std"] *= 100.0
+    present = grouped["bucket"].apply(lambda s: set(int(x) for x in s)).reset_index(drop=True)
+    cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(expected)) - have))
+                        for have in present]
+    zero = {(r.task, r.language): 100.0 * r.test_score
+            for r in records.zero_shot.itertuples(index=False)}
+    source_arms = set(scores.loc[scores["source_training"], "arm"])
+    cells["zero_shot"] = [zero.get((t, lang)) if arm in source_arms else None
+                          for t, arm, lang in zip(cells["task"], cells["arm"],
+                                                  cells["language"], strict=True)]
+    cells["zero_shot"] = cells["zero_shot"].astype(float)
+    cells["gain"] = cells["mean"] - cells["zero_shot"]
+    zero_rows = []
+    for (task, arm), _ in cells.groupby(["task", "arm"], sort=True):
+        if arm not in source_arms:
+            continue
+        langs = sorted(set(cells.loc[(cells["task"] == task) & (cells["arm"] == arm),
+                                     "language"]))
+        for lang in langs:
+            if (task, lang) in zero:
+                zero_rows.append({"task": task, "arm": arm, "language": lang, "k": 0, "n": 1,
+                                  "mean": zero[(task, lang)], "std": np.nan,
+                                  "zero_shot": zero[(task, lang)], "gain": 0.0,
+                                  "missing": ""})
+    if zero_rows:
+        cells = pd.concat([pd.DataFrame(zero_rows, columns=columns), cells[columns]],
+                          ignore_index=True)
+    cells["k"] = cells["k"].astype(int)
+    cells["n"] = cells["n"].astype(int)
+    cells["order"] = cells["arm"].map(arm_order)
+    cells = cells.sort_values(["task", "order", "language", "k"], ignore_index=True)
+    return cells[columns]
+
+
+# --------------------------------------------------------------------------- formatting
+
+def fmt(value: float | None, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "–"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def cell_text(row: pd.Series, expected: int) -> str:
+    if row["k"] == 0:
+        return fmt(row["mean"])
+    text = fmt(row["mean"])
+    if row["n"] > 1 and not np.isnan(row["std"]):
+        text += f" ± {fmt(row['std'])}"
+    if row["n"] != expected:
+        text += f" (n={row['n']})"
+    return text
+
+
+class Table:
+    """A titled table of strings, rendered as Markdown or LaTeX."""
+
+    def __init__(self, title: str, header: Sequence[str], rows: Sequence[Sequence[str]]):
+        self.title, self.header, self.rows = title, list(header), [list(r) for r in rows]
+
+    def markdown(self) -> str:
+        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |",
+                 "|" + "|".join("---" for _ in self.header) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        return "\n".join(lines) + "\n"
+
+    def latex(self) -> str:
+        spec = "l" + "r" * (len(self.header) - 1)
+        lines = [f"% {latex_escape(self.title)}", "\\begin{table}[ht]", "\\centering",
+                 f"\\caption{{{latex_escape(self.title)}}}", f"\\begin{{tabular}}{{{spec}}}",
+                 "\\toprule", " & ".join(latex_escape(h) for h in self.header) + " \\\\",
+                 "\\midrule"]
+        lines += [" & ".join(latex_escape(c) for c in row) + " \\\\" for row in self.rows]
+        lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+        return "\n".join(lines) + "\n"
+
+
+def latex_escape(text: str) -> str:
+    out = str(text)
+    for char, repl in (("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("_", "\\_"),
+                       ("#", "\\#"), ("$", "\\$")):
+        out = out.replace(char, repl)
+    return out.replace("±", "$\\pm$").replace("–", "--").replace("−", "$-$")
+
+
+def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[Table]:
+    """Main, gain, variants-side-by-side and no-source-drop tables, task by task."""
+    tables: list[Table] = []
+    for task in sorted(set(cells["task"])):
+        part = cells[cells["task"] == task]
+        arms = sorted(set(part["arm"]), key=arm_order)
+        for arm in arms:
+            sub = part[part["arm"] == arm]
+            ks = sorted(set(sub["k"]))
+            langs = sorted(set(sub["language"]))
+            header = ["language"] + [f"K={k}" for k in ks]
+            rows = []
+            for lang in langs:
+                row = [lang]
+                for k in ks:
+                    hit = sub[(sub["language"] == lang) & (sub["k"] == k)]
+                    row.append(cell_text(hit.iloc[0], expected) if len(hit) else "–")
+                rows.append(row)
+            label = "K=0: zero-shot; " if 0 in ks else ""
+            tables.append(Table(f"{task}: {arm_label(arm)} ({label}test, mean ± std over "
+                                "buckets)", header, rows))
+            shot_ks = [k for k in ks if k > 0]
+            if 0 in ks and shot_ks:
+                rows = []
+                for lang in langs:
+                    row = [lang]
+                    for k in shot_ks:
+                        hit = sub[(sub["language"] == lang) & (sub["k"] == k)]
+                        row.append(fmt(hit.iloc[0]["gain"], signed=True) if len(hit) else "–")
+                    rows.append(row)
+                tables.append(Table(f"{task}: {arm_label(arm)}, gain over zero-shot",
+                                    ["language"] + [f"K={k}" for k in shot_ks], rows))
+        source_arms = [a for a in arms if not a.endswith(NOSOURCE_SUFFIX)]
+        if len(source_arms) > 1:
+            shot = part[(part["k"] > 0) & part["arm"].isin(source_arms)]
+            for k in sorted(set(shot["k"])):
+                sub = shot[shot["k"] == k]
+                rows = []
+                for lang in sorted(set(sub["language"])):
+                    row = [lang]
+                    for arm in source_arms:
+                        hit = sub[(sub["language"] == lang) & (sub["arm"] == arm)]
+                        row.append(cell_text(hit.iloc[0], expected) if len(hit) else "–")
+                    rows.append(row)
+                tables.append(Table(f"{task}: adapting variants side by side, K={k}",
+                                    ["language"] + [arm_label(a) for a in source_arms], rows))
+        for arm in arms:
+            if not arm.endswith(NOSOURCE_SUFFIX) or arm[: -len(NOSOURCE_SUFFIX)] not in arms:
+                continue
+            base = arm[: -len(NOSOURCE_SUFFIX)]
+            with_src = part[(part["arm"] == base) & (part["k"] > 0)]
+            without = part[(part["arm"] == arm) & (part["k"] > 0)]
+            ks = sorted(set(with_src["k"]) & set(without["k"]))
+            rows = []
+            for lang in sorted(set(with_src["language"]) & set(without["language"])):
+                row = [lang]
+                for k in ks:
+                    a = with_src[(with_src["language"] == lang) & (with_src["k"] == k)]
+                    b = without[(without["language"] == lang) & (without["k"] == k)]
+                    row.append(fmt(a.iloc[0]["mean"] - b.iloc[0]["mean"], signed=True)
+                               if len(a) and len(b) else "–")
+                rows.append(row)
+            tables.append(Table(f"{task}: drop without source-training, {arm_label(base)} "
+                                "(source-trained minus pretrained start)",
+                                ["language"] + [f"K={k}" for k in ks], rows))
+    return tables
+
+
+def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int) -> list[str]:
+    lines = [f"Scores in points (x100). std over buckets with ddof={ddof} "
+             f"({'sample' if ddof == 1 else 'population' if ddof == 0 else 'custom'} "
+             f"standard deviation); (n=…) marks a bucket count other than {expected}."]
+    missing = cells[(cells["k"] > 0) & (cells["missing"] != "")]
+    if len(missing):
+        lines.append("Missing buckets:")
+        lines += [f"- {r.task}/{r.language}/k{r.k}/{r.arm}: {r.missing}"
+                  for r in missing.itertuples(index=False)]
+    if records.failed:
+        lines.append(f"Error records (not counted): {len(records.failed)}")
+        lines += [f"- {p}" for p in records.failed]
+    if records.skipped:
+        lines.append(f"Unreadable or unknown files (not counted): {len(records.skipped)}")
+        lines += [f"- {p}" for p in records.skipped]
+    if records.duplicates:
+        lines.append(f"Duplicate records (first kept): {len(records.duplicates)}")
+        lines += [f"- {p}" for p in records.duplicates]
+    return lines
+
+
+def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 1,
+           expected: int = EXPECTED_BUCKETS) -> str:
+    """The whole report as one text in ``fmt_name`` (md, latex or csv)."""
+    if fmt_name == "csv":
+        return cells_csv(cells)
+    tables = build_tables(cells, expected)
+    lines = notes(cells, records, ddof, expected)
+    if fmt_name == "md":
+        parts = ["# FS-XLT report", "", "\n".join(lines), ""]
+        parts += [t.markdown() for t in tables]
+        return "\n".join(parts)
+    parts = ["% FS-XLT report (needs \\usepackage{booktabs})"]
+    parts += [f"% {latex_escape(line)}" for line in lines]
+    parts += [t.latex() for t in tables]
+    return "\n".join(parts)
+
+
+def cells_csv(cells: pd.DataFrame) -> str:
+    return cells.to_csv(index=False, float_format="%.4f", lineterminator="\n")
