@@ -41,6 +41,12 @@ def dumps_jsonl(rows: Iterable[Any]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see either the old or the new file."""
     path = Path(path)
@@ -51,6 +57,7 @@ def atomic_write_text(path: str | Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; make it a normal file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -75,7 +82,8 @@ def atomic_replace_dir(target: str | Path, files: dict[str, str]) -> None:
     try:
         for name, text in files.items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            (staging / name).write_text(text, encoding="utf-8", newline="\n")
+            (staging / name).write_text(text, encoding="utf-8", newline="\n")  # umask modes
+        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp creates 0700
         old = None
         if target.exists():
             old = target.with_name(f".{target.name}.old-{os.getpid()}")

@@ -52,42 +52,16 @@ from torch.nn import functional as F
 
 from fsxlt.data import Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
+from fsxlt.methods import (  # noqa: F401  (re-exported: the method table lives there)
+    DEFAULT_MODEL,
+    METHOD_SPECS,
+    METHODS,
+    MethodSpec,
+    method_spec,
+)
 from fsxlt.tasks import TaskSpec
 
-METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")
 COS_SCALE = 10.0
-DEFAULT_MODEL = "bert-base-multilingual-cased"
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """What one target-adapting method trains and how it sets up the classifier."""
-
-    name: str
-    train_encoder: bool
-    train_pooler: bool
-    classifier: str  # "keep" | "reset" | "cos"
-
-
-METHOD_SPECS = {
-    "full": MethodSpec("full", True, True, "keep"),
-    "fc": MethodSpec("fc", False, False, "keep"),
-    "fc-pooler": MethodSpec("fc-pooler", False, True, "keep"),
-    "cos-pooler": MethodSpec("cos-pooler", False, True, "cos"),
-    "fc-reset-pooler": MethodSpec("fc-reset-pooler", False, True, "reset"),
-}
-
-
-def method_spec(name: str, kind: str = "classification") -> MethodSpec:
-    """Look up an adapting method; pooler methods need a classification task."""
-    if name not in METHOD_SPECS:
-        raise FsxltError(f"unknown method {name!r}; valid: {', '.join(METHODS)}")
-    spec = METHOD_SPECS[name]
-    if kind == "tagging" and name not in ("full", "fc"):
-        raise FsxltError(f"method {name} trains a pooler, which tagging models do not have; "
-                         "use full or fc for tagging tasks")
-    return spec
-
 
 # --------------------------------------------------------------------------- heads
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 
-from fsxlt.analysis.plots import gain_scatter
-from fsxlt.analysis.typology import correlation_table, language_gains, overlap_table, script_table
 from fsxlt.cli.app import app
 from fsxlt.data import load_split
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text
 from fsxlt.tasks import get_task
+
+# pandas, scipy and matplotlib are imported inside the commands (quick `fsxlt --help`).
 
 analyze_app = typer.Typer(help="Analyses that explain FS-XLT results.", no_args_is_help=True)
 app.add_typer(analyze_app, name="analyze")
@@ -26,7 +25,8 @@ def _english_examples(task: str, english: Path | None, data_dir: Path | None):
                       data_dir=data_dir).examples
 
 
-def _write_table(table: pd.DataFrame, out: Path | None, name: str) -> None:
+def _write_table(table, out: Path | None, name: str) -> None:
+    """Print a DataFrame and, with ``out``, save it as CSV."""
     typer.echo(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     if out is not None:
         atomic_write_text(out / f"{name}.csv", table.to_csv(index=False))
@@ -47,6 +47,8 @@ def overlap_command(
 
       fsxlt analyze overlap buckets/ --task panx --english data/panx/train-en.tsv
     """
+    from fsxlt.analysis.typology import overlap_table
+
     table = overlap_table(buckets, _english_examples(task, english, data_dir), task=task)
     _write_table(table, out, "overlap")
 
@@ -72,6 +74,16 @@ def correlate_command(
 
       fsxlt analyze correlate published_scores.csv --buckets buckets/ --english train-en.tsv
     """
+    import pandas as pd
+
+    from fsxlt.analysis.plots import gain_scatter
+    from fsxlt.analysis.typology import (
+        correlation_table,
+        language_gains,
+        overlap_table,
+        script_table,
+    )
+
     if not scores.is_file():
         raise FsxltError(f"{scores}: file not found")
     frame = pd.read_csv(scores)

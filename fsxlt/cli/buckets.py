@@ -11,10 +11,9 @@ import typer
 from fsxlt.cli.app import app
 from fsxlt.cli.progress import bar
 from fsxlt.fileio import atomic_write_json
-from fsxlt.sampling.api import sample as sample_api
-from fsxlt.sampling.check import SetReport, check_store
-from fsxlt.sampling.published import import_published
 from fsxlt.tasks import get_task
+
+# The sampling modules are imported inside the commands, keeping `fsxlt --help` quick.
 
 buckets_app = typer.Typer(help="Import published buckets and check any bucket set.",
                           no_args_is_help=True)
@@ -50,6 +49,8 @@ def sample_command(
 
       fsxlt sample --task xnli --lang de --lang zh -k 1 -k 8 --data-dir data/xnli
     """
+    from fsxlt.sampling.api import sample as sample_api
+
     spec = get_task(task)
     ks = k or list(spec.sampling.k_values)
     sets = sample_api(spec, lang, ks, out, data=data, data_dir=data_dir, split=split,
@@ -82,6 +83,8 @@ def import_published_command(
 
       fsxlt buckets import-published published_buckets/ --out buckets/published
     """
+    from fsxlt.sampling.published import import_published
+
     summary = import_published(src, out, tasks=task, progress=bar("importing", "set"))
     per_task = Counter(s.task for s in summary.sets)
     for name, count in sorted(per_task.items()):
@@ -93,7 +96,8 @@ def import_published_command(
                f"run 'fsxlt buckets check {out}' to verify them")
 
 
-def _print_report(report: SetReport, max_rows: int) -> None:
+def _print_report(report, max_rows: int) -> None:
+    """One summary line per set, then up to ``max_rows`` violations (a SetReport)."""
     name = f"{report.task}/{report.language}/k{report.k}"
     head = (f"{name:<18} {report.sampler:<18} {report.n_buckets:>3} buckets  "
             f"{report.mean_size:6.2f} per bucket  ")
@@ -132,6 +136,8 @@ def check_command(
 
       fsxlt buckets check buckets/panx/de/k1 --source data/panx/train-de.tsv
     """
+    from fsxlt.sampling.check import check_store
+
     reports = check_store(directory, source)
     for report in reports:
         _print_report(report, max_rows)

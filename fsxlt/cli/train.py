@@ -12,7 +12,7 @@ from fsxlt.cli.app import app
 from fsxlt.data import Example, load_split, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json
-from fsxlt.modeling import DEFAULT_MODEL, METHODS, method_spec
+from fsxlt.methods import DEFAULT_MODEL, METHODS, method_spec
 from fsxlt.tasks import TaskSpec, get_task
 
 

@@ -20,7 +20,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-from seqeval.metrics.sequence_labeling import get_entities
 
 from fsxlt.data import TaggedSentence, TextExample
 from fsxlt.errors import FsxltError, InsufficientDataError
@@ -83,6 +82,9 @@ def sentence_label_counts(sentence: TaggedSentence, unit: str) -> Counter[str]:
     ``unit == "tag"``: the tags themselves, one per word.
     """
     if unit == "entity":
+        # imported here: seqeval pulls in scikit-learn, too slow for CLI start-up
+        from seqeval.metrics.sequence_labeling import get_entities
+
         return Counter(kind for kind, _start, _end in get_entities(list(sentence.tags)))
     return Counter(sentence.tags)
 
