@@ -1,0 +1,219 @@
+"""fsxlt report: cells against a pandas recomputation, flags, comparisons, formats, plots."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import wilcoxon
+
+from fsxlt.cli import run_app
+from fsxlt.fileio import atomic_write_json
+from fsxlt.report import aggregate, compare, load_records, report_text, write_report
+
+LANGS = ("de", "fr")
+KS = (1, 4)
+ARMS = {"full": ("full", True), "fc-pooler": ("fc-pooler", True),
+        "full-nosource": ("full", False)}
+MISSING = {("de", 4, "fc-pooler"): {2, 5}}  # buckets that never ran
+
+
+def fake_record(lang: str, k: int, arm: str, index: int, score: float) -> dict:
+    method, source = ARMS[arm]
+    return {
+        "format": "fsxlt-adapt-run/1", "status": "ok", "task": "xnli", "language": lang,
+        "k": k, "method": method, "metric": "accuracy",
+        "bucket": {"id": f"xnli/{lang}/k{k}/{index:02d}", "index": index, "k": k},
+        "model": {"source_training": source}, "selected_lr": 1e-5,
+        "runs": [{"lr": 3e-5, "epochs": [{"epoch": 1, "dev_score": 0.0}]},
+                 {"lr": 1e-5, "epochs": [{"epoch": e, "dev_score": round(score - 0.01 * (3 - e), 4)}
+                                         for e in range(1, 4 + index % 2)]}],
+        "best_epoch": 3, "dev_score": score - 0.01, "test_score": score,
+        "sweep": {"config_hash": "sweep:test", "arm": arm},
+    }
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    rng = random.Random(7)
+    for lang in LANGS:
+        atomic_write_json(root / "xnli" / lang / "k0" / "zero-shot.json", {
+            "format": "fsxlt-zero-shot/1", "status": "ok", "task": "xnli", "language": lang,
+            "k": 0, "test_score": 0.5 + 0.1 * LANGS.index(lang), "metric": "accuracy"})
+        for k in KS:
+            for arm in ARMS:
+                for index in range(8):
+                    if index in MISSING.get((lang, k, arm), ()):
+                        continue
+                    score = round(0.55 + 0.02 * k - 0.1 * (arm != "full") + rng.random() / 10, 4)
+                    atomic_write_json(root / "xnli" / lang / f"k{k}" / arm / f"{index:02d}.json",
+                                      fake_record(lang, k, arm, index, score))
+    return root
+
+
+def raw_frame(root: Path) -> pd.DataFrame:
+    rows = []
+    for path in sorted(root.rglob("*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            continue
+        if rec.get("status") == "ok" and rec.get("format") == "fsxlt-adapt-run/1":
+            rows.append({"language": rec["language"], "k": rec["k"], "arm": rec["sweep"]["arm"],
+                         "bucket": rec["bucket"]["index"], "score": rec["test_score"]})
+    return pd.DataFrame(rows)
+
+
+def test_cells_equal_a_pandas_recomputation(runs):
+    cells = aggregate(load_records(runs), expected=8)
+    expected = raw_frame(runs).groupby(["arm", "language", "k"])["score"].agg(
+        ["mean", "std", "count"])
+    shots = cells[cells["k"] > 0].set_index(["arm", "language", "k"])
+    assert len(shots) == len(expected) == len(LANGS) * len(KS) * len(ARMS)
+    for key, row in expected.iterrows():
+        assert shots.loc[key, "mean"] == pytest.approx(100 * row["mean"], abs=1e-9)
+        assert shots.loc[key, "std"] == pytest.approx(100 * row["std"], abs=1e-9)  # ddof=1
+        assert shots.loc[key, "n"] == row["count"]
+        zero = 50.0 + 10 * LANGS.index(key[1])
+        if key[0] != "full-nosource":
+            assert shots.loc[key, "gain"] == pytest.approx(100 * row["mean"] - zero)
+    population = aggregate(load_records(runs), ddof=0, expected=8)
+    assert population.loc[1, "std"] == pytest.approx(
+        100 * raw_frame(runs).query("arm == 'full' and language == 'de' and k == 1")["score"]
+        .std(ddof=0))
+    text = report_text(runs, "md", expected=8)
+    de1 = expected.loc[("full", "de", 1)]
+    assert f"| de | 50.00 | {100 * de1['mean']:.2f} ± {100 * de1['std']:.2f} |" in text
+
+
+def test_missing_buckets_are_flagged(runs):
+    text = report_text(runs, "md", expected=8)
+    assert "(n=6)" in text
+    assert "- xnli/de/k4/fc-pooler: 02 05" in text
+    assert text.count("(n=6)") == 2  # its own table and the variants table; no other cell
+    assert text.count("(n=8)") == 0
+
+
+def test_variant_gain_and_no_source_tables(runs):
+    text = report_text(runs, "md", expected=8)
+    assert "xnli: adapting variants side by side, K=1" in text
+    assert "| language | Full FT | FC+Pooler |" in text
+    assert "xnli: Full FT, gain over zero-shot" in text
+    cells = aggregate(load_records(runs), expected=8).set_index(["arm", "language", "k"])
+    drop = cells.loc[("full", "fr", 4), "mean"] - cells.loc[("full-nosource", "fr", 4), "mean"]
+    assert "xnli: drop without source-training, Full FT" in text
+    assert f"{drop:+.2f}" in text
+    # the no-source arm has no zero-shot column
+    assert "xnli: Full FT, no source-training (test" in text
+
+
+def test_corrupt_error_and_foreign_files_are_never_counted(runs, tmp_path):
+    import shutil
+
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    before = aggregate(load_records(copy), expected=8)
+    good = (copy / "xnli/de/k1/full/03.json").read_text()
+    (copy / "xnli/de/k1/full/03.json").write_text(good[: len(good) // 2])  # truncated
+    (copy / "xnli/de/k1/full/09.json").write_text("\x00\x01garbage")
+    atomic_write_json(copy / "xnli/de/k1/full/10.json", {
+        "format": "fsxlt-adapt-error/1", "status": "error", "error": "RuntimeError: boom"})
+    atomic_write_json(copy / "notes.json", {"hello": "world"})
+    records = load_records(copy)
+    after = aggregate(records, expected=8)
+    assert records.skipped == ["notes.json", "xnli/de/k1/full/03.json",
+                               "xnli/de/k1/full/09.json"]
+    assert records.failed == ["xnli/de/k1/full/10.json"]
+    row = after[(after["arm"] == "full") & (after["language"] == "de") & (after["k"] == 1)]
+    assert int(row["n"].iloc[0]) == 7
+    assert row["missing"].iloc[0] == "03"
+    untouched = ~((after["arm"] == "full") & (after["language"] == "de") & (after["k"] == 1))
+    pd.testing.assert_frame_equal(after[untouched].reset_index(drop=True),
+                                  before[untouched].reset_index(drop=True))
+    text = report_text(copy, "md", expected=8)
+    assert "Error records (not counted): 1" in text and "(not counted): 3" in text
+
+
+def test_paired_comparison_matches_scipy(runs):
+    records = load_records(runs)
+    result = compare(records, "full", "fc-pooler", seed=3, n_boot=2000)
+    raw = raw_frame(runs)
+    a = raw[raw["arm"] == "full"]
+    b = raw[raw["arm"] == "fc-pooler"]
+    paired = a.merge(b, on=["language", "k", "bucket"], suffixes=("_a", "_b"))
+    assert len(result) == len(LANGS) * len(KS)
+    for row in result.itertuples(index=False):
+        sub = paired[(paired["language"] == row.language) & (paired["k"] == row.k)]
+        diffs = 100 * (sub["score_a"] - sub["score_b"]).to_numpy()
+        assert row.n == len(diffs) == (6 if (row.language, row.k) == ("de", 4) else 8)
+        assert row.mean_diff == pytest.approx(diffs.mean())
+        assert row.p_value == pytest.approx(wilcoxon(diffs).pvalue)
+        assert row.ci_low <= row.mean_diff <= row.ci_high
+    again = compare(records, "full", "fc-pooler", seed=3, n_boot=2000)
+    pd.testing.assert_frame_equal(result, again)
+    # one cell's interval does not depend on which other cells exist
+    only_de = records.scores[records.scores["language"] == "de"]
+    records.scores = only_de
+    alone = compare(records, "full", "fc-pooler", seed=3, n_boot=2000)
+    pd.testing.assert_frame_equal(alone, result[result["language"] == "de"]
+                                  .reset_index(drop=True))
+
+
+def test_all_zero_differences_give_p_one(runs):
+    records = load_records(runs)
+    result = compare(records, "full", "full", n_boot=100)
+    assert np.all(result["p_value"] == 1.0) and np.all(result["mean_diff"] == 0.0)
+
+
+def test_cli_formats_plots_and_byte_identical_output(runs, tmp_path, capsys):
+    for fmt, name in (("md", "report.md"), ("latex", "report.tex"), ("csv", "report.csv")):
+        out = tmp_path / fmt
+        assert run_app(["report", str(runs), "--format", fmt, "--out", str(out),
+                        "--expected-buckets", "8"] + (["--no-plots"] if fmt != "md" else [])) == 0
+        assert (out / name).is_file()
+    latex = (tmp_path / "latex" / "report.tex").read_text()
+    assert "\\begin{tabular}" in latex and "$\\pm$" in latex
+    csv = pd.read_csv(tmp_path / "csv" / "report.csv")
+    assert {"task", "language", "k", "mean", "std", "n", "gain"} <= set(csv.columns)
+    plots = sorted(p.name for p in (tmp_path / "md" / "plots").iterdir())
+    for kind in ("distribution", "vs_k", "curves"):
+        assert f"xnli_full_{kind}.png" in plots and f"xnli_full_{kind}.pdf" in plots
+    again = tmp_path / "again"
+    write_report(runs, again, "md", expected=8)
+    for path in sorted((tmp_path / "md").rglob("*")):
+        if path.is_file():
+            assert path.read_bytes() == (again / path.relative_to(tmp_path / "md")).read_bytes()
+    capsys.readouterr()
+    assert run_app(["report", str(runs), "--compare", "full", "full-nosource",
+                    "--bootstrap", "500"]) == 0
+    printed = capsys.readouterr().out
+    assert "full minus full-nosource" in printed and "Wilcoxon" in printed
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/nonexistent/runs"], "no such directory"),
+    (["{empty}"], "no finished run records"),
+    (["{runs}", "--compare", "full", "lora"], "no records for method 'lora'"),
+    (["{runs}", "--format", "html"], "unknown format"),
+])
+def test_cli_errors_are_one_line(runs, tmp_path, capsys, args, message):
+    (tmp_path / "empty").mkdir()
+    args = [a.format(runs=runs, empty=tmp_path / "empty") for a in args]
+    assert run_app(["report", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_help_has_examples():
+    from typer.testing import CliRunner
+
+    from fsxlt.cli import app
+
+    for command in ("report", "sweep"):
+        result = CliRunner().invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "Example" in result.output
