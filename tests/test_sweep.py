@@ -1,0 +1,233 @@
+"""fsxlt sweep: expansion, grouping, resume after SIGKILL, error records, Ray, shipped configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fsxlt.cli import run_app
+from fsxlt.execution import expand, load_config, parse_config, run_sweep, sweep_status
+from fsxlt.report import write_report
+from fsxlt.training import strip_timings
+from tests.sweep_fixtures import KS, LANGS, N_BUCKETS, build_study, sweep_config, write_config
+
+N_RUNS = len(LANGS) * len(KS) * N_BUCKETS
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    return build_study(tmp_path_factory.mktemp("study"))
+
+
+@pytest.fixture(scope="module")
+def reference(study, tmp_path_factory):
+    """An uninterrupted sweep (two local worker processes) and its report."""
+    root = tmp_path_factory.mktemp("reference")
+    result = run_sweep(parse_config(sweep_config(study, root / "runs")), workers=2)
+    assert len(result.completed) == N_RUNS and not result.failed
+    write_report(root / "runs", root / "report", "md", expected=N_BUCKETS)
+    return root
+
+
+def records(runs: Path) -> dict[str, dict]:
+    return {p.relative_to(runs).as_posix(): json.loads(p.read_text())
+            for p in sorted(runs.rglob("*.json"))}
+
+
+def same_tree(a: Path, b: Path) -> None:
+    files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files_a == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for rel in files_a:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
+def test_dry_run_lists_every_run_and_writes_nothing(study, tmp_path, capsys):
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, tmp_path / "runs"))
+    assert run_app(["sweep", str(config), "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    assert len(lines) == N_RUNS
+    assert lines[0].split("\t")[:2] == ["xnli/de/k1/full/00", "missing"]
+    assert f"{N_RUNS} to run" in captured.err and "in 2 groups" in captured.err
+    assert not (tmp_path / "runs").exists()
+    assert run_app(["sweep", str(config), "--dry-run", "--lang", "fr", "--k", "2"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == N_BUCKETS
+
+
+def test_expansion_grouping_and_hashes(study, tmp_path):
+    config = parse_config(sweep_config(study, tmp_path / "runs", methods=["full", "fc"]))
+    plan = expand(config)
+    assert len(plan.runs) == 2 * N_RUNS
+    assert len({r.config_hash for r in plan.runs}) == len(plan.runs)
+    assert {r.group_key for r in plan.runs} == {("xnli", lang, str(study["checkpoint"]))
+                                               for lang in LANGS}
+    assert plan.runs[0].record_path.endswith("runs/xnli/de/k1/fc/00.json")
+    assert plan.runs[0].dev_path.endswith("k1/dev-remaining.jsonl")
+    assert [z.language for z in plan.zero_shot] == list(LANGS)
+    again = expand(parse_config(sweep_config(study, tmp_path / "runs", methods=["full", "fc"])))
+    assert [r.config_hash for r in again.runs] == [r.config_hash for r in plan.runs]
+    longer = expand(parse_config(sweep_config(study, tmp_path / "runs", max_epochs=4)))
+    assert not {r.config_hash for r in longer.runs} & {r.config_hash for r in plan.runs}
+
+
+def test_each_group_loads_its_start_once(study, tmp_path, monkeypatch):
+    from fsxlt import training
+    from fsxlt.training import adapt as adapt_module
+
+    loads, engines = [], []
+    real_load, real_init = training.load_start, adapt_module.AdaptEngine.__init__
+
+    def counting_load(*args, **kwargs):
+        loads.append(args[0])
+        return real_load(*args, **kwargs)
+
+    def counting_init(self, *args, **kwargs):
+        engines.append(kwargs["dev_source"])
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(training, "load_start", counting_load)
+    monkeypatch.setattr(adapt_module.AdaptEngine, "__init__", counting_init)
+    config = parse_config(sweep_config(study, tmp_path / "runs", methods=["full", "fc"]))
+    result = run_sweep(config, workers=0)
+    assert len(result.completed) == 2 * N_RUNS
+    assert len(loads) == len(LANGS)  # weights loaded once per (task, language, start)
+    assert len(engines) == len(LANGS) * len(KS)  # one engine per dev set (per K for XNLI)
+
+
+def test_sigkill_and_resume_gives_the_same_records_and_report(study, reference, tmp_path):
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    proc = subprocess.Popen([sys.executable, "-m", "fsxlt", "sweep", str(config),
+                             "--workers", "2"], cwd=REPO, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while len(list(runs.glob("xnli/*/k[12]/full/*.json"))) < 2:
+            assert proc.poll() is None, "the sweep ended before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its workers, mid-run
+        proc.wait()
+    done = sorted(runs.glob("xnli/*/k[12]/full/*.json"))
+    assert 2 <= len(done) < N_RUNS
+    truncated = done[0]
+    truncated.write_text(truncated.read_text()[:100])
+    status = sweep_status(load_config(config))
+    why = {run.id: reason for run, reason in status.pending}
+    assert why[f"xnli/{truncated.parts[-4]}/{truncated.parts[-3]}/full/{truncated.stem}"] \
+        == "corrupt"
+    assert len(status.done) == len(done) - 1
+    assert run_app(["sweep", str(config), "--workers", "2"]) == 0
+    resumed = records(runs)
+    untouched = {str(p.relative_to(runs)) for p in done[1:]}
+    assert len(resumed) == N_RUNS + len(LANGS)
+    reference_records = records(reference / "runs")
+    assert {k: strip_timings(v) for k, v in resumed.items()} == {
+        k: strip_timings(v) for k, v in reference_records.items()}
+    assert all(resumed[k] == json.loads((runs / k).read_text()) for k in untouched)
+    write_report(runs, tmp_path / "report", "md", expected=N_BUCKETS)
+    same_tree(reference / "report", tmp_path / "report")  # tables, cells.csv and plots
+    assert sweep_status(load_config(config)).pending == []
+
+
+def test_a_failing_run_writes_an_error_record_and_the_sweep_goes_on(study, tmp_path, capsys):
+    from tests.train_fixtures import NLI_LABELS, nli_data, write_bucket_set
+
+    buckets = tmp_path / "buckets"
+    bad = nli_data(3, seed=3)
+    bad[0] = type(bad[0])(bad[0].id, bad[0].text_a, bad[0].text_b, "no-such-label")
+    write_bucket_set(buckets, "xnli", "de", 1, [nli_data(3, seed=2), bad], list(NLI_LABELS),
+                     dev_remaining=nli_data(9, seed=4))
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, runs, buckets=str(buckets), tasks={"xnli": {"languages": ["de"], "k": [1]}}))
+    assert run_app(["sweep", str(config), "--workers", "0"]) == 1
+    assert "1 runs completed, 1 failed" in capsys.readouterr().out
+    error = json.loads((runs / "xnli/de/k1/full/01.json").read_text())
+    assert error["status"] == "error" and error["error"]
+    assert error["sweep"]["config_hash"].startswith("sweep:")
+    assert json.loads((runs / "xnli/de/k1/full/00.json").read_text())["status"] == "ok"
+    status = sweep_status(load_config(config))
+    assert [(r.index, why) for r, why in status.pending] == [(1, "error")]
+    write_report(runs, tmp_path / "report", "md", plots=False)
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "(n=1)" in text and "Error records (not counted): 1" in text
+
+
+def test_stale_records_rerun(study, reference, tmp_path, capsys):
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(reference / "runs", runs)
+    config = write_config(tmp_path / "sweep.yaml",
+                          sweep_config(study, runs, max_epochs=2, patience=1))
+    assert run_app(["sweep", str(config), "--dry-run", "--lang", "de"]) == 0
+    captured = capsys.readouterr()
+    assert f"{N_RUNS // 2} stale" in captured.err
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"tasks": {"nosuchtask": {}}}, "unknown task"),
+    ({"tasks": {"xnli": {"languages": ["xx"]}}}, "unknown language 'xx'"),
+    ({"methods": ["lora"]}, "unknown method 'lora'"),
+    ({"buckets": "/nonexistent"}, "no bucket set"),
+    ({"workers": 3}, "unknown key(s): workers"),
+    ({"n_buckets": 9}, "holds 5 buckets"),
+])
+def test_config_errors_are_one_line(study, tmp_path, capsys, change, message):
+    config = write_config(tmp_path / "sweep.yaml",
+                          sweep_config(study, tmp_path / "runs", **change))
+    assert run_app(["sweep", str(config), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_missing_config_is_one_line(tmp_path, capsys):
+    assert run_app(["sweep", str(tmp_path / "nope.yaml")]) == 2
+    assert "sweep config not found" in capsys.readouterr().err
+
+
+def test_shipped_configs_reproduce_the_study_grid():
+    from fsxlt.tasks import get_task
+
+    study = load_config(REPO / "configs/sweeps/study.yaml")
+    plans = {p.task: p for p in study.tasks}
+    assert set(plans) == {"xnli", "pawsx", "mldoc", "marc", "udpos", "panx"}
+    for name, plan in plans.items():
+        spec = get_task(name)
+        assert set(plan.languages) == set(spec.languages) - {"en"}
+        assert plan.k == spec.sampling.k_values and plan.n_buckets == 40
+        assert plan.methods == (("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")
+                                if name == "marc" else ("full",))
+        assert plan.lrs == (1e-5, 3e-5, 5e-5, 7e-5) and plan.max_epochs == 50
+    ablation = load_config(REPO / "configs/sweeps/no-source-ablation.yaml")
+    assert all(p.no_source and p.no_source["methods"] == ["full"] for p in ablation.tasks)
+
+
+def test_ray_executor_gives_the_same_report(study, reference, tmp_path):
+    try:
+        import ray
+    except ImportError:  # CI installs the extra; a missing Ray must be loud, not a skip
+        if os.environ.get("FSXLT_ALLOW_NO_RAY") == "1":
+            pytest.skip("FSXLT_ALLOW_NO_RAY=1 and Ray is not installed")
+        raise AssertionError("Ray is not installed: pip install -e '.[test,ray]' "
+                             "(or set FSXLT_ALLOW_NO_RAY=1 to skip this test)") from None
+    runs = tmp_path / "runs"
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        result = run_sweep(parse_config(sweep_config(study, runs)), executor="ray",
+                           cpus_per_task=1)
+    finally:
+        ray.shutdown()
+    assert len(result.completed) == N_RUNS and not result.failed
+    write_report(runs, tmp_path / "report", "md", expected=N_BUCKETS)
+    same_tree(reference / "report", tmp_path / "report")
