@@ -107,7 +107,8 @@ def sweep_cmd(
     result = run_sweep(cfg, executor=executor, workers=workers, devices=gpu_ids, device=device,
                        threads=threads, address=address, gpus_per_task=gpus_per_task,
                        cpus_per_task=cpus_per_task)
+    lost = f", {result.not_run} not run (start the sweep again)" if result.not_run else ""
     typer.echo(f"{len(result.completed)} runs completed, {len(result.failed)} failed, "
-               f"{len(result.status.done)} already done; records in {cfg.out}")
-    if result.failed:
+               f"{len(result.status.done)} already done{lost}; records in {cfg.out}")
+    if result.failed or result.not_run:
         raise typer.Exit(1)

@@ -65,6 +65,11 @@ class SweepResult:
     def completed(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.ok]
 
+    @property
+    def not_run(self) -> int:
+        """Pending runs with no outcome (a worker died); the next start runs them."""
+        return len(self.status.pending) - len(self.outcomes)
+
 
 def sweep_status(config: SweepConfig) -> SweepStatus:
     """Expand the config and sort its runs into done and pending (with the reason)."""
@@ -134,7 +139,17 @@ def _run_local(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None]
         gpu = str(devices[slot % len(devices)]) if devices else None
         proc = ctx.Process(target=_local_worker, name=f"fsxlt-sweep-{slot}",
                            args=(slot, tasks, results, device, gpu, threads), daemon=True)
-        proc.start()
+        saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if gpu is not None:  # the child starts with it set, before anything loads CUDA
+            os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+        try:
+            proc.start()
+        finally:
+            if gpu is not None:
+                if saved is None:
+                    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+                else:
+                    os.environ["CUDA_VISIBLE_DEVICES"] = saved
         procs.append(proc)
     running = n
     try:
