@@ -12,7 +12,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +74,29 @@ def atomic_replace_dir(target: str | Path, files: dict[str, str]) -> None:
     """Replace directory ``target`` by one holding exactly ``files`` (name -> text).
 
     The new content is written into a sibling temporary directory and renamed
-    into place, so ``target`` is never observed half-written. A previous
-    ``target`` is moved aside first and deleted after the swap.
+    into place (see :func:`staged_dir`), so ``target`` is never observed
+    half-written.
+    """
+    with staged_dir(target) as staging:
+        for name, text in files.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(text, encoding="utf-8", newline="\n")  # umask modes
+
+
+@contextmanager
+def staged_dir(target: str | Path) -> Iterator[Path]:
+    """Yield a sibling temporary directory that replaces ``target`` on success.
+
+    Whatever the caller writes into the yielded directory appears at
+    ``target`` all at once: a previous ``target`` is moved aside, the staging
+    directory renamed into place, and the old one deleted. If the block
+    raises, the staging directory is removed and ``target`` is untouched.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        for name, text in files.items():
-            (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            (staging / name).write_text(text, encoding="utf-8", newline="\n")  # umask modes
+        yield staging
         os.chmod(staging, 0o777 & ~_umask())  # mkdtemp creates 0700
         old = None
         if target.exists():

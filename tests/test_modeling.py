@@ -17,16 +17,7 @@ from fsxlt.modeling import (
 )
 from fsxlt.tasks import get_task
 from fsxlt.training.checkpoint import load_start
-from tests.train_fixtures import make_encoder_dir
-
-EXPECTED_TRAINABLE = {
-    "fc": {"classifier.weight", "classifier.bias"},
-    "fc-pooler": {"classifier.weight", "classifier.bias", "pooler.dense.weight",
-                  "pooler.dense.bias"},
-    "cos-pooler": {"classifier.weight", "pooler.dense.weight", "pooler.dense.bias"},
-    "fc-reset-pooler": {"classifier.weight", "classifier.bias", "pooler.dense.weight",
-                        "pooler.dense.bias"},
-}
+from tests.train_fixtures import HEAD_ONLY_TRAINABLE, make_encoder_dir
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +39,11 @@ def test_pretrained_pooler_is_the_encoders_own(encoder_dir):
     assert start.model.encoder.pooler is None  # the head owns it now
 
 
-@pytest.mark.parametrize("method", sorted(EXPECTED_TRAINABLE))
+@pytest.mark.parametrize("method", sorted(HEAD_ONLY_TRAINABLE))
 def test_head_only_methods_train_exactly_the_head(xnli_start, method):
     model = xnli_start.model
     trainable = prepare_method(model, method, seed=3)
-    assert set(trainable) == EXPECTED_TRAINABLE[method]
+    assert set(trainable) == HEAD_ONLY_TRAINABLE[method]
     assert not any(p.requires_grad for p in model.encoder.parameters())
     model.train()
     assert not model.encoder.training  # frozen encoder runs without dropout

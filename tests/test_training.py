@@ -12,6 +12,7 @@ from fsxlt.evaluation import evaluate_checkpoint
 from fsxlt.training import AdaptEngine, load_start, save_checkpoint, source_train, strip_timings
 from fsxlt.training import adapt as adapt_module
 from tests.train_fixtures import (
+    HEAD_ONLY_TRAINABLE,
     make_encoder_dir,
     ner_data,
     nli_data,
@@ -20,15 +21,6 @@ from tests.train_fixtures import (
     write_conll,
     write_pairs,
 )
-
-HEAD_ONLY = {
-    "fc": {"classifier.weight", "classifier.bias"},
-    "fc-pooler": {"classifier.weight", "classifier.bias", "pooler.dense.weight",
-                  "pooler.dense.bias"},
-    "cos-pooler": {"classifier.weight", "pooler.dense.weight", "pooler.dense.bias"},
-    "fc-reset-pooler": {"classifier.weight", "classifier.bias", "pooler.dense.weight",
-                        "pooler.dense.bias"},
-}
 
 
 @pytest.fixture(scope="module")
@@ -98,24 +90,24 @@ def test_checkpoint_for_another_task_is_refused(xnli_source):
 
 # --------------------------------------------------------------------------- adapting
 
-@pytest.mark.parametrize("method", sorted(HEAD_ONLY))
+@pytest.mark.parametrize("method", sorted(HEAD_ONLY_TRAINABLE))
 def test_head_only_methods_touch_only_their_parameters(xnli_source, method):
     engine = xnli_engine(xnli_source[0])
     bucket = nli_data(6, seed=9)
     record = engine.adapt(bucket, method=method, lrs=[5e-2], seed=1, max_epochs=3, patience=3)
     model = engine.model
-    assert set(model.trainable_names()) == HEAD_ONLY[method]
+    assert set(model.trainable_names()) == HEAD_ONLY_TRAINABLE[method]
     state = model.state_dict()
     for name, tensor in state.items():
-        if name in HEAD_ONLY[method]:
+        if name in HEAD_ONLY_TRAINABLE[method]:
             continue
         assert torch.equal(tensor, engine.start_state[name]), f"{method} changed {name}"
-    changed = [n for n in HEAD_ONLY[method]
+    changed = [n for n in HEAD_ONLY_TRAINABLE[method]
                if state[n].shape != engine.start_state[n].shape
                or not torch.equal(state[n], engine.start_state[n])]
-    assert set(changed) == HEAD_ONLY[method]
+    assert set(changed) == HEAD_ONLY_TRAINABLE[method]
     assert record["runs"][0]["n_trainable_parameters"] == sum(
-        state[n].numel() for n in HEAD_ONLY[method])
+        state[n].numel() for n in HEAD_ONLY_TRAINABLE[method])
 
 
 def test_full_fine_tuning_trains_the_encoder(xnli_source):

@@ -26,6 +26,17 @@ PIECES = ["un", "##believ", "##able", "##s", "##ing", "new", "##town"]
 VOCAB = SPECIAL + PERSONS + PLACES + ORGS + FILLER + PIECES
 
 
+# Parameters each head-only method trains (METHOD.md §4), for classification.
+HEAD_ONLY_TRAINABLE = {
+    "fc": {"classifier.weight", "classifier.bias"},
+    "fc-pooler": {"classifier.weight", "classifier.bias", "pooler.dense.weight",
+                  "pooler.dense.bias"},
+    "cos-pooler": {"classifier.weight", "pooler.dense.weight", "pooler.dense.bias"},
+    "fc-reset-pooler": {"classifier.weight", "classifier.bias", "pooler.dense.weight",
+                        "pooler.dense.bias"},
+}
+
+
 def write_vocab(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "vocab.txt"

@@ -16,9 +16,6 @@ no-source-training ablation of METHOD.md §4.
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +23,7 @@ from typing import Any
 import torch
 
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import atomic_write_json, read_json
+from fsxlt.fileio import atomic_write_json, read_json, staged_dir
 from fsxlt.modeling import FsxltModel, build_model
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -136,9 +133,7 @@ def save_checkpoint(out_dir: str | Path, model: FsxltModel, tokenizer: Any,
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise FsxltError(f"{out_dir} exists and is not empty; pass --overwrite to replace it")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with staged_dir(out_dir) as staging:
         try:
             model.encoder_for_saving().save_pretrained(staging)
         finally:
@@ -146,16 +141,5 @@ def save_checkpoint(out_dir: str | Path, model: FsxltModel, tokenizer: Any,
         tokenizer.save_pretrained(staging)
         head = {k: v.detach().to("cpu").contiguous() for k, v in model.head_state_dict().items()}
         save_file(head, str(staging / HEAD_FILE), metadata={"format": "pt"})
-        meta = dict(record, format=CHECKPOINT_FORMAT)
-        atomic_write_json(staging / CHECKPOINT_FILE, meta)
-        old = None
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            os.replace(out_dir, old)
-        os.replace(staging, out_dir)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        atomic_write_json(staging / CHECKPOINT_FILE, dict(record, format=CHECKPOINT_FORMAT))
     return out_dir
