@@ -35,7 +35,7 @@ import torch
 
 from fsxlt.data import Example
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import EvalSet, prepare_eval, score
+from fsxlt.evaluation import EvalSet, compute_scores, predict_labels, prepare_eval, score
 from fsxlt.modeling import Featurizer, collate, method_spec, prepare_method
 from fsxlt.sampling.store import Bucket
 from fsxlt.tasks import TaskSpec, get_task
@@ -144,8 +144,15 @@ class AdaptEngine:
 
     def adapt(self, bucket: Bucket | Sequence[Example], method: str = "full",
               lrs: Sequence[float] | None = None, seed: int | None = None, *,
-              max_epochs: int | None = None, patience: int | None = None) -> dict[str, Any]:
-        """Adapt on one bucket over a learning-rate grid; return the run record (a dict)."""
+              max_epochs: int | None = None, patience: int | None = None,
+              predictions: bool = False) -> dict[str, Any]:
+        """Adapt on one bucket over a learning-rate grid; return the run record (a dict).
+
+        With ``predictions`` the record also holds ``test_predictions``: the
+        selected model's predicted labels for every test example, in test
+        order. Callers write them beside the record (``fsxlt.predictions``)
+        and drop the key, so saved records stay small.
+        """
         began = time.perf_counter()
         task = self.task
         method_spec(method, task.kind)
@@ -168,7 +175,10 @@ class AdaptEngine:
         selected = runs[chosen[1]]
         if chosen[1] != len(lrs) - 1:
             restore(self.model, chosen[2])  # same method, so the same parameter names
-        test = score(self.model, self.test, task, amp=self.amp) if self.test else None
+        test, predicted = None, None
+        if self.test:
+            predicted = predict_labels(self.model, self.test, task.labels, amp=self.amp)
+            test = compute_scores(task, self.test.encoded.gold, predicted)
         config = {
             "task": task.name, "labels": list(task.labels), "metric": task.metric,
             "language": self.language, "method": method, "lrs": lrs, "seed": seed,
@@ -178,7 +188,7 @@ class AdaptEngine:
             "test": self.test_info["sha256"] if self.test_info else None,
             "batch": "bucket", "optimizer": "adam",
         }
-        return {
+        record = {
             "format": RUN_FORMAT,
             "task": task.name, "language": self.language, "k": bucket_info.get("k"),
             "bucket": bucket_info, "method": method, "lrs": lrs, "seed": seed,
@@ -196,6 +206,9 @@ class AdaptEngine:
             "versions": versions(), "config_hash": config_hash(config),
             "wall_time_s": round(time.perf_counter() - began, 3),
         }
+        if predictions:
+            record["test_predictions"] = predicted
+        return record
 
     def _bucket_info(self, bucket: Bucket | Sequence[Example],
                      ) -> tuple[list[Example], dict[str, Any]]:

@@ -1,0 +1,126 @@
+"""Per-example test predictions saved beside a run record, for the analyses.
+
+``fsxlt adapt --save-predictions``, ``fsxlt sweep --save-predictions`` and
+``fsxlt evaluate --save-predictions --out FILE.json`` write, next to their
+JSON record ``X.json``, a file ``X.predictions.jsonl`` (atomically):
+
+- line 1, the header: ``format`` (``fsxlt-predictions/1``), ``task``,
+  ``language``, ``kind`` (classification or tagging), ``labels``, ``split``,
+  ``n`` (examples), ``data`` (content hash of the examples) and ``model``
+  (what predicted: zero-shot checkpoint or adapt run);
+- then one line per example in the split's order: ``id``, ``gold`` and
+  ``predicted`` (label names); for tagging ``gold`` and ``predicted`` are
+  lists with one tag per word and ``tokens`` holds the words.
+
+The zero-shot predictions that the gains and confusion analyses compare
+against are found by name: ``RUNS/<task>/<lang>/k0/zero-shot-test.predictions.jsonl``,
+what ``fsxlt evaluate CKPT --save-predictions --out RUNS/<task>/<lang>/k0/zero-shot-test.json``
+writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsxlt.data import Example, TaggedSentence
+from fsxlt.errors import DataFormatError, FsxltError
+from fsxlt.fileio import atomic_write_text, dumps_jsonl
+
+PREDICTIONS_FORMAT = "fsxlt-predictions/1"
+SUFFIX = ".predictions.jsonl"
+ZERO_SHOT_STEM = "zero-shot-test"
+
+
+@dataclass
+class Predictions:
+    """A predictions file in memory: its header and one row per example."""
+
+    header: dict[str, Any]
+    rows: list[dict[str, Any]]
+    path: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        return str(self.header["kind"])
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.header["labels"])
+
+    def gold(self) -> list[Any]:
+        return [row["gold"] for row in self.rows]
+
+    def predicted(self) -> list[Any]:
+        return [row["predicted"] for row in self.rows]
+
+
+def predictions_path(record_path: str | Path) -> Path:
+    """``X.json`` -> ``X.predictions.jsonl`` (the file beside a record)."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.stem + SUFFIX)
+
+
+def zero_shot_path(runs_dir: str | Path, task: str, language: str) -> Path:
+    """Where the analyses look for a language's zero-shot test predictions."""
+    return Path(runs_dir) / task / language / "k0" / f"{ZERO_SHOT_STEM}{SUFFIX}"
+
+
+def prediction_rows(examples: Sequence[Example], predicted: Sequence[Any]) -> list[dict]:
+    """One row per example: id, gold, predicted (and the words, for tagging)."""
+    if len(examples) != len(predicted):
+        raise ValueError(f"{len(examples)} examples but {len(predicted)} predictions")
+    rows = []
+    for example, guess in zip(examples, predicted, strict=True):
+        if isinstance(example, TaggedSentence):
+            rows.append({"id": example.id, "tokens": list(example.tokens),
+                         "gold": list(example.tags), "predicted": list(guess)})
+        else:
+            rows.append({"id": example.id, "gold": example.label, "predicted": guess})
+    return rows
+
+
+def write_predictions(path: str | Path, examples: Sequence[Example], predicted: Sequence[Any],
+                      *, task: Any, language: str, split: str, model: dict[str, Any],
+                      data_sha256: str | None = None) -> Path:
+    """Atomically write a predictions file (header line, then one line per example)."""
+    header = {"format": PREDICTIONS_FORMAT, "task": task.name, "language": language,
+              "kind": task.kind, "labels": list(task.labels), "split": split,
+              "n": len(examples), "data": data_sha256, "model": model}
+    atomic_write_text(path, dumps_jsonl([header, *prediction_rows(examples, predicted)]))
+    return Path(path)
+
+
+def read_predictions(path: str | Path, hint: str = "") -> Predictions:
+    """Read a predictions file; a missing file is an error that says what to run (``hint``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FsxltError(f"{path}: no predictions" + (f"; {hint}" if hint else ""))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        header = json.loads(lines[0]) if lines else None
+        rows = [json.loads(line) for line in lines[1:] if line.strip()]
+    except json.JSONDecodeError as err:
+        raise DataFormatError(path, f"invalid JSON line: {err.msg}") from None
+    if not isinstance(header, dict) or header.get("format") != PREDICTIONS_FORMAT:
+        raise DataFormatError(path, f"not a predictions file ({PREDICTIONS_FORMAT})", 1)
+    if len(rows) != header.get("n"):
+        raise DataFormatError(path, f"header says {header.get('n')} examples, file has "
+                                    f"{len(rows)} (truncated?)")
+    return Predictions(header, rows, path)
+
+
+def check_comparable(a: Predictions, b: Predictions) -> None:
+    """Two predictions files must be on the same examples (same ids, words and gold)."""
+    for key in ("task", "language", "split"):
+        if a.header.get(key) != b.header.get(key):
+            raise FsxltError(f"{a.path} and {b.path} differ in {key}: "
+                             f"{a.header.get(key)} vs {b.header.get(key)}")
+    same = len(a.rows) == len(b.rows) and all(
+        (x["id"], x.get("tokens"), x["gold"]) == (y["id"], y.get("tokens"), y["gold"])
+        for x, y in zip(a.rows, b.rows, strict=False))
+    if not same:
+        raise FsxltError(f"{a.path} and {b.path} were made on different test sets")
