@@ -124,3 +124,80 @@ def check_comparable(a: Predictions, b: Predictions) -> None:
         for x, y in zip(a.rows, b.rows, strict=False))
     if not same:
         raise FsxltError(f"{a.path} and {b.path} were made on different test sets")
+
+
+def checkpoint_predictions(checkpoint: str, task: Any, examples: Sequence[Example], *,
+                           device: Any = None, max_seq_length: int | None = None,
+                           ) -> tuple[dict[str, Any], list[Any]]:
+    """Scores and predicted labels of a checkpoint on ``examples`` (one pass).
+
+    What ``fsxlt evaluate --save-predictions`` uses, so the scores it prints
+    and the predictions it saves come from the same forward passes.
+    """
+    from fsxlt.evaluation import compute_scores, predict_labels, prepare_eval
+    from fsxlt.modeling import Featurizer
+    from fsxlt.tasks import get_task
+    from fsxlt.training.checkpoint import load_start, resolve_device
+
+    task = get_task(task)
+    device = resolve_device(device)
+    start = load_start(checkpoint, task, seed=task.training.seed)
+    model = start.model.to(device)
+    eval_set = prepare_eval(Featurizer(start.tokenizer, task, max_seq_length), examples, device)
+    predicted = predict_labels(model, eval_set, task.labels)
+    return compute_scores(task, eval_set.encoded.gold, predicted), predicted
+
+
+def save_run_predictions(record_path: str | Path, record: dict[str, Any],
+                         test: Sequence[Example], task: Any) -> Path:
+    """Move an adapt record's ``test_predictions`` into the file beside the record.
+
+    Removes the key from ``record`` (the caller then writes the record).
+    """
+    model = {"kind": "adapt", "record": Path(record_path).name, "method": record["method"],
+             "k": record["k"], "bucket": record["bucket"].get("index"),
+             "seed": record["seed"], "selected_lr": record["selected_lr"],
+             "start": record["model"]["start"].get("id")}
+    return write_predictions(
+        predictions_path(record_path), test, record.pop("test_predictions"), task=task,
+        language=record["language"], split="test", model=model,
+        data_sha256=((record.get("data") or {}).get("test") or {}).get("sha256"))
+
+
+# --------------------------------------------------------------------------- finding them
+
+def _run_hint(task: str, language: str, k: int, method: str) -> str:
+    return (f"run fsxlt adapt --task {task} --lang {language} --bucket <bucket set k{k}> "
+            f"--method {method} --save-predictions (or fsxlt sweep --save-predictions) first")
+
+
+def load_zero_shot(runs_dir: str | Path, task: str, language: str,
+                   path: str | Path | None = None) -> Predictions:
+    """A language's zero-shot test predictions (``path``, else the conventional place)."""
+    from fsxlt.tasks import get_task
+
+    get_task(task).check_language(language)
+    where = Path(path) if path is not None else zero_shot_path(runs_dir, task, language)
+    if not where.is_file():
+        hint = (f"run fsxlt evaluate CKPT --task {task} --lang {language} --split test "
+                f"--save-predictions --out {where.with_name(ZERO_SHOT_STEM + '.json')} first")
+        raise FsxltError(f"no zero-shot predictions for {task}/{language} ({where}): {hint}")
+    return read_predictions(where)
+
+
+def load_adapted(runs_dir: str | Path, task: str, language: str, k: int, method: str = "full",
+                 buckets: Sequence[int] | None = None) -> dict[int, Predictions]:
+    """Saved test predictions of adapt runs, by bucket index (all, or ``buckets``)."""
+    from fsxlt.tasks import get_task
+
+    get_task(task).check_language(language)
+    directory = Path(runs_dir) / task / language / f"k{k}" / method
+    found = {int(p.name[:-len(SUFFIX)]): p for p in sorted(directory.glob(f"*{SUFFIX}"))
+             if p.name[:-len(SUFFIX)].isdigit()}
+    wanted = sorted(found) if buckets is None else list(buckets)
+    missing = [b for b in wanted if b not in found]
+    if not found or missing:
+        what = ("no saved predictions" if not found
+                else f"no saved predictions for bucket(s) {', '.join(map(str, missing))}")
+        raise FsxltError(f"{directory}: {what}; {_run_hint(task, language, k, method)}")
+    return {b: read_predictions(found[b]) for b in wanted}

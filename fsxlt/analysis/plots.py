@@ -37,3 +37,71 @@ def gain_scatter(gains: pd.DataFrame, predictor: str, label: str, title: str,
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     return save_figure(fig, out_stem)
+
+
+def _annotate(ax: plt.Axes, values: pd.DataFrame, fmt: str) -> None:
+    """Write each cell's value into a heatmap (only for matrices small enough to read)."""
+    if max(values.shape) > 12:
+        return
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            ax.text(j, i, format(values.iat[i, j], fmt), ha="center", va="center", fontsize=7)
+
+
+def _heatmap(ax: plt.Axes, values: pd.DataFrame, title: str, xlabel: str, ylabel: str,
+             cmap: str, fmt: str, centered: bool = False) -> None:
+    limit = float(abs(values.to_numpy()).max()) or 1.0
+    kwargs = {"vmin": -limit, "vmax": limit} if centered else {"vmin": 0}
+    image = ax.imshow(values.to_numpy(dtype=float), cmap=cmap, aspect="auto", **kwargs)
+    ax.set_xticks(range(values.shape[1]), [str(c) for c in values.columns], rotation=90,
+                  fontsize=8)
+    ax.set_yticks(range(values.shape[0]), [str(r) for r in values.index], fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    _annotate(ax, values, fmt)
+
+
+def confusion_heatmaps(zero_shot: pd.DataFrame, adapted: pd.DataFrame,
+                       difference: pd.DataFrame, title: str, out_stem: Path,
+                       normalized: bool = False) -> list[Path]:
+    """Zero-shot, adapted and difference confusion matrices side by side, labelled."""
+    size = max(3.2, 0.38 * len(zero_shot) + 1.6)
+    fig, axes = plt.subplots(1, 3, figsize=(3 * size + 1.5, size))
+    fmt = ".2f" if normalized else ".0f"
+    unit = "share of gold" if normalized else "count"
+    _heatmap(axes[0], zero_shot, f"zero-shot ({unit})", "predicted label", "gold label",
+             "Blues", fmt)
+    _heatmap(axes[1], adapted, f"adapted ({unit})", "predicted label", "gold label",
+             "Blues", fmt)
+    _heatmap(axes[2], difference, "adapted − zero-shot", "predicted label", "gold label",
+             "RdBu_r", ".2f" if normalized else ".1f", centered=True)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return save_figure(fig, out_stem)
+
+
+def jaccard_heatmap(values: pd.DataFrame, title: str, out_stem: Path) -> list[Path]:
+    """Jaccard(words of bucket i, words improved by the run on bucket j)."""
+    size = max(3.5, 0.22 * max(values.shape) + 2.0)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    _heatmap(ax, values, title, "adapted on bucket j", "words of bucket i", "viridis", ".2f")
+    return save_figure(fig, out_stem)
+
+
+def improved_bars(counts: pd.DataFrame, title: str, out_stem: Path) -> list[Path]:
+    """Per bucket, improved predictions on words in the bucket versus not (stacked)."""
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.25 * len(counts) + 2.0), 3.4))
+    positions = range(len(counts))
+    ax.bar(positions, counts["in_bucket"], color="tab:orange", label="word occurs in the bucket")
+    ax.bar(positions, counts["not_in_bucket"], bottom=counts["in_bucket"], color="tab:blue",
+           label="word not in the bucket")
+    ax.set_xticks(list(positions), [str(b) for b in counts["bucket"]],
+                  fontsize=8, rotation=90 if len(counts) > 12 else 0)
+    ax.set_xlabel("bucket")
+    ax.set_ylabel("improved test words (occurrences)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    return save_figure(fig, out_stem)

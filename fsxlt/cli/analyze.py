@@ -114,3 +114,121 @@ def correlate_command(
                 gain_scatter(group, "overlap", "lexical overlap with English",
                              f"{task}: gain vs. lexical overlap", out / f"{task}-gain-overlap")
         typer.echo(f"wrote tables and plots to {out}")
+
+
+# --------------------------------------------------------------------------- predictions
+
+RunsArg = Annotated[Path, typer.Argument(help="RUNS_DIR holding the adapt records.")]
+TaskOpt = Annotated[str, typer.Option("--task", "-t", help="Task name.")]
+LangOpt = Annotated[str, typer.Option("--lang", help="Target language.")]
+KOpt = Annotated[int, typer.Option("--k", help="K of the adapt runs.")]
+MethodOpt = Annotated[str, typer.Option("--method", help="Arm directory (method).")]
+ZeroOpt = Annotated[Path | None, typer.Option(
+    "--zero-shot", help="Zero-shot predictions file (default: "
+    "RUNS/<task>/<lang>/k0/zero-shot-test.predictions.jsonl).")]
+BucketsOpt = Annotated[list[int] | None, typer.Option(
+    "--bucket", help="Only this bucket's run (repeatable; default: every saved run).")]
+
+
+def _run_bucket_words(runs: Path, task: str, lang: str, k: int, method: str,
+                      indices: list[int], store: Path | None) -> dict[int, set[str]]:
+    """Word types of the buckets behind the runs: from a bucket store, else the records."""
+    from fsxlt.analysis.gains import bucket_word_sets
+    from fsxlt.fileio import read_json
+    from fsxlt.sampling.store import bucket_dir, read_bucket, read_set
+
+    if store is not None:
+        _, buckets, _ = read_set(bucket_dir(store, task, lang, k))
+        by_index = {b.index: b.examples for b in buckets}
+        missing = [i for i in indices if i not in by_index]
+        if missing:
+            raise FsxltError(f"{bucket_dir(store, task, lang, k)}: no bucket(s) "
+                             f"{', '.join(map(str, missing))}")
+        return bucket_word_sets({i: by_index[i] for i in indices})
+    sentences = {}
+    for index in indices:
+        record = read_json(runs / task / lang / f"k{k}" / method / f"{index:02d}.json")
+        path = Path((record.get("bucket") or {}).get("path") or "")
+        if not path.is_file():
+            raise FsxltError(f"bucket file {path} of run {index:02d} not found; "
+                             "pass --buckets STORE_ROOT")
+        sentences[index] = read_bucket(path).examples
+    return bucket_word_sets(sentences)
+
+
+@analyze_app.command("gains")
+def gains_command(
+    runs: RunsArg, task: TaskOpt, lang: LangOpt, k: KOpt,
+    out: Annotated[Path, typer.Option(help="Write tables (CSV) and plots here.")],
+    method: MethodOpt = "full", zero_shot: ZeroOpt = None, bucket: BucketsOpt = None,
+    buckets: Annotated[Path | None, typer.Option(
+        help="Bucket store root (default: each run record's bucket path).")] = None,
+) -> None:
+    """Tagging: which test words adapting fixed, and whether they occur in the bucket.
+
+    Needs zero-shot predictions (fsxlt evaluate CKPT --save-predictions --out
+    RUNS/<task>/<lang>/k0/zero-shot-test.json) and adapt runs saved with
+    --save-predictions. Writes jaccard.csv, improved.csv, a heatmap of
+    Jaccard(words of bucket i, test words improved by the run on bucket j)
+    and stacked bars of improved words in / not in the bucket.
+
+    Example:
+
+      fsxlt analyze gains runs/ --task panx --lang de --k 1 --out analysis/gains
+    """
+    from fsxlt.analysis.gains import gains_analysis
+    from fsxlt.analysis.plots import improved_bars, jaccard_heatmap
+    from fsxlt.predictions import load_adapted, load_zero_shot
+
+    zero = load_zero_shot(runs, task, lang, zero_shot)
+    adapted = load_adapted(runs, task, lang, k, method, bucket)
+    words = _run_bucket_words(runs, task, lang, k, method, sorted(adapted), buckets)
+    result = gains_analysis(zero, adapted, words)
+    _write_table(result.counts, None, "improved")
+    stem = f"{task}-{lang}-k{k}-{method}"
+    atomic_write_text(out / "jaccard.csv", result.jaccard.to_csv())
+    atomic_write_text(out / "improved.csv", result.counts.to_csv(index=False))
+    jaccard_heatmap(result.jaccard, f"{task} {lang} K={k}: bucket words vs. improved words",
+                    out / f"{stem}-jaccard")
+    improved_bars(result.counts, f"{task} {lang} K={k}: improved test words per bucket",
+                  out / f"{stem}-improved")
+    typer.echo(f"wrote tables and plots to {out}")
+
+
+@analyze_app.command("confusion")
+def confusion_command(
+    runs: RunsArg, task: TaskOpt, lang: LangOpt, k: KOpt,
+    out: Annotated[Path, typer.Option(help="Write the matrices (CSV) and the heatmaps here.")],
+    method: MethodOpt = "full", zero_shot: ZeroOpt = None, bucket: BucketsOpt = None,
+    normalize: Annotated[bool, typer.Option(
+        help="Divide each row by its gold count (shares instead of counts).")] = False,
+) -> None:
+    """Confusion matrices of zero-shot and adapted test predictions, and their difference.
+
+    The adapted matrix is the mean over the selected runs (default: every
+    run of the K and method with saved predictions). Needs zero-shot
+    predictions (fsxlt evaluate CKPT --save-predictions --out
+    RUNS/<task>/<lang>/k0/zero-shot-test.json) and adapt runs saved with
+    --save-predictions.
+
+    Example:
+
+      fsxlt analyze confusion runs/ --task xnli --lang de --k 1 --out analysis/confusion
+    """
+    from fsxlt.analysis.confusion import confusion_analysis
+    from fsxlt.analysis.plots import confusion_heatmaps
+    from fsxlt.predictions import load_adapted, load_zero_shot
+
+    zero = load_zero_shot(runs, task, lang, zero_shot)
+    adapted = load_adapted(runs, task, lang, k, method, bucket)
+    result = confusion_analysis(zero, list(adapted.values()), normalize)
+    typer.echo(f"adapted minus zero-shot (mean over {result.n_runs} run(s); rows gold, "
+               "columns predicted):")
+    typer.echo(result.difference.to_string(float_format=lambda x: f"{x:.2f}"))
+    for name in ("zero_shot", "adapted", "difference"):
+        atomic_write_text(out / f"{name.replace('_', '-')}.csv", getattr(result, name).to_csv())
+    runs_text = f"bucket {sorted(adapted)[0]}" if len(adapted) == 1 else f"{len(adapted)} buckets"
+    confusion_heatmaps(result.zero_shot, result.adapted, result.difference,
+                       f"{task} {lang}: zero-shot vs. adapted K={k} ({method}, {runs_text})",
+                       out / f"{task}-{lang}-k{k}-{method}-confusion", normalize)
+    typer.echo(f"wrote matrices and heatmaps to {out}")

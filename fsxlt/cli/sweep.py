@@ -67,6 +67,11 @@ def sweep_cmd(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the runs that would run; run nothing.")
     ] = False,
+    save_predictions: Annotated[
+        bool, typer.Option("--save-predictions", help=(
+            "Also write every run's test predictions beside its record "
+            "(<index>.predictions.jsonl); finished runs without them run again."))
+    ] = False,
 ) -> None:
     """Run every adapt run of a sweep config; runs with a finished, matching record are skipped.
 
@@ -93,7 +98,7 @@ def sweep_cmd(
                  "patience": patience}
     cfg = load_config(config, overrides).restrict(tasks, langs, ks, methods)
     if dry_run:
-        status = sweep_status(cfg)
+        status = sweep_status(cfg, save_predictions)
         for run, why in status.pending:
             typer.echo(f"{run.id}\t{why}\t{run.record_path}")
         why = Counter(w for _, w in status.pending)
@@ -106,7 +111,7 @@ def sweep_cmd(
     gpu_ids = [d.strip() for d in devices.split(",") if d.strip()] if devices else None
     result = run_sweep(cfg, executor=executor, workers=workers, devices=gpu_ids, device=device,
                        threads=threads, address=address, gpus_per_task=gpus_per_task,
-                       cpus_per_task=cpus_per_task)
+                       cpus_per_task=cpus_per_task, save_predictions=save_predictions)
     lost = f", {result.not_run} not run (start the sweep again)" if result.not_run else ""
     typer.echo(f"{len(result.completed)} runs completed, {len(result.failed)} failed, "
                f"{len(result.status.done)} already done{lost}; records in {cfg.out}")

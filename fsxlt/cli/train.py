@@ -257,6 +257,14 @@ def adapt_cmd(
         int | None, typer.Option("--max-seq-length", help="Default: 128.")
     ] = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, ...")] = "auto",
+    save_predictions: Annotated[
+        bool,
+        typer.Option(
+            "--save-predictions",
+            help="Also write each run's per-example test predictions beside its record "
+            "(<index>.predictions.jsonl), for fsxlt analyze gains/confusion.",
+        ),
+    ] = False,
 ) -> None:
     """Adapt a model on a bucket (or every bucket of a set) and write one record per run.
 
@@ -290,6 +298,8 @@ def adapt_cmd(
     else:
         raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")
     test, test_src = (None, None)
+    if save_predictions and no_test:
+        raise FsxltError("--save-predictions saves test predictions; it cannot go with --no-test")
     if not no_test:
         if test_file is None and data_dir is None:
             raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
@@ -311,12 +321,17 @@ def adapt_cmd(
         buckets, desc=f"adapt {spec.name}/{lang} {method}", unit="bucket", disable=len(buckets) < 2
     ):
         record = engine.adapt(
-            item, method=method, lrs=lrs, seed=seed, max_epochs=max_epochs, patience=patience
+            item, method=method, lrs=lrs, seed=seed, max_epochs=max_epochs, patience=patience,
+            predictions=save_predictions,
         )
         record["bucket"]["path"] = (
             str(where / f"{item.index:02d}.json") if Path(bucket).is_dir() else str(bucket)
         )
         path = run_path(out, record)
+        if save_predictions:  # first, so a record on disk implies its predictions are there
+            from fsxlt.predictions import save_run_predictions
+
+            save_run_predictions(path, record, test, spec)
         atomic_write_json(path, record)
         test_part = (
             f", test {100 * record['test_score']:.2f}" if record["test_score"] is not None else ""
@@ -347,27 +362,41 @@ def evaluate_cmd(
         Path | None, typer.Option("--out", help="Also write the scores as JSON.")
     ] = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, ...")] = "auto",
+    save_predictions: Annotated[
+        bool,
+        typer.Option(
+            "--save-predictions",
+            help="Also write per-example predictions beside --out (X.json -> "
+            "X.predictions.jsonl). Zero-shot predictions for the analyses: "
+            "--out RUNS/<task>/<lang>/k0/zero-shot-test.json.",
+        ),
+    ] = False,
 ) -> None:
     """Score a checkpoint on one split of one language.
 
     Tagging tasks score every word: sentences longer than the maximum sequence
     length (128 wordpieces) are predicted in consecutive windows, not truncated.
 
-    Example:
+    Examples:
 
     \b
       fsxlt evaluate ckpt/panx-mbert --task panx --lang de --split test \\
           --data-dir data/panx
+      fsxlt evaluate ckpt/panx-mbert --task panx --lang de --data-dir data/panx \\
+          --save-predictions --out runs/panx/de/k0/zero-shot-test.json
     """
-    from fsxlt.evaluation import evaluate_checkpoint
+    from fsxlt.predictions import checkpoint_predictions, predictions_path, write_predictions
     from fsxlt.training.checkpoint import quiet_transformers
+    from fsxlt.training.loop import examples_digest
 
     spec = get_task(task)
     spec.check_language(lang)
+    if save_predictions and out is None:
+        raise FsxltError("--save-predictions writes beside --out FILE.json; pass --out")
     examples, source = _split(spec, lang, split, file, data_dir)
     examples = _limit(examples, limit)
     quiet_transformers()
-    scores = evaluate_checkpoint(checkpoint, spec, examples, device=device)
+    scores, predicted = checkpoint_predictions(checkpoint, spec, examples, device=device)
     result = {
         "checkpoint": checkpoint,
         "task": spec.name,
@@ -376,6 +405,10 @@ def evaluate_cmd(
         "data": source,
         "scores": scores,
     }
+    if save_predictions:
+        model_info = {"kind": "zero-shot", "checkpoint": checkpoint, "record": Path(out).name}
+        write_predictions(predictions_path(out), examples, predicted, task=spec, language=lang,
+                          split=split, model=model_info, data_sha256=examples_digest(examples))
     if out is not None:
         atomic_write_json(out, result)
     typer.echo(json.dumps(result, ensure_ascii=False, sort_keys=True))

@@ -71,12 +71,21 @@ class SweepResult:
         return len(self.status.pending) - len(self.outcomes)
 
 
-def sweep_status(config: SweepConfig) -> SweepStatus:
-    """Expand the config and sort its runs into done and pending (with the reason)."""
+def sweep_status(config: SweepConfig, save_predictions: bool = False) -> SweepStatus:
+    """Expand the config and sort its runs into done and pending (with the reason).
+
+    With ``save_predictions`` a done run without its predictions file is
+    pending again (``no-predictions``).
+    """
+    from fsxlt.predictions import predictions_path
+
     plan = expand(config)
     status = SweepStatus(plan)
     for run in plan.runs:
         state = record_state(run.record_path, run.config_hash)
+        if (state == "done" and save_predictions
+                and not predictions_path(run.record_path).is_file()):
+            state = "no-predictions"
         if state == "done":
             status.done.append(run)
         else:
@@ -102,7 +111,7 @@ def _default_threads(workers: int) -> int:
 
 
 def _local_worker(slot: int, tasks: Any, results: Any, device: str, gpu: str | None,
-                  threads: int) -> None:
+                  threads: int, save_predictions: bool = False) -> None:
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     orphaned = die_with_parent()
@@ -113,16 +122,18 @@ def _local_worker(slot: int, tasks: Any, results: Any, device: str, gpu: str | N
         group = tasks.get()
         if group is None or orphaned():
             break
-        run_group(group, device=device, on_result=results.put, should_stop=orphaned)
+        run_group(group, device=device, on_result=results.put, should_stop=orphaned,
+                  save_predictions=save_predictions)
     results.put(("exit", slot))
 
 
 def _run_local(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], *,
                workers: int, devices: Sequence[str] | None, device: str,
-               threads: int | None) -> None:
+               threads: int | None, save_predictions: bool = False) -> None:
     if workers <= 0:
         for group in groups:
-            run_group(group, device=device, on_result=on_result)
+            run_group(group, device=device, on_result=on_result,
+                      save_predictions=save_predictions)
         return
     import multiprocessing
 
@@ -138,7 +149,8 @@ def _run_local(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None]
     for slot in range(n):
         gpu = str(devices[slot % len(devices)]) if devices else None
         proc = ctx.Process(target=_local_worker, name=f"fsxlt-sweep-{slot}",
-                           args=(slot, tasks, results, device, gpu, threads), daemon=True)
+                           args=(slot, tasks, results, device, gpu, threads, save_predictions),
+                           daemon=True)
         saved = os.environ.get("CUDA_VISIBLE_DEVICES")
         if gpu is not None:  # the child starts with it set, before anything loads CUDA
             os.environ["CUDA_VISIBLE_DEVICES"] = gpu
@@ -173,16 +185,17 @@ def _run_local(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None]
 
 # --------------------------------------------------------------------------- ray
 
-def _ray_group(group: list[RunSpec], device: str, threads: int) -> list[Outcome]:
+def _ray_group(group: list[RunSpec], device: str, threads: int,
+               save_predictions: bool = False) -> list[Outcome]:
     import torch
 
     torch.set_num_threads(max(1, threads))
-    return run_group(group, device=device)
+    return run_group(group, device=device, save_predictions=save_predictions)
 
 
 def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], *,
              address: str | None, gpus_per_task: float, cpus_per_task: float,
-             device: str) -> None:
+             device: str, save_predictions: bool = False) -> None:
     try:
         import ray
     except ImportError:
@@ -195,8 +208,8 @@ def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], 
         remote = ray.remote(num_gpus=gpus_per_task, num_cpus=cpus_per_task)(_ray_group)
         if device == "auto":
             device = "cuda" if gpus_per_task > 0 else "cpu"
-        pending = {remote.remote(group, device, max(1, int(cpus_per_task))): group
-                   for group in groups}
+        pending = {remote.remote(group, device, max(1, int(cpus_per_task)), save_predictions):
+                   group for group in groups}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             group = pending.pop(ready[0])
@@ -218,17 +231,19 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
               devices: Sequence[str] | None = None, device: str = "auto",
               threads: int | None = None, address: str | None = None,
               gpus_per_task: float = 0.0, cpus_per_task: float = 1.0,
-              progress: bool | None = None) -> SweepResult:
+              progress: bool | None = None, save_predictions: bool = False) -> SweepResult:
     """Run every pending run of ``config``; return what happened.
 
     ``progress``: a bar on stderr with done / failed / remaining and an ETA
-    (``None``: only when stderr is a terminal).
+    (``None``: only when stderr is a terminal). ``save_predictions``: write
+    every run's test predictions beside its record; finished runs that lack
+    them run again.
     """
     if executor not in EXECUTORS:
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
     if gpus_per_task < 0 or cpus_per_task <= 0:
         raise FsxltError("--gpus-per-task must be >= 0 and --cpus-per-task > 0")
-    status = sweep_status(config)
+    status = sweep_status(config, save_predictions)
     write_zero_shot(status.plan)
     result = SweepResult(status)
     groups = status.groups()
@@ -253,10 +268,11 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     try:
         if executor == "local":
             _run_local(groups, on_result, workers=workers, devices=devices, device=device,
-                       threads=threads)
+                       threads=threads, save_predictions=save_predictions)
         else:
             _run_ray(groups, on_result, address=address, gpus_per_task=gpus_per_task,
-                     cpus_per_task=cpus_per_task, device=device)
+                     cpus_per_task=cpus_per_task, device=device,
+                     save_predictions=save_predictions)
     finally:
         bar.close()
     return result

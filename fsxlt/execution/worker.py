@@ -62,26 +62,36 @@ def _read_examples(path: str, task: Any) -> list:
     return read_examples(path, task)
 
 
-def _adapt_one(engine: Any, run: RunSpec) -> Outcome:
+def _adapt_one(engine: Any, run: RunSpec, test: list | None = None) -> Outcome:
+    """Adapt one run and write its record (with ``test``: its predictions first)."""
     from fsxlt.errors import FsxltError
+    from fsxlt.predictions import save_run_predictions
     from fsxlt.sampling.store import read_bucket
 
     bucket = read_bucket(run.bucket_path)
     if bucket.sha256 != run.bucket_sha256:
         raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
     record = engine.adapt(bucket, method=run.method, lrs=list(run.lrs), seed=run.seed,
-                          max_epochs=run.max_epochs, patience=run.patience)
+                          max_epochs=run.max_epochs, patience=run.patience,
+                          predictions=test is not None)
     record["bucket"]["path"] = run.bucket_path
     record["status"] = "ok"
     record["sweep"] = {"config_hash": run.config_hash, "arm": run.arm}
+    if test is not None:
+        save_run_predictions(run.record_path, record, test, engine.task)
     atomic_write_json(run.record_path, record)
     return Outcome(run.id, True)
 
 
 def run_group(runs: Sequence[RunSpec], device: str = "auto",
               on_result: Callable[[Outcome], None] | None = None,
-              should_stop: Callable[[], bool] | None = None) -> list[Outcome]:
-    """Run ``runs`` (one group: same task, language and start) and write their records."""
+              should_stop: Callable[[], bool] | None = None,
+              save_predictions: bool = False) -> list[Outcome]:
+    """Run ``runs`` (one group: same task, language and start) and write their records.
+
+    ``save_predictions``: also write each run's test predictions beside its
+    record (``fsxlt.predictions``), before the record itself.
+    """
     from fsxlt.tasks import get_task
     from fsxlt.training import AdaptEngine, load_start
     from fsxlt.training.checkpoint import quiet_transformers
@@ -130,7 +140,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
             if should_stop is not None and should_stop():
                 return outcomes
             try:
-                report(_adapt_one(engine, run))
+                report(_adapt_one(engine, run, test if save_predictions else None))
             except Exception as err:
                 report(write_error(run, err, "adapt"))
     return outcomes
