@@ -105,3 +105,25 @@ def improved_bars(counts: pd.DataFrame, title: str, out_stem: Path) -> list[Path
     ax.legend(fontsize=8, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return save_figure(fig, out_stem)
+
+
+def selection_bars(runs: pd.DataFrame, title: str, out_stem: Path) -> list[Path]:
+    """Per language: English-dev-selected vs. oracle zero-shot (mean over runs, min-max bars)."""
+    stats = runs.groupby("language", sort=True)[["english_dev_selected", "oracle"]]
+    mean, low, high = stats.mean(), stats.min(), stats.max()
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(mean) + 2.0), 3.4))
+    width = 0.38
+    for offset, column, label, color in ((-width / 2, "english_dev_selected",
+                                          "selected by English dev", "tab:blue"),
+                                         (width / 2, "oracle", "selected by target dev (oracle)",
+                                          "tab:orange")):
+        x = [i + offset for i in range(len(mean))]
+        errors = [mean[column] - low[column], high[column] - mean[column]]
+        ax.bar(x, mean[column], width, yerr=errors, capsize=3, color=color, label=label)
+    ax.set_xticks(range(len(mean)), list(mean.index))
+    ax.set_xlabel("target language")
+    ax.set_ylabel("zero-shot test score (points)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.grid(axis="y", alpha=0.3)
+    return save_figure(fig, out_stem)

@@ -232,3 +232,39 @@ def confusion_command(
                        f"{task} {lang}: zero-shot vs. adapted K={k} ({method}, {runs_text})",
                        out / f"{task}-{lang}-k{k}-{method}-confusion", normalize)
     typer.echo(f"wrote matrices and heatmaps to {out}")
+
+
+@analyze_app.command("selection")
+def selection_command(
+    checkpoints: Annotated[list[Path], typer.Argument(
+        help="Source-trained checkpoint dirs (one per seed) or their fsxlt_checkpoint.json.")],
+    langs: Annotated[list[str] | None, typer.Option(
+        "--lang", help="Target language (repeatable; default: every one scored).")] = None,
+    min_test_diff: Annotated[float, typer.Option(
+        help="Pairs count for agreement when test scores differ by at least this (points).")
+    ] = 0.5,
+    out: Annotated[Path | None, typer.Option(help="Write tables (CSV) and a plot here.")] = None,
+) -> None:
+    """English-dev vs. oracle model selection, directional agreement and seed variation.
+
+    Needs checkpoints from fsxlt source-train --target LANG --checkpoint-test-scores
+    (every checkpoint scored on the target test sets); give several checkpoint
+    dirs (different --seed) for the min / max / spread of zero-shot scores.
+
+    Example:
+
+      fsxlt analyze selection ckpt/xnli-s1 ckpt/xnli-s2 ckpt/xnli-s3 --out analysis/selection
+    """
+    from fsxlt.analysis.plots import selection_bars
+    from fsxlt.analysis.selection import load_source_record, selection_tables
+
+    records = [load_source_record(path) for path in checkpoints]
+    runs, seeds = selection_tables(records, langs, min_test_diff / 100)
+    _write_table(runs, out, "selection")
+    typer.echo("")
+    _write_table(seeds, out, "seed-variation")
+    if out is not None:
+        task = records[0].get("task", "task")
+        selection_bars(runs, f"{task}: zero-shot by selection protocol ({len(records)} run(s))",
+                       out / f"{task}-selection")
+        typer.echo(f"wrote tables and a plot to {out}")
