@@ -127,3 +127,24 @@ def selection_bars(runs: pd.DataFrame, title: str, out_stem: Path) -> list[Path]
     ax.legend(fontsize=8, frameon=False, loc="lower right")
     ax.grid(axis="y", alpha=0.3)
     return save_figure(fig, out_stem)
+
+
+def seeds_buckets_boxes(runs: pd.DataFrame, title: str, out_stem: Path) -> list[Path]:
+    """Dev and test score distributions over buckets (fixed seed) and over seeds (fixed bucket)."""
+    columns = [c for c in ("dev_score", "test_score") if runs[c].notna().any()]
+    fig, axes = plt.subplots(1, len(columns), figsize=(3.6 * len(columns), 3.4), squeeze=False)
+    labels = {"buckets": "buckets\n(fixed seed)", "seeds": "seeds\n(fixed bucket)"}
+    for ax, column in zip(axes[0], columns, strict=True):
+        arms = [arm for arm in ("buckets", "seeds") if (runs["arm"] == arm).any()]
+        values = [runs.loc[runs["arm"] == arm, column].astype(float) for arm in arms]
+        ax.boxplot(values, widths=0.5, showfliers=False)
+        for position, series in enumerate(values, start=1):
+            jitter = [position + 0.08 * ((i % 5) - 2) for i in range(len(series))]
+            ax.scatter(jitter, series, s=10, color="tab:blue", alpha=0.7, zorder=3)
+        ax.set_xticks(range(1, len(arms) + 1), [labels[a] for a in arms])
+        ax.set_ylabel(f"{column.removesuffix('_score')} score (points)")
+        ax.set_xlabel("what varies")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, out_stem)

@@ -268,3 +268,88 @@ def selection_command(
         selection_bars(runs, f"{task}: zero-shot by selection protocol ({len(records)} run(s))",
                        out / f"{task}-selection")
         typer.echo(f"wrote tables and a plot to {out}")
+
+
+@analyze_app.command("seeds-vs-buckets")
+def seeds_vs_buckets_command(
+    task: TaskOpt, lang: LangOpt,
+    buckets: Annotated[Path, typer.Option(
+        "--buckets", help="The bucket set directory (e.g. buckets/xnli/de/k1).")],
+    start: Annotated[str, typer.Option("--from", help="Source-trained checkpoint dir.")],
+    out: Annotated[Path, typer.Option(help="Write runs.csv, spread.csv and the plot here.")],
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Directory with the task's {split}-{lang} files (dev, test).")] = None,
+    dev: Annotated[Path | None, typer.Option(
+        help="Target dev file (default: the set's dev-remaining.jsonl, else --data-dir).")
+    ] = None,
+    test: Annotated[Path | None, typer.Option(
+        help="Target test file (default: --data-dir; none: dev scores only).")] = None,
+    n_buckets: Annotated[int, typer.Option(help="Buckets 0..N-1 (fixed seed).")] = 40,
+    n_seeds: Annotated[int, typer.Option(help="Seeds SEED..SEED+N-1 (fixed bucket).")] = 40,
+    seed: Annotated[int | None, typer.Option(help="The fixed seed (default: task's).")] = None,
+    bucket: Annotated[int, typer.Option(help="The fixed bucket's index.")] = 0,
+    method: Annotated[str, typer.Option(help="Adapting method.")] = "full",
+    lrs: Annotated[list[float] | None, typer.Option(
+        "--lr", help="Learning rate (repeatable; default: the task's grid).")] = None,
+    max_epochs: Annotated[int | None, typer.Option(help="Default: 50.")] = None,
+    patience: Annotated[int | None, typer.Option(help="Default: 10.")] = None,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, ...")] = "auto",
+) -> None:
+    """METHOD.md §4 ablation: scores over buckets (fixed seed) vs. over seeds (fixed bucket).
+
+    Runs n-buckets + n-seeds - 1 adaptations (40 + 40 - 1 by default; reduce
+    --n-buckets/--n-seeds, --lr and --max-epochs for a quick look) and prints
+    the max - min spread of each arm's dev and test scores.
+
+    Example:
+
+      fsxlt analyze seeds-vs-buckets --task xnli --lang de --buckets buckets/xnli/de/k1 \\
+          --from ckpt/xnli-mbert --data-dir data/xnli --out analysis/seeds
+    """
+    from fsxlt.analysis.plots import seeds_buckets_boxes
+    from fsxlt.analysis.seeds import ablation_plan, seeds_vs_buckets, spread_table
+    from fsxlt.cli.train import _buckets, _split
+    from fsxlt.fileio import atomic_write_json
+    from fsxlt.methods import method_spec
+    from fsxlt.training import AdaptEngine
+    from fsxlt.training.checkpoint import quiet_transformers
+
+    spec = get_task(task)
+    spec.check_language(lang)
+    method_spec(method, spec.kind)
+    if not buckets.is_dir():
+        raise FsxltError(f"{buckets}: not a bucket set directory (fsxlt sample writes them)")
+    items, remaining, where = _buckets(buckets)
+    fixed_seed = spec.training.seed if seed is None else seed
+    ablation_plan([b.index for b in items], n_buckets=n_buckets, n_seeds=n_seeds,
+                  fixed_seed=fixed_seed, fixed_bucket=bucket)  # fail before loading a model
+    if dev is None and remaining is not None:
+        dev_examples, dev_src = remaining, str(where / "dev-remaining.jsonl")
+    else:
+        dev_examples, dev_src = _split(spec, lang, "dev", dev, data_dir)
+    test_examples, test_src = (None, None)
+    if test is not None or data_dir is not None:
+        test_examples, test_src = _split(spec, lang, "test", test, data_dir)
+    quiet_transformers()
+    engine = AdaptEngine.from_start(spec, lang, start, dev=dev_examples, test=test_examples,
+                                    seed=fixed_seed, dev_source=dev_src, test_source=test_src,
+                                    device=device)
+    runs = seeds_vs_buckets(
+        engine, items, n_buckets=n_buckets, n_seeds=n_seeds, fixed_seed=fixed_seed,
+        fixed_bucket=bucket, method=method, lrs=lrs, max_epochs=max_epochs, patience=patience,
+        on_run=lambda r: typer.echo(f"{r['arm']}: bucket {r['bucket']} seed {r['seed']} "
+                                    f"dev {r['dev_score']:.2f}", err=True))
+    spread = spread_table(runs)
+    _write_table(spread, out, "spread")
+    atomic_write_text(out / "runs.csv", runs.to_csv(index=False))
+    atomic_write_json(out / "ablation.json", {
+        "task": spec.name, "language": lang, "buckets": str(buckets), "start": start,
+        "start_id": engine.start.info["id"], "method": method, "lrs": lrs,
+        "fixed_seed": fixed_seed, "fixed_bucket": bucket, "n_buckets": n_buckets,
+        "n_seeds": n_seeds, "max_epochs": max_epochs, "patience": patience,
+        "dev": dev_src, "test": test_src})
+    k = items[0].k
+    seeds_buckets_boxes(runs, f"{spec.name} {lang} K={k}: {n_buckets} buckets vs. "
+                        f"{n_seeds} seeds ({method})",
+                        out / f"{spec.name}-{lang}-k{k}-seeds-vs-buckets")
+    typer.echo(f"wrote runs, spreads and the plot to {out}")
