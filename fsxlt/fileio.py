@@ -123,3 +123,19 @@ def read_json(path: str | Path) -> Any:
         raise DataFormatError(path, f"invalid JSON: {err.msg}", err.lineno) from None
     except UnicodeDecodeError:
         raise DataFormatError(path, "not valid UTF-8 text") from None
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """Parse YAML text; a syntax error becomes a one-line error naming ``where`` and the line."""
+    import yaml
+
+    from fsxlt.errors import FsxltError
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or err.__class__.__name__
+        raise FsxltError(f"{where}{line}: invalid YAML ({problem})") from None
+

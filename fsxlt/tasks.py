@@ -22,6 +22,7 @@ from typing import Any, Literal
 import yaml
 
 from fsxlt.errors import FsxltError
+from fsxlt.fileio import parse_yaml
 
 TaskKind = Literal["classification", "tagging"]
 InputKind = Literal["single", "pair", "tokens"]
@@ -214,10 +215,7 @@ def get_task(name_or_path: str | TaskSpec) -> TaskSpec:
         return tasks[name_or_path]
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") and path.is_file():
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as err:
-            raise FsxltError(f"{path}: invalid YAML ({err.__class__.__name__})") from None
+        raw = parse_yaml(path.read_text(encoding="utf-8"), str(path))
         return parse_task(raw, where=str(path))
     raise FsxltError(f"unknown task {name_or_path!r}; valid: {', '.join(sorted(tasks))}")
 

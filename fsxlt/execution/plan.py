@@ -47,10 +47,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import sha256_file, sha256_text
+from fsxlt.fileio import parse_yaml, sha256_file, sha256_text
 from fsxlt.tasks import TaskSpec, get_task
 
 RUN_FORMAT = "fsxlt-adapt-run/1"  # the engine's record format (fsxlt.training.adapt)
@@ -221,10 +219,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Sw
     path = Path(path)
     if not path.is_file():
         raise FsxltError(f"{path}: sweep config not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise FsxltError(f"{path}: invalid YAML ({err.__class__.__name__})") from None
+    raw = parse_yaml(path.read_text(encoding="utf-8"), str(path))
     return parse_config(raw, str(path), overrides)
 
 
