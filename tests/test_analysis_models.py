@@ -116,3 +116,82 @@ def test_seeds_vs_buckets_cli(xnli_study, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "holds 3 buckets, the ablation asks for 9" in err and len(err.splitlines()) == 1
     assert not bad.exists()
+
+
+# --------------------------------------------------------------------------- attention
+
+def test_attention_shift_and_top_tokens_by_hand():
+    from fsxlt.analysis.attention import attention_shift, top_shifts
+
+    before = [(["[CLS]", "not", "[SEP]"], [0.5, 0.2, 0.3]),
+              (["[CLS]", "happy", "[SEP]"], [0.6, 0.1, 0.3]),
+              (["[CLS]", "not", "[SEP]"], [0.4, 0.4, 0.2])]
+    after = [(["[CLS]", "not", "[SEP]"], [0.3, 0.5, 0.2]),
+             (["[CLS]", "happy", "[SEP]"], [0.1, 0.1, 0.8]),   # unchanged example: ignored
+             (["[CLS]", "not", "[SEP]"], [0.4, 0.5, 0.1])]
+    table = attention_shift(before, after, [True, False, True]).set_index("token")
+    assert table.loc["not", "mean_shift"] == pytest.approx((0.3 + 0.1) / 2)
+    assert table.loc["[SEP]", "mean_shift"] == pytest.approx((-0.1 - 0.1) / 2)
+    assert table.loc["[CLS]", "mean_shift"] == pytest.approx(-0.1)
+    assert table.loc["not", "occurrences"] == 2 and "happy" not in table.index
+    top = top_shifts(table.reset_index(), top=1)
+    assert list(top["token"]) == ["not", "[CLS]"]  # -0.1 vs. -0.1: ties by token name
+    assert list(top["direction"]) == ["gained attention", "lost attention"]
+
+
+def test_cls_attention_sums_to_one_and_ignores_padding(xnli_study):
+    from fsxlt.analysis.attention import cls_attention
+    from fsxlt.modeling import Featurizer
+    from fsxlt.tasks import get_task
+    from fsxlt.training import load_start
+
+    start = load_start(xnli_study["ckpt"], "xnli")
+    featurizer = Featurizer(start.tokenizer, get_task("xnli"))
+    examples = nli_data(5, seed=11)
+    batched = cls_attention(start.model, featurizer, examples, batch_size=5)
+    for example, (tokens, weights) in zip(examples, batched, strict=True):
+        assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+        assert sum(weights) == pytest.approx(1.0, abs=1e-5)
+        alone = cls_attention(start.model, featurizer, [example])[0]
+        assert alone[0] == tokens and alone[1] == pytest.approx(weights, abs=1e-5)
+    assert start.model.encoder.config._attn_implementation != "eager"  # switched back
+
+
+@pytest.fixture(scope="module")
+def adapt_record(xnli_study, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    assert run_app(["adapt", "--task", "xnli", "--lang", "de", "--bucket",
+                    str(xnli_study["buckets"] / "00.json"), "--from", str(xnli_study["ckpt"]),
+                    "--test", str(xnli_study["test"]), "--out", str(runs), "--lr", "3e-2",
+                    "--lr", "1e-2", "--max-epochs", "4", "--patience", "2",
+                    "--device", "cpu"]) == 0
+    return runs / "xnli" / "de" / "k1" / "full" / "00.json"
+
+
+def test_attention_cli_reproduces_the_run(adapt_record, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = run_app(["analyze", "attention", str(adapt_record), "--out", str(out),
+                    "--min-occurrences", "1", "--top", "5"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    changed = int(captured.out.split(" of ")[0])
+    assert changed > 0
+    table = (out / "attention-top.csv").read_text().splitlines()
+    assert table[0] == "token,occurrences,mean_shift,direction" and len(table) > 1
+    assert {p.name for p in out.iterdir()} >= {"attention-shift.csv", "attention-top.csv",
+                                               "xnli-de-k1-full-00-attention.png",
+                                               "xnli-de-k1-full-00-attention.pdf"}
+
+
+def test_attention_refuses_a_run_it_cannot_reproduce(adapt_record, tmp_path, capsys):
+    import json
+
+    record = json.loads(adapt_record.read_text())
+    record["dev_score"] += 0.01
+    tampered = tmp_path / "00.json"
+    tampered.write_text(json.dumps(record))
+    out = tmp_path / "out"
+    assert run_app(["analyze", "attention", str(tampered), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "could not reproduce the run" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

@@ -148,3 +148,20 @@ def seeds_buckets_boxes(runs: pd.DataFrame, title: str, out_stem: Path) -> list[
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return save_figure(fig, out_stem)
+
+
+def attention_bars(top: pd.DataFrame, title: str, out_stem: Path) -> list[Path]:
+    """Horizontal bars: tokens with the largest gain and loss of [CLS] attention."""
+    ordered = top.sort_values("mean_shift")
+    fig, ax = plt.subplots(figsize=(5.0, max(2.5, 0.24 * len(ordered) + 1.2)))
+    colors = ["tab:red" if v < 0 else "tab:green" for v in ordered["mean_shift"]]
+    ax.barh(range(len(ordered)), ordered["mean_shift"], color=colors)
+    ax.set_yticks(range(len(ordered)),
+                  [f"{t} (n={n})" for t, n in zip(ordered["token"], ordered["occurrences"],
+                                                  strict=True)], fontsize=8)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("mean shift of top-layer [CLS] attention (adapted − zero-shot)")
+    ax.set_ylabel("wordpiece")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return save_figure(fig, out_stem)

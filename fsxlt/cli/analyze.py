@@ -353,3 +353,48 @@ def seeds_vs_buckets_command(
                         f"{n_seeds} seeds ({method})",
                         out / f"{spec.name}-{lang}-k{k}-seeds-vs-buckets")
     typer.echo(f"wrote runs, spreads and the plot to {out}")
+
+
+@analyze_app.command("attention")
+def attention_command(
+    record: Annotated[Path, typer.Argument(help="An adapt run record (RUNS/.../<index>.json).")],
+    out: Annotated[Path, typer.Option(help="Write attention-shift.csv and the plot here.")],
+    start: Annotated[str | None, typer.Option(
+        "--from", help="Starting checkpoint (default: the path in the record).")] = None,
+    dev: Annotated[Path | None, typer.Option(
+        help="Target dev file (default: the record's; checked by hash).")] = None,
+    test: Annotated[Path | None, typer.Option(
+        help="Target test file (default: the record's; checked by hash).")] = None,
+    top: Annotated[int, typer.Option(help="Tokens listed per direction.")] = 15,
+    min_occurrences: Annotated[int, typer.Option(
+        help="Only tokens seen at least this often in changed examples.")] = 2,
+    device: Annotated[str, typer.Option(help="cpu (exact reruns) or cuda.")] = "cpu",
+) -> None:
+    """Classification: shift of top-layer [CLS] attention on examples whose prediction changed.
+
+    Re-runs the adapt run from its record (same start, bucket, method, seed and
+    the winning learning rate; checked against the recorded dev score), then
+    compares the zero-shot and adapted models' [CLS] attention (mean over heads)
+    per wordpiece. Needs a record from fsxlt adapt or fsxlt sweep whose start,
+    bucket, dev and test files are still where the record says (or pass them).
+
+    Example:
+
+      fsxlt analyze attention runs/xnli/de/k1/full/00.json --out analysis/attention
+    """
+    from fsxlt.analysis.attention import attention_analysis, top_shifts
+    from fsxlt.analysis.plots import attention_bars
+
+    result = attention_analysis(record, start=start, dev=dev, test=test, device=device)
+    typer.echo(f"{result.changed} of {result.total} test predictions changed")
+    if not result.changed:
+        raise FsxltError("no test prediction changed after adapting: no attention shift "
+                         "to analyse")
+    table = top_shifts(result.tokens, top, min_occurrences)
+    _write_table(table, None, "attention-shift")
+    atomic_write_text(out / "attention-shift.csv", result.tokens.to_csv(index=False))
+    atomic_write_text(out / "attention-top.csv", table.to_csv(index=False))
+    if not table.empty:
+        attention_bars(table, f"[CLS] attention shift, {result.changed} changed predictions",
+                       out / f"{result.run}-attention")
+    typer.echo(f"wrote tables and plot to {out}")
