@@ -239,3 +239,30 @@ def test_evaluate_save_predictions_needs_out(panx_study, capsys):
     assert run_app(["evaluate", str(panx_study["ckpt"]), "--task", "panx", "--lang", "de",
                     "--data-dir", str(panx_study["data"]), "--save-predictions"]) == 2
     assert "pass --out" in capsys.readouterr().err
+
+
+def test_sweep_save_predictions_reruns_runs_without_them(tmp_path, capsys):
+    from fsxlt.training import strip_timings
+    from tests.sweep_fixtures import N_BUCKETS, build_study, sweep_config, write_config
+
+    study = build_study(tmp_path / "study")
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml",
+                          sweep_config(study, runs, max_epochs=2, patience=1))
+    only = ["--lang", "de", "--k", "1", "--workers", "0"]
+    assert run_app(["sweep", str(config), *only]) == 0
+    arm = runs / "xnli" / "de" / "k1" / "full"
+    first = {p.name: json.loads(p.read_text()) for p in sorted(arm.glob("*.json"))}
+    assert len(first) == N_BUCKETS and not list(arm.glob("*.predictions.jsonl"))
+    capsys.readouterr()
+    assert run_app(["sweep", str(config), *only, "--save-predictions", "--dry-run"]) == 0
+    pending = capsys.readouterr().out.strip().splitlines()
+    assert len(pending) == N_BUCKETS and all("\tno-predictions\t" in p for p in pending)
+    assert run_app(["sweep", str(config), *only, "--save-predictions"]) == 0
+    for name, record in first.items():
+        again = json.loads((arm / name).read_text())
+        assert strip_timings(again) == strip_timings(record)
+        saved = read_predictions(predictions_path(arm / name))
+        accuracy = np.mean([r["gold"] == r["predicted"] for r in saved.rows])
+        assert accuracy == pytest.approx(record["test_score"])
+        assert saved.header["model"]["bucket"] == record["bucket"]["index"]
