@@ -102,7 +102,8 @@ def improved_bars(counts: pd.DataFrame, title: str, out_stem: Path) -> list[Path
     ax.set_xlabel("bucket")
     ax.set_ylabel("improved test words (occurrences)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+              ncol=2)
     ax.grid(axis="y", alpha=0.3)
     return save_figure(fig, out_stem)
 
@@ -124,7 +125,8 @@ def selection_bars(runs: pd.DataFrame, title: str, out_stem: Path) -> list[Path]
     ax.set_xlabel("target language")
     ax.set_ylabel("zero-shot test score (points)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+              ncol=2)
     ax.grid(axis="y", alpha=0.3)
     return save_figure(fig, out_stem)
 
