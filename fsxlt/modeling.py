@@ -204,13 +204,30 @@ class FsxltModel(nn.Module):
         flat = hidden.reshape(-1, hidden.shape[-1])
         return flat.index_select(0, batch["word_index"])
 
+    def pool(self, features: torch.Tensor) -> torch.Tensor:
+        """The pooler on [CLS] states (classification); tagging features pass unchanged."""
+        return self.pooler(features) if self.pooler is not None else features
+
+    def classify(self, pooled: torch.Tensor) -> torch.Tensor:
+        """Pooled features -> logits: dropout, classifier."""
+        return self.classifier(self.dropout(pooled))
+
     def head(self, features: torch.Tensor) -> torch.Tensor:
         """Features -> logits: (pooler,) dropout, classifier."""
-        if self.pooler is not None:
-            features = self.pooler(features)
-        return self.classifier(self.dropout(features))
+        return self.classify(self.pool(features))
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Logits for an input batch, or for a batch of cached features.
+
+        A batch normally holds ``input_ids`` etc. A batch built by
+        :mod:`fsxlt.training.features` holds ``features`` (what :meth:`encode`
+        returned) or ``pooled`` (what :meth:`pool` returned) instead, and
+        only the parts after that point run.
+        """
+        if "pooled" in batch:
+            return self.classify(batch["pooled"])
+        if "features" in batch:
+            return self.head(batch["features"])
         return self.head(self.encode(batch))
 
     # ----------------------------------------------------------------- state

@@ -9,7 +9,11 @@ learning-rate grids and seeds::
 
 It tokenizes the dev and test sets once (length-sorted, padded per batch and
 moved to the device), keeps the starting weights in memory and restores them
-before every run, so the per-bucket loop does no disk I/O at all.
+before every run, so the per-bucket loop does no disk I/O at all. For the
+head-only methods (fc, fc-pooler, cos-pooler, fc-reset-pooler) the frozen
+encoder's outputs on the dev and test sets are computed once and reused by
+every run of the engine (:mod:`fsxlt.training.features`), so such a run only
+trains and evaluates the head; ``feature_cache=False`` turns that off.
 
 One run (one learning rate): restore the start, set up the method's head and
 trainable parameters, seed everything with the run's seed, then for at most
@@ -40,6 +44,7 @@ from fsxlt.modeling import Featurizer, collate, method_spec, prepare_method
 from fsxlt.sampling.store import Bucket
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
+from fsxlt.training.features import FeatureCache
 from fsxlt.training.loop import (
     config_hash,
     data_info,
@@ -63,7 +68,8 @@ class AdaptEngine:
                  dev: Sequence[Example], test: Sequence[Example] | None = None,
                  dev_source: str | None = None, test_source: str | None = None,
                  device: str | torch.device | None = None, max_seq_length: int | None = None,
-                 amp: bool = True, micro_batch: int = 64, eval_max_tokens: int | None = None):
+                 amp: bool = True, micro_batch: int = 64, eval_max_tokens: int | None = None,
+                 feature_cache: bool = True):
         self.task = get_task(task)
         self.language = language
         self.device = resolve_device(device)
@@ -82,6 +88,9 @@ class AdaptEngine:
         self.dev_info = data_info(dev, dev_source)
         self.test_info = data_info(test, test_source)
         self.start_state = snapshot(self.model)
+        self.features = FeatureCache(self.model, self.device, amp=amp, enabled=feature_cache)
+        self.features.register("dev", self.dev)
+        self.features.register("test", self.test)
 
     @classmethod
     def from_start(cls, task: str | TaskSpec, language: str, start: str, *,
@@ -112,12 +121,14 @@ class AdaptEngine:
                 model.reset_pooler(seed)
         trainable = prepare_method(model, method, seed)
         model.to(self.device)
+        self.features.activate(self.features.point_for(method))  # dev/test serve features
         return trainable
 
     def _run(self, batches: list[dict[str, torch.Tensor]], method: str, lr: float, seed: int,
              max_epochs: int, patience: int) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         began = time.perf_counter()
         trainable = self._reset(method, seed)
+        batches = self.features.bucket_batches(batches, self.features.active)
         seed_all(seed)
         optimizer = make_optimizer(self.model, lr)
         epochs: list[dict[str, Any]] = []
