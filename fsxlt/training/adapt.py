@@ -187,9 +187,11 @@ class AdaptEngine:
         if chosen[1] != len(lrs) - 1:
             restore(self.model, chosen[2])  # same method, so the same parameter names
         test, predicted = None, None
-        if self.test:
+        if self.test and predictions:  # the same as score(), keeping the labels
             predicted = predict_labels(self.model, self.test, task.labels, amp=self.amp)
             test = compute_scores(task, self.test.encoded.gold, predicted)
+        elif self.test:
+            test = score(self.model, self.test, task, amp=self.amp)
         config = {
             "task": task.name, "labels": list(task.labels), "metric": task.metric,
             "language": self.language, "method": method, "lrs": lrs, "seed": seed,
