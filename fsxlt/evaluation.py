@@ -49,19 +49,42 @@ def accuracy(gold: Sequence[str], predicted: Sequence[str]) -> float:
     return float(accuracy_score(list(gold), list(predicted))) if gold else 0.0
 
 
-def seqeval_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]],
-                   ) -> dict[str, float]:
-    """Entity-level precision, recall and F1 (seqeval, default conlleval mode)."""
+def entity_set(tags: Sequence[Sequence[str]]) -> frozenset[tuple[str, int, int]]:
+    """seqeval's chunks (default conlleval mode) of a list of tag sequences, as a set.
+
+    Sentences are joined with an ``O`` between them, as seqeval does, so
+    ``(type, start, end)`` are offsets into that joined sequence.
+    """
     import warnings
 
-    from seqeval.metrics import f1_score, precision_score, recall_score
+    from seqeval.metrics.sequence_labeling import get_entities
 
-    gold, predicted = [list(s) for s in gold], [list(s) for s in predicted]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # UndefinedMetricWarning, tags without B-/I-
-        return {"precision": float(precision_score(gold, predicted, zero_division=0)),
-                "recall": float(recall_score(gold, predicted, zero_division=0)),
-                "f1": float(f1_score(gold, predicted, zero_division=0))}
+        warnings.simplefilter("ignore")  # tags without B-/I- (POS) warn
+        return frozenset(get_entities([list(s) for s in tags]))
+
+
+def seqeval_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], *,
+                   gold_entities: frozenset[tuple[str, int, int]] | None = None,
+                   ) -> dict[str, float]:
+    """Entity-level micro precision, recall and F1 (seqeval, default conlleval mode).
+
+    The same numbers as seqeval's ``precision_score``/``recall_score``/
+    ``f1_score`` with ``zero_division=0`` (same chunks, same float
+    operations), from one chunk extraction instead of three. Pass
+    ``gold_entities`` (:func:`entity_set` of ``gold``) to skip the gold side:
+    the dev set is scored after every epoch and its gold tags never change.
+    """
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
+    true = entity_set(gold) if gold_entities is None else gold_entities
+    pred = entity_set(predicted)
+    hits = len(true & pred)
+    precision = hits / len(pred) if pred else 0.0
+    recall = hits / len(true) if true else 0.0
+    denominator = precision + recall if precision + recall != 0.0 else 1.0
+    return {"precision": precision, "recall": recall,
+            "f1": 2.0 * precision * recall / denominator}
 
 
 def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
@@ -71,15 +94,19 @@ def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[s
     return correct / total if total else 0.0
 
 
-def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any],
+def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any], *,
+                   gold_entities: frozenset[tuple[str, int, int]] | None = None,
                    ) -> dict[str, Any]:
-    """All scores of ``task``'s metric; ``score`` is the one model selection uses."""
+    """All scores of ``task``'s metric; ``score`` is the one model selection uses.
+
+    ``gold_entities``: :func:`entity_set` of ``gold``, precomputed (tagging only).
+    """
     metric = task.metric
     if metric == "accuracy":
         acc = accuracy(gold, predicted)
         return {"metric": metric, "score": acc, "accuracy": acc, "n": len(gold)}
     if metric == "seqeval_f1":
-        s = seqeval_scores(gold, predicted)
+        s = seqeval_scores(gold, predicted, gold_entities=gold_entities)
         return {"metric": metric, "score": s["f1"], "seqeval_f1": s["f1"],
                 "precision": s["precision"], "recall": s["recall"],
                 "token_accuracy": token_accuracy(gold, predicted), "n": len(gold),
@@ -87,7 +114,9 @@ def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any]
     if metric == "token_accuracy":
         acc = token_accuracy(gold, predicted)
         return {"metric": metric, "score": acc, "token_accuracy": acc,
-                "seqeval_f1": seqeval_scores(gold, predicted)["f1"], "n": len(gold),
+                "seqeval_f1": seqeval_scores(gold, predicted,
+                                             gold_entities=gold_entities)["f1"],
+                "n": len(gold),
                 "n_words": sum(len(g) for g in gold)}
     raise ValueError(f"unknown metric {metric!r}")
 
@@ -102,10 +131,19 @@ class EvalSet:
     batches: list[dict[str, torch.Tensor]]
     batch_rows: list[list[int]]  # row indices (into encoded.rows) of each batch
     device: torch.device
+    _gold_entities: frozenset[tuple[str, int, int]] | None = None
 
     @property
     def n_examples(self) -> int:
         return self.encoded.n_examples
+
+    def gold_entities(self) -> frozenset[tuple[str, int, int]] | None:
+        """The gold tags' seqeval chunks, extracted once (``None`` for classification)."""
+        if self.encoded.kind != "tagging":
+            return None
+        if self._gold_entities is None:
+            self._gold_entities = entity_set(self.encoded.gold)
+        return self._gold_entities
 
 
 def make_eval_set(encoded: EncodedSplit, pad_id: int, device: torch.device | str = "cpu", *,
@@ -178,7 +216,8 @@ def score(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *, amp: bool = T
           ) -> dict[str, Any]:
     """Predict ``eval_set`` and compute the task's scores."""
     predicted = predict_labels(model, eval_set, task.labels, amp=amp)
-    return compute_scores(task, eval_set.encoded.gold, predicted)
+    return compute_scores(task, eval_set.encoded.gold, predicted,
+                          gold_entities=eval_set.gold_entities())
 
 
 def prepare_eval(featurizer: Featurizer, examples: Sequence[Example],

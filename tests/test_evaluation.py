@@ -49,6 +49,33 @@ def test_seqeval_entity_f1():
     assert seqeval_scores([["B-PER", "I-PER"]], [["B-PER", "O"]])["f1"] == 0.0
 
 
+@pytest.mark.parametrize("tagset", ["ner", "pos"])
+def test_one_pass_seqeval_equals_seqeval(tagset):
+    """seqeval_scores (one chunk extraction, cached gold) == seqeval's three functions."""
+    import random
+    import warnings
+
+    from seqeval.metrics import f1_score, precision_score, recall_score
+
+    from fsxlt.evaluation import entity_set
+
+    tags = (["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"] if tagset == "ner"
+            else ["NOUN", "VERB", "DET", "ADJ", "PUNCT"])
+    rng = random.Random(7)
+    for trial in range(40):
+        gold = [[rng.choice(tags) for _ in range(rng.randint(0, 9))]
+                for _ in range(rng.randint(1, 12))]
+        pred = [[t if rng.random() < 0.6 else rng.choice(tags) for t in s] for s in gold]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = {"precision": precision_score(gold, pred, zero_division=0),
+                    "recall": recall_score(gold, pred, zero_division=0),
+                    "f1": f1_score(gold, pred, zero_division=0)}
+        assert seqeval_scores(gold, pred) == pytest.approx(want, abs=1e-15), trial
+        cached = seqeval_scores(gold, pred, gold_entities=entity_set(gold))
+        assert cached == seqeval_scores(gold, pred)
+
+
 def test_pos_token_accuracy_and_seqeval_style_f1():
     gold = [["NOUN", "VERB", "DET", "NOUN"], ["PROPN", "PUNCT"]]
     pred = [["NOUN", "VERB", "NOUN", "NOUN"], ["PROPN", "PUNCT"]]
