@@ -26,6 +26,8 @@ to no wordpiece at all are fed as the unknown token, so they are scored too.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -49,19 +51,59 @@ def accuracy(gold: Sequence[str], predicted: Sequence[str]) -> float:
     return float(accuracy_score(list(gold), list(predicted))) if gold else 0.0
 
 
+@functools.lru_cache(maxsize=64)
+def _chunk_tables(labels: tuple[str, ...]) -> tuple[Any, Any, list[str]]:
+    """seqeval's chunk decisions for every (previous label, label) pair, as lookup tables.
+
+    Row/column ``len(labels)`` is seqeval's state before the first label
+    (tag ``O``, type ``""``). Each cell is computed by seqeval's own
+    ``end_of_chunk``/``start_of_chunk`` on the (tag, type) split seqeval
+    uses in its default, prefix mode, so the tables encode exactly its rules.
+    """
+    import numpy as np
+    from seqeval.metrics.sequence_labeling import end_of_chunk, start_of_chunk
+
+    parsed = [(label[0], label[1:].split("-", maxsplit=1)[-1] or "_") for label in labels]
+    parsed.append(("O", ""))
+    size = len(parsed)
+    ends = np.zeros((size, size), dtype=bool)
+    starts = np.zeros((size, size), dtype=bool)
+    for p, (prev_tag, prev_type) in enumerate(parsed):
+        for c, (tag, type_) in enumerate(parsed):
+            ends[p, c] = end_of_chunk(prev_tag, tag, prev_type, type_)
+            starts[p, c] = start_of_chunk(prev_tag, tag, prev_type, type_)
+    return ends, starts, [type_ for _, type_ in parsed]
+
+
 def entity_set(tags: Sequence[Sequence[str]]) -> frozenset[tuple[str, int, int]]:
     """seqeval's chunks (default conlleval mode) of a list of tag sequences, as a set.
 
-    Sentences are joined with an ``O`` between them, as seqeval does, so
-    ``(type, start, end)`` are offsets into that joined sequence.
+    Sentences are joined with an ``O`` after each, as seqeval's
+    ``get_entities`` joins them, so ``(type, start, end)`` are offsets into
+    that joined sequence. The scan is vectorised over lookup tables of
+    seqeval's own decisions (:func:`_chunk_tables`); tests check it against
+    ``get_entities`` on random tag sequences.
     """
-    import warnings
+    import numpy as np
 
-    from seqeval.metrics.sequence_labeling import get_entities
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tags without B-/I- (POS) warn
-        return frozenset(get_entities([list(s) for s in tags]))
+    flat: list[str] = []
+    for sentence in tags:
+        flat.extend(sentence)
+        flat.append("O")
+    flat.append("O")  # get_entities scans one O past the end
+    labels = tuple(sorted(set(flat)))
+    ends, starts, types = _chunk_tables(labels)
+    index = {label: i for i, label in enumerate(labels)}
+    ids = np.fromiter((index[t] for t in flat), dtype=np.int64, count=len(flat))
+    prev = np.concatenate(([len(labels)], ids[:-1]))
+    end_at = np.flatnonzero(ends[prev, ids])
+    start_at = np.flatnonzero(starts[prev, ids])
+    if not len(end_at):
+        return frozenset()
+    last = np.searchsorted(start_at, end_at, side="left") - 1  # the latest start before
+    begin = np.where(last >= 0, start_at[np.maximum(last, 0)] if len(start_at) else 0, 0)
+    kinds = [types[i] for i in prev[end_at].tolist()]
+    return frozenset(zip(kinds, begin.tolist(), (end_at - 1).tolist(), strict=True))
 
 
 def seqeval_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], *,
@@ -89,8 +131,11 @@ def seqeval_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[s
 
 def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
     total = sum(len(s) for s in gold)
-    correct = sum(g == p for gs, ps in zip(gold, predicted, strict=True)
-                  for g, p in zip(gs, ps, strict=True))
+    correct = 0
+    for gs, ps in zip(gold, predicted, strict=True):
+        if len(gs) != len(ps):
+            raise ValueError("a predicted sentence has another length than its gold one")
+        correct += sum(map(operator.eq, gs, ps))
     return correct / total if total else 0.0
 
 
@@ -132,10 +177,39 @@ class EvalSet:
     batch_rows: list[list[int]]  # row indices (into encoded.rows) of each batch
     device: torch.device
     _gold_entities: frozenset[tuple[str, int, int]] | None = None
+    _slots: list[torch.Tensor] | None = None
 
     @property
     def n_examples(self) -> int:
         return self.encoded.n_examples
+
+    @property
+    def n_outputs(self) -> int:
+        """Predictions per pass: one per example, or one per word of every sentence."""
+        if self.encoded.kind == "classification":
+            return self.encoded.n_examples
+        return sum(self.encoded.word_counts)
+
+    def output_slots(self) -> list[torch.Tensor]:
+        """Per batch, where each of its predictions goes in the flat output (built once).
+
+        Classification: the example's index. Tagging: the word's offset in
+        all sentences' words laid end to end (sentence order, word order), in
+        the order the batch's rows and their scored positions come out.
+        """
+        if self._slots is None:
+            rows = self.encoded.rows
+            if self.encoded.kind == "classification":
+                where = [[rows[i].example for i in batch] for batch in self.batch_rows]
+            else:
+                offsets = [0]
+                for count in self.encoded.word_counts:
+                    offsets.append(offsets[-1] + count)
+                where = [[offsets[rows[i].example] + w for i in batch for w in rows[i].words]
+                         for batch in self.batch_rows]
+            self._slots = [torch.tensor(w, dtype=torch.long, device=self.device)
+                           for w in where]
+        return self._slots
 
     def gold_entities(self) -> frozenset[tuple[str, int, int]] | None:
         """The gold tags' seqeval chunks, extracted once (``None`` for classification)."""
@@ -176,30 +250,26 @@ def autocast_context(device: torch.device, enabled: bool = True):
 def predict_ids(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> list[Any]:
     """Predicted label ids: one per example, or one list (every word) per sentence."""
     encoded = eval_set.encoded
+    slots = eval_set.output_slots()
     was_training = model.training
     model.eval()
-    out: list[Any]
-    if encoded.kind == "classification":
-        out = [None] * encoded.n_examples
-    else:
-        out = [[None] * n for n in encoded.word_counts]
     try:
         with torch.inference_mode(), autocast_context(eval_set.device, amp):
-            for batch, rows in zip(eval_set.batches, eval_set.batch_rows, strict=True):
-                predicted = model(batch).argmax(dim=-1).tolist()
-                if encoded.kind == "classification":
-                    for row_index, label in zip(rows, predicted, strict=True):
-                        out[encoded.rows[row_index].example] = label
-                    continue
-                cursor = 0
-                for row_index in rows:
-                    row = encoded.rows[row_index]
-                    sentence = out[row.example]
-                    for word in row.words:
-                        sentence[word] = predicted[cursor]
-                        cursor += 1
+            flat = torch.full((eval_set.n_outputs,), -1, dtype=torch.long,
+                              device=eval_set.device)
+            for batch, where in zip(eval_set.batches, slots, strict=True):
+                flat[where] = model(batch).argmax(dim=-1)
+            ids = flat.tolist()  # one device-to-host copy per pass
     finally:
         model.train(was_training)
+    if ids and min(ids) < 0:
+        raise RuntimeError("some example or word got no prediction (broken EvalSet)")
+    if encoded.kind == "classification":
+        return ids
+    out, start = [], 0
+    for count in encoded.word_counts:
+        out.append(ids[start:start + count])
+        start += count
     return out
 
 

@@ -76,6 +76,27 @@ def test_one_pass_seqeval_equals_seqeval(tagset):
         assert cached == seqeval_scores(gold, pred)
 
 
+def test_entity_set_matches_seqeval_get_entities_on_odd_tags():
+    """The table-driven chunk scan agrees with seqeval on any prefix-style tag soup."""
+    import random
+    import warnings
+
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from fsxlt.evaluation import entity_set
+
+    tags = ["O", "B", "I", "E", "S", ".", "B-X", "I-X", "E-X", "S-X", "I-Y", "B-PER-X",
+            "NOUN", "I-PER"]
+    rng = random.Random(3)
+    for trial in range(400):
+        seqs = [[rng.choice(tags) for _ in range(rng.randint(0, 8))]
+                for _ in range(rng.randint(0, 6))]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = frozenset(get_entities(seqs))
+        assert entity_set(seqs) == want, (trial, seqs)
+
+
 def test_pos_token_accuracy_and_seqeval_style_f1():
     gold = [["NOUN", "VERB", "DET", "NOUN"], ["PROPN", "PUNCT"]]
     pred = [["NOUN", "VERB", "NOUN", "NOUN"], ["PROPN", "PUNCT"]]
