@@ -63,6 +63,7 @@ from fsxlt.synthetic.grammar import DEFAULT_LANGUAGES
 DEMO_FORMAT = "fsxlt-demo/1"
 SUMMARY_FILE = "summary.json"
 BUILTIN_CONFIGS = ("demo", "quick")
+STAGES = ("data", "encoder", "buckets", "source", "sweep", "report")
 TOP_KEYS = {"name", "description", "seed", "languages", "tasks", "n_buckets", "data", "encoder",
             "source", "adapt", "workers", "threads"}
 TARGET_CODES = tuple(lang.code for lang in DEFAULT_LANGUAGES[1:])
@@ -538,8 +539,9 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     """The short summary the command prints: where things are, a mini-table, the findings."""
     by = _by_cell(summary["cells"])
     info = {lang["code"]: lang for lang in summary["languages"]}
+    seconds = summary["stage_seconds"]
     lines = [f"fsxlt demo: done in {summary['wall_time_s']:.0f}s "
-             f"({', '.join(f'{k} {v:.0f}s' for k, v in summary['stage_seconds'].items())})",
+             f"({', '.join(f'{k} {seconds[k]:.0f}s' for k in STAGES)})",
              f"report: {summary['report']}  (tables, cells.csv, plots/)",
              f"runs:   {summary['runs']}  ({summary['n_runs']} adapt runs, "
              f"{summary['n_failed']} failed)", ""]
@@ -601,10 +603,9 @@ def run_demo(out: str | Path, config: DemoConfig | str | Path = "demo", *,
     layout = Layout(out, Path(encoder_cache) if encoder_cache else out / "encoders")
     threads_all = config.threads or _default_threads(1)
     stages: dict[str, float] = {}
-    steps = ("data", "encoder", "buckets", "source", "sweep", "report")
 
     def stage(name: str, fn: Callable[[], Any]) -> Any:
-        log(f"[{steps.index(name) + 1}/{len(steps)}] {name} ...")
+        log(f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name} ...")
         started = time.perf_counter()
         value = fn()
         stages[name] = round(time.perf_counter() - started, 1)
