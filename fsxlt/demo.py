@@ -343,8 +343,9 @@ def stage_buckets(layout: Layout, config: DemoConfig, log: Log) -> None:
         if todo:
             sample(task, todo, list(ks), layout.buckets, data_dir=data_dir,
                    n_buckets=config.n_buckets, seed=config.seed)
+        reused = len(config.languages) - len(todo)
         log(f"buckets: {task}: {len(config.languages)} languages x K {list(ks)} x "
-            f"{config.n_buckets} buckets ({len(todo)} language(s) sampled, the rest reused)")
+            f"{config.n_buckets} buckets (sampled {len(todo)}, reusing {reused})")
 
 
 def _source_key(task: str, encoder: Path, config: DemoConfig, data_dir: Path) -> str:
