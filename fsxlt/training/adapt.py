@@ -74,7 +74,7 @@ def eval_token_budget(device: torch.device) -> int:
 
     A GPU is kept busy only by big batches; a CPU core is fastest on batches
     that fit its caches (measured with ``scripts/bench_adapt.py``: about 4,000
-    wordpieces evaluate ~1.7x faster than 32,000 on a small encoder).
+    wordpieces evaluate ~1.6x faster than 32,000 on a small encoder).
     """
     return CPU_EVAL_TOKENS if device.type == "cpu" else DEFAULT_EVAL_TOKENS
 
