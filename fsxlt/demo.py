@@ -38,10 +38,10 @@ for the two tagging tasks (METHOD.md §3.2 excludes K=8 for tagging: a
 Minimum-Including bucket of K=8 is too many labelled tokens to be few-shot).
 
 Every random choice is seeded by the config's ``seed`` (data, encoder,
-buckets) or by the tasks' training seeds (source-training, adapting). Fresh
-runs still differ by a few points: the ``tokenizers`` WordPiece trainer
-behind the tiny encoder does not build the same vocabulary in every process
-(README, "The demo"); a run that reuses ``OUT`` reuses its encoder.
+buckets) or by the tasks' training seeds (source-training, adapting), and
+every stage runs with a fixed number of torch threads, so two fresh runs on
+the same machine print the same numbers; a run that reuses ``OUT`` reuses
+what is already there.
 """
 
 from __future__ import annotations

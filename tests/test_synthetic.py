@@ -265,3 +265,46 @@ def test_tiny_encoder_builds_loads_and_is_cached(bench, tmp_path, monkeypatch):
     assert encoder_module.cache_key(bench, TINY, 1) != encoder_module.cache_key(bench, TINY, 0)
     info = (path / encoder_module.INFO_FILE).read_text()
     assert '"key"' in info and '"mlm_loss"' in info
+
+
+def test_wordpiece_learner_follows_a_hand_worked_example():
+    # Pairs in {"abc": 5, "abd": 3, "bd": 2}: (a,##b) 8, (##b,##c) 5, (##b,##d) 3, (b,##d) 2.
+    # Merge 1: "ab" (8). Then (ab,##c) 5, (ab,##d) 3, (b,##d) 2. Merge 2: "abc" (5).
+    # Merge 3: "abd" (3). Merge 4: "bd" (2). (min_frequency 2 stops nothing here.)
+    counts = Counter({"abc": 5, "abd": 3, "bd": 2})
+    vocab = encoder_module.learn_wordpiece_vocab(counts, vocab_size=100)
+    specials = list(encoder_module.SPECIAL_TOKENS)
+    assert vocab == [*specials, "##b", "##c", "##d", "a", "b", "ab", "abc", "abd", "bd"]
+    assert encoder_module.learn_wordpiece_vocab(counts, vocab_size=len(specials) + 6)[-1] == "ab"
+    assert "bd" not in encoder_module.learn_wordpiece_vocab(counts, 100, min_frequency=3)
+
+
+def test_wordpiece_ties_are_broken_by_text_not_by_input_order():
+    # (x,##y) and (p,##q) occur equally often: the alphabetically first pair merges first,
+    # whatever order the words were counted in.
+    forward = Counter({"xy": 4, "pq": 4, "pz": 1})
+    backward = Counter(dict(reversed(list(forward.items()))))
+    first = encoder_module.learn_wordpiece_vocab(forward, 100)
+    assert first == encoder_module.learn_wordpiece_vocab(backward, 100)
+    assert first.index("pq") < first.index("xy")
+
+
+def test_tokenizer_vocabulary_is_identical_across_processes(bench):
+    """Two processes (different hash seeds) learn the same vocabulary, id for id."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import sys, pathlib\n"
+              "from fsxlt.synthetic.encoder import train_tokenizer\n"
+              "lines = [ln for f in sorted(pathlib.Path(sys.argv[1]).glob('*.txt'))\n"
+              "         for ln in f.read_text().splitlines() if ln.strip()]\n"
+              "vocab = train_tokenizer(lines, 300, 64).get_vocab()\n"
+              "print(' '.join(sorted(vocab, key=vocab.get)))\n")
+    outputs = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", script, str(bench / "corpus")], env=env,
+                              capture_output=True, text=True, check=True)
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1] and len(outputs[0].split()) == 300

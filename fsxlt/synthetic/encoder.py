@@ -1,9 +1,10 @@
 """A tiny multilingual BERT for the synthetic language family, built once and cached.
 
-What: a WordPiece vocabulary trained with the ``tokenizers`` library on the
-unlabelled corpora of all languages together (``<data_dir>/corpus/*.txt``
-written by :func:`fsxlt.synthetic.generate_benchmark`), and a small BERT
-(default 2 layers, hidden size 128) pretrained with masked language
+What: a WordPiece vocabulary learned deterministically (see
+:func:`learn_wordpiece_vocab`) from the unlabelled corpora of all languages
+together (``<data_dir>/corpus/*.txt``, written by
+:func:`fsxlt.synthetic.generate_benchmark`), and a small BERT (default 2
+layers, hidden size 128) pretrained with masked language
 modelling on all languages together, like mBERT in miniature. Nothing tells
 the model which words are translations: whatever crosslingual alignment it
 has comes, as in mBERT, from shared surface forms (the ``overlap``), shared
@@ -20,30 +21,33 @@ the same inputs finds the directory (and its ``fsxlt-encoder.json``) and
 returns at once. The directory is built in a temporary sibling and renamed
 into place, so an interrupted build never looks finished.
 
-Determinism: the tokenizer, the initial weights (``torch.manual_seed`` inside
-a forked RNG state, so the caller's global RNG is untouched), the masking
-and the batch order all derive from ``seed``. With the same number of
+Determinism: the vocabulary depends only on the corpus; the initial weights
+(``torch.manual_seed`` inside a forked RNG state, so the caller's global RNG
+is untouched), the masking and the batch order all derive from ``seed``. With the same number of
 threads the saved weights are identical; across thread counts floating-point
 summation order may differ in the last bits.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import os
 import shutil
 import tempfile
 import time
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text, dumps_json, sha256_file, sha256_text
 
-BUILD_VERSION = 1
+BUILD_VERSION = 2  # 2: own deterministic WordPiece learner (1: tokenizers' trainer)
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 INFO_FILE = "fsxlt-encoder.json"
 
@@ -99,22 +103,97 @@ def _read_corpus(files: list[Path], cap: int | None) -> dict[str, list[str]]:
     return corpus
 
 
+def count_words(lines: list[str]) -> Counter[str]:
+    """Word frequencies after BERT's cased normalisation and pre-tokenisation (``tokenizers``)."""
+    from tokenizers import normalizers, pre_tokenizers
+
+    normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                            strip_accents=False, lowercase=False)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    counts: Counter[str] = Counter()
+    for line in lines:
+        counts.update(word for word, _ in
+                      pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line)))
+    return counts
+
+
+def learn_wordpiece_vocab(word_counts: Counter[str], vocab_size: int,
+                          min_frequency: int = 2) -> list[str]:
+    """A WordPiece vocabulary learned by frequency-ordered pair merges, deterministically.
+
+    Why not ``tokenizers.trainers.WordPieceTrainer``: it breaks ties between
+    equally frequent pairs (and characters) by hash-map order, which changes
+    from process to process, so two builds from the same corpus got different
+    vocabularies (different ids, sometimes different pieces) and the demo was
+    not reproducible. This learner follows the same recipe (words split into
+    a first character and ``##``-prefixed continuation characters; repeatedly
+    merge the most frequent adjacent pair, counted over word frequencies,
+    while it occurs at least ``min_frequency`` times) and breaks ties by the
+    pair's text, so the same counts always give the same list. Order: special
+    tokens, the sorted alphabet, then pieces in merge order.
+    """
+    splits = {word: [word[0], *(f"##{ch}" for ch in word[1:])]
+              for word in sorted(word_counts) if word}
+    vocab = list(SPECIAL_TOKENS)
+    vocab += sorted({piece for pieces in splits.values() for piece in pieces} - set(vocab))
+    known = set(vocab)
+    pair_counts: Counter[tuple[str, str]] = Counter()
+    words_with: dict[tuple[str, str], set[str]] = defaultdict(set)
+    heap: list[tuple[int, tuple[str, str]]] = []  # (-count, pair); stale entries skipped
+
+    def tally(word: str, sign: int) -> None:
+        pieces, freq = splits[word], word_counts[word]
+        for pair in pairwise(pieces):
+            pair_counts[pair] += sign * freq
+            if sign > 0:
+                words_with[pair].add(word)
+            if pair_counts[pair] > 0:
+                heapq.heappush(heap, (-pair_counts[pair], pair))
+
+    for word in splits:
+        tally(word, +1)
+    while len(vocab) < vocab_size and heap:
+        negative_count, best = heapq.heappop(heap)
+        if -negative_count != pair_counts.get(best):
+            continue  # a count that has changed since this entry was pushed
+        if -negative_count < min_frequency:
+            break
+        merged = best[0] + best[1].removeprefix("##")
+        for word in sorted(words_with.pop(best)):
+            pieces = splits[word]
+            if best not in pairwise(pieces):
+                continue  # the pair was already merged away in this word
+            tally(word, -1)
+            splits[word] = _merge_pair(pieces, best, merged)
+            tally(word, +1)
+        del pair_counts[best]
+        if merged not in known:
+            vocab.append(merged)
+            known.add(merged)
+    return vocab
+
+
+def _merge_pair(pieces: list[str], pair: tuple[str, str], merged: str) -> list[str]:
+    """``pieces`` with every non-overlapping occurrence of ``pair`` (left to right) joined."""
+    out, i = [], 0
+    while i < len(pieces):
+        if i + 1 < len(pieces) and (pieces[i], pieces[i + 1]) == pair:
+            out.append(merged)
+            i += 2
+        else:
+            out.append(pieces[i])
+            i += 1
+    return out
+
+
 def train_tokenizer(lines: list[str], vocab_size: int, max_length: int):
-    """A cased WordPiece tokenizer (BERT normalisation and pre-tokenisation) on ``lines``."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    """A cased BERT WordPiece tokenizer whose vocabulary is learned from ``lines``."""
     from transformers import BertTokenizer
 
-    raw = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    raw.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                                strip_accents=False, lowercase=False)
-    raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=2,
-                                        special_tokens=list(SPECIAL_TOKENS),
-                                        show_progress=False)
-    raw.train_from_iterator(lines, trainer=trainer)
-    vocab = dict(sorted(raw.get_vocab().items(), key=lambda kv: kv[1]))
-    return BertTokenizer(vocab=vocab, do_lower_case=False, strip_accents=False,
-                         tokenize_chinese_chars=True, model_max_length=max_length)
+    pieces = learn_wordpiece_vocab(count_words(lines), vocab_size)
+    return BertTokenizer(vocab={piece: i for i, piece in enumerate(pieces)}, do_lower_case=False,
+                         strip_accents=False, tokenize_chinese_chars=True,
+                         model_max_length=max_length)
 
 
 def _pack(ids_per_line: list[list[int]], max_len: int) -> list[list[int]]:
