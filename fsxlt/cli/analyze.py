@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
+from fsxlt.cli.options import Device, Lrs, MaxEpochs, Patience
 from fsxlt.data import load_split
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text
@@ -289,11 +290,10 @@ def seeds_vs_buckets_command(
     seed: Annotated[int | None, typer.Option(help="The fixed seed (default: task's).")] = None,
     bucket: Annotated[int, typer.Option(help="The fixed bucket's index.")] = 0,
     method: Annotated[str, typer.Option(help="Adapting method.")] = "full",
-    lrs: Annotated[list[float] | None, typer.Option(
-        "--lr", help="Learning rate (repeatable; default: the task's grid).")] = None,
-    max_epochs: Annotated[int | None, typer.Option(help="Default: 50.")] = None,
-    patience: Annotated[int | None, typer.Option(help="Default: 10.")] = None,
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda, ...")] = "auto",
+    lrs: Lrs = None,
+    max_epochs: MaxEpochs = None,
+    patience: Patience = None,
+    device: Device = "auto",
 ) -> None:
     """METHOD.md §4 ablation: scores over buckets (fixed seed) vs. over seeds (fixed bucket).
 

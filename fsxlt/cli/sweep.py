@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
+from fsxlt.cli.options import Device, MaxEpochs, Patience
 
 
 @app.command("sweep")
@@ -41,8 +42,8 @@ def sweep_cmd(
     lrs: Annotated[
         list[float] | None, typer.Option("--lr", help="Learning rate grid (repeatable).")
     ] = None,
-    max_epochs: Annotated[int | None, typer.Option("--max-epochs", help="Default: 50.")] = None,
-    patience: Annotated[int | None, typer.Option("--patience", help="Default: 10.")] = None,
+    max_epochs: MaxEpochs = None,
+    patience: Patience = None,
     executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
     workers: Annotated[
         int, typer.Option("--workers", help="Local worker processes (0: in this process).")
@@ -51,7 +52,7 @@ def sweep_cmd(
         str | None,
         typer.Option("--devices", help="GPU ids for local workers, e.g. 0,1 (worker i: i-th)."),
     ] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, ...")] = "auto",
+    device: Device = "auto",
     threads: Annotated[
         int | None, typer.Option("--threads", help="Torch threads per local worker.")
     ] = None,

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
+from fsxlt.cli.options import DataDir, Device, Lrs, MaxEpochs, MaxSeqLength, Patience, Seed
 from fsxlt.data import Example, load_split, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json
@@ -58,10 +59,7 @@ def source_train_cmd(
     model: Annotated[
         str, typer.Option("--model", help="Hugging Face encoder name or dir.")
     ] = DEFAULT_MODEL,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option("--data-dir", help="Directory with the task's {split}-{lang} files."),
-    ] = None,
+    data_dir: DataDir = None,
     train_file: Annotated[Path | None, typer.Option("--train", help="English train file.")] = None,
     dev_file: Annotated[Path | None, typer.Option("--dev", help="English dev file.")] = None,
     train_limit: Annotated[
@@ -85,19 +83,14 @@ def source_train_cmd(
             "--target-test", help="LANG=FILE: a target test set for zero-shot (repeatable)."
         ),
     ] = None,
-    lrs: Annotated[
-        list[float] | None,
-        typer.Option("--lr", help="Learning rate (repeatable); default: the task's grid."),
-    ] = None,
+    lrs: Lrs = None,
     epochs: Annotated[
         int | None, typer.Option("--epochs", help="Default: task config (10).")
     ] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", help="Default: 32.")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Default: the task's seed.")] = None,
-    max_seq_length: Annotated[
-        int | None, typer.Option("--max-seq-length", help="Default: 128.")
-    ] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:1, ...")] = "auto",
+    seed: Seed = None,
+    max_seq_length: MaxSeqLength = None,
+    device: Device = "auto",
     checkpoint_test_scores: Annotated[
         bool,
         typer.Option(
@@ -232,11 +225,8 @@ def adapt_cmd(
         str, typer.Option("--model", help="Encoder used when --from is not given.")
     ] = DEFAULT_MODEL,
     method: Annotated[str, typer.Option("--method", help=f"One of {', '.join(METHODS)}.")] = "full",
-    lrs: Annotated[
-        list[float] | None,
-        typer.Option("--lr", help="Learning rate (repeatable); default: the task's grid."),
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Default: the task's seed.")] = None,
+    lrs: Lrs = None,
+    seed: Seed = None,
     dev_file: Annotated[
         Path | None,
         typer.Option(
@@ -246,17 +236,12 @@ def adapt_cmd(
         ),
     ] = None,
     test_file: Annotated[Path | None, typer.Option("--test", help="Target test file.")] = None,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option("--data-dir", help="Directory with the task's {split}-{lang} files."),
-    ] = None,
+    data_dir: DataDir = None,
     no_test: Annotated[bool, typer.Option("--no-test", help="Skip the test set.")] = False,
-    max_epochs: Annotated[int | None, typer.Option("--max-epochs", help="Default: 50.")] = None,
-    patience: Annotated[int | None, typer.Option("--patience", help="Default: 10.")] = None,
-    max_seq_length: Annotated[
-        int | None, typer.Option("--max-seq-length", help="Default: 128.")
-    ] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, ...")] = "auto",
+    max_epochs: MaxEpochs = None,
+    patience: Patience = None,
+    max_seq_length: MaxSeqLength = None,
+    device: Device = "auto",
     save_predictions: Annotated[
         bool,
         typer.Option(
@@ -361,7 +346,7 @@ def evaluate_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", help="Also write the scores as JSON.")
     ] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, ...")] = "auto",
+    device: Device = "auto",
     save_predictions: Annotated[
         bool,
         typer.Option(

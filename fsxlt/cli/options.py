@@ -1,0 +1,38 @@
+"""Command-line options that several commands share, declared once.
+
+Each alias carries its flag and help text, so ``--device`` or ``--lr`` reads
+the same in ``source-train``, ``adapt``, ``evaluate``, ``sweep`` and
+``analyze``; a command gives only the default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Device = Annotated[
+    str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
+]
+Lrs = Annotated[
+    list[float] | None,
+    typer.Option("--lr", help="Learning rate (repeatable); default: the task's grid."),
+]
+Seed = Annotated[int | None, typer.Option("--seed", help="Default: the task's seed.")]
+MaxSeqLength = Annotated[
+    int | None,
+    typer.Option("--max-seq-length", help="Training truncation in wordpieces; default: 128."),
+]
+MaxEpochs = Annotated[
+    int | None, typer.Option("--max-epochs", help="Adapt epoch cap; default: 50.")
+]
+Patience = Annotated[
+    int | None,
+    typer.Option("--patience", help="Stop after this many epochs without a better target "
+                 "dev score; default: 10."),
+]
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Directory with the task's {split}-{lang} files."),
+]
