@@ -42,6 +42,9 @@ from fsxlt.tasks import TaskSpec
 DEFAULT_EVAL_TOKENS = 32768
 DEFAULT_EVAL_ROWS = 512
 
+# ``fsxlt evaluate --out``: the scores of one checkpoint on one split (not a run record).
+EVALUATION_FORMAT = "fsxlt-evaluation/1"
+
 
 # --------------------------------------------------------------------------- metrics
 

@@ -193,6 +193,8 @@ def test_cli_saves_predictions_and_runs_gains_and_confusion(panx_study, tmp_path
     zero_correct = sum(g == p for r in zero.rows for g, p in zip(r["gold"], r["predicted"],
                                                                  strict=True))
     assert zero_correct / words == pytest.approx(evaluated["scores"]["token_accuracy"])
+    assert evaluated["format"] == "fsxlt-evaluation/1" and evaluated["n_examples"] == 12
+    assert evaluated["data_sha256"] == zero.header["data"] and evaluated["versions"]
 
     out = tmp_path / "analysis"
     assert run_app(["analyze", "confusion", str(runs), "--task", "panx", "--lang", "de",

@@ -124,6 +124,9 @@ def test_corrupt_error_and_foreign_files_are_never_counted(runs, tmp_path):
     atomic_write_json(copy / "xnli/de/k1/full/10.json", {
         "format": "fsxlt-adapt-error/1", "status": "error", "error": "RuntimeError: boom"})
     atomic_write_json(copy / "notes.json", {"hello": "world"})
+    # an `fsxlt evaluate --out` file kept for the analyses: known, not a run, not listed
+    atomic_write_json(copy / "xnli/de/k0/zero-shot-test.json", {
+        "format": "fsxlt-evaluation/1", "scores": {"accuracy": 0.5}, "split": "test"})
     records = load_records(copy)
     after = aggregate(records, expected=8)
     assert records.skipped == ["notes.json", "xnli/de/k1/full/03.json",

@@ -370,9 +370,10 @@ def evaluate_cmd(
       fsxlt evaluate ckpt/panx-mbert --task panx --lang de --data-dir data/panx \\
           --save-predictions --out runs/panx/de/k0/zero-shot-test.json
     """
+    from fsxlt.evaluation import EVALUATION_FORMAT
     from fsxlt.predictions import checkpoint_predictions, predictions_path, write_predictions
     from fsxlt.training.checkpoint import quiet_transformers
-    from fsxlt.training.loop import examples_digest
+    from fsxlt.training.loop import examples_digest, versions
 
     spec = get_task(task)
     spec.check_language(lang)
@@ -383,12 +384,16 @@ def evaluate_cmd(
     quiet_transformers()
     scores, predicted = checkpoint_predictions(checkpoint, spec, examples, device=device)
     result = {
+        "format": EVALUATION_FORMAT,
         "checkpoint": checkpoint,
         "task": spec.name,
         "language": lang,
         "split": split,
         "data": source,
+        "data_sha256": examples_digest(examples),
+        "n_examples": len(examples),
         "scores": scores,
+        "versions": versions(),
     }
     if save_predictions:
         model_info = {"kind": "zero-shot", "checkpoint": checkpoint, "record": Path(out).name}

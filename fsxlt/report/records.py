@@ -12,7 +12,9 @@ sorted into:
 - ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep;
 - ``failed``: error records (relative paths), never counted;
 - ``skipped``: files that do not parse (truncated, corrupt) or are not
-  records, never counted.
+  records, never counted. ``fsxlt evaluate`` outputs kept beside the runs
+  (e.g. ``k0/zero-shot-test.json`` for the analyses) are known, not runs,
+  and left out silently.
 
 Scores stay in the records' unit (0-1); the tables show points (x100).
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from fsxlt.errors import FsxltError
+from fsxlt.evaluation import EVALUATION_FORMAT
 from fsxlt.execution.plan import RUN_FORMAT, ZERO_SHOT_FORMAT, arm_name, read_record
 
 KEY = ["task", "language", "k", "arm", "bucket"]
@@ -64,6 +67,8 @@ def load_records(runs_dir: str | Path) -> Records:
             continue
         status = record.get("status")
         fmt = record.get("format")
+        if fmt == EVALUATION_FORMAT:
+            continue
         if status == "error":
             failed.append(rel)
         elif fmt == ZERO_SHOT_FORMAT and status == "ok" and _number(record.get("test_score")):
