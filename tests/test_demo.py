@@ -1,10 +1,9 @@
 """fsxlt demo end to end on the reduced config: outputs, FS-XLT behaviours, resume, CLI, errors.
 
 Behaviours asserted on the numbers the run produced (never exact values):
-few-shot beats zero-shot on a low-overlap target; a lower lexical overlap
-gives a lower zero-shot score among targets with the same word order. The
-third one the issue names (less spread over buckets at the largest K) does
-not hold reliably on this reduced run; see the test that checks its report.
+few-shot beats zero-shot on a low-overlap target; less spread over buckets
+at the largest K than at K=1 for most (task, target) pairs; a lower lexical
+overlap gives a lower zero-shot score among targets with the same word order.
 """
 
 from __future__ import annotations
@@ -70,20 +69,21 @@ def test_few_shot_beats_zero_shot_on_a_low_overlap_target(demo):
         assert sum(few) > sum(zero), (low, few, zero)
 
 
-def test_the_spread_finding_counts_the_targets_whose_std_shrinks(demo):
-    """The summary's spread finding matches the cells it was computed from.
+def test_more_shots_give_less_spread_for_most_targets(demo):
+    """The std over buckets at the largest K is below the std at K=1 for most targets.
 
-    The behaviour itself (std over buckets at the largest K below K=1 for
-    most targets) is not asserted: on this reduced run it does not hold
-    reliably. With 6 buckets a std is known to about a third of itself, and
-    at K=1 early stopping keeps runs near the zero-shot model, which
-    compresses the spread; two runs here, whose encoders differed in
-    floating-point detail, gave 4 and 5 of 9 (task, target) pairs. The
-    full demo (10 buckets) shows it for 4 of 6 targets in every task
-    (README, "The demo").
+    Pooled over the (task, target) pairs, as the other behaviours are pooled
+    over tasks: per task there are only three targets here, and with 6
+    buckets a std is known to about a third of itself. It is the weakest of
+    the three behaviours on this reduced run (6 of 9 pairs with the seed-0
+    encoder; at K=1 early stopping keeps runs near the zero-shot model,
+    which compresses the spread), so a failure here is a finding to look at,
+    not noise to hide (README, "The demo"). The summary's per-task finding
+    must count the same cells.
     """
     _, summary, _ = demo
     cells = _cells(summary)
+    shrinking, pairs = 0, 0
     for task, ks in QUICK.tasks:
         smaller = sum(1 for lang in QUICK.languages
                       if cells[(task, lang, max(ks))]["std"] < cells[(task, lang, min(ks))]["std"])
@@ -91,6 +91,9 @@ def test_the_spread_finding_counts_the_targets_whose_std_shrinks(demo):
                        if f["task"] == task and f["behaviour"] == "more shots, less spread")
         assert f"for {smaller}/{len(QUICK.languages)} languages" in finding["detail"]
         assert finding["holds"] == (smaller > len(QUICK.languages) / 2)
+        shrinking += smaller
+        pairs += len(QUICK.languages)
+    assert shrinking > pairs / 2, f"std shrank for only {shrinking}/{pairs} (task, target) pairs"
 
 
 def test_lower_overlap_gives_lower_zero_shot_within_a_word_order(demo):
