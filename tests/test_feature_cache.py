@@ -152,3 +152,21 @@ def test_the_cache_refuses_a_trainable_encoder(xnli_checkpoint):
                  patience=1)
     with pytest.raises(FsxltError, match="frozen encoder"):
         engine.features.activate(ENCODER)
+
+
+def test_replacing_the_dev_set_keeps_the_test_set_and_matches_a_new_engine(xnli_checkpoint):
+    """XNLI/PAWS-X: a sweep worker swaps the per-K dev set instead of rebuilding the engine."""
+    bucket, other_dev = nli_data(9, seed=9), nli_data(25, seed=11)
+    swapped = xnli_engine(xnli_checkpoint, True)
+    swapped.adapt(bucket, method="fc-pooler", lrs=[1e-2], seed=1, max_epochs=3, patience=3)
+    test_split = swapped.features.splits["test"]
+    swapped.replace_dev(other_dev, "dev-k2.jsonl")
+    fresh = AdaptEngine.from_start("xnli", "de", str(xnli_checkpoint), dev=other_dev,
+                                   test=nli_data(21, seed=4), dev_source="dev-k2.jsonl",
+                                   device="cpu")
+    for method in ("fc-pooler", "full"):
+        a = swapped.adapt(bucket, method=method, lrs=[1e-2], seed=1, max_epochs=4, patience=4)
+        b = fresh.adapt(bucket, method=method, lrs=[1e-2], seed=1, max_epochs=4, patience=4)
+        assert strip_timings(a) == strip_timings(b), method
+    assert swapped.features.splits["test"] is test_split and test_split.encoder_passes == 1
+    assert swapped.dev_info == fresh.dev_info and len(swapped.dev.encoded.gold) == 25

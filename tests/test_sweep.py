@@ -82,8 +82,9 @@ def test_each_group_loads_its_start_once(study, tmp_path, monkeypatch):
     from fsxlt import training
     from fsxlt.training import adapt as adapt_module
 
-    loads, engines = [], []
+    loads, engines, swaps = [], [], []
     real_load, real_init = training.load_start, adapt_module.AdaptEngine.__init__
+    real_replace = adapt_module.AdaptEngine.replace_dev
 
     def counting_load(*args, **kwargs):
         loads.append(args[0])
@@ -93,13 +94,22 @@ def test_each_group_loads_its_start_once(study, tmp_path, monkeypatch):
         engines.append(kwargs["dev_source"])
         real_init(self, *args, **kwargs)
 
+    def counting_replace(self, dev, dev_source=None):
+        swaps.append(dev_source)
+        real_replace(self, dev, dev_source)
+
     monkeypatch.setattr(training, "load_start", counting_load)
     monkeypatch.setattr(adapt_module.AdaptEngine, "__init__", counting_init)
+    monkeypatch.setattr(adapt_module.AdaptEngine, "replace_dev", counting_replace)
     config = parse_config(sweep_config(study, tmp_path / "runs", methods=["full", "fc"]))
     result = run_sweep(config, workers=0)
     assert len(result.completed) == 2 * N_RUNS
     assert len(loads) == len(LANGS)  # weights loaded once per (task, language, start)
-    assert len(engines) == len(LANGS) * len(KS)  # one engine per dev set (per K for XNLI)
+    # one engine per group (its test set tokenized once); XNLI's dev set differs per K,
+    # so the engine swaps it for every K after the first
+    assert len(engines) == len(LANGS)
+    assert len(swaps) == len(LANGS) * (len(KS) - 1)
+    assert len(set(engines + swaps)) == len(LANGS) * len(KS)
 
 
 def test_sigkill_and_resume_gives_the_same_records_and_report(study, reference, tmp_path):

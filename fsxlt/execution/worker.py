@@ -1,11 +1,12 @@
 """Running one group of runs in one process: the code every executor calls.
 
 A *group* is every pending run of one (task, language, starting model). The
-worker loads the start once and reads the target test set once; it builds
-one :class:`~fsxlt.training.AdaptEngine` per dev set (one for tasks whose
-buckets come from train; one per K for XNLI/PAWS-X, whose dev set is what
-the K's buckets left over), restoring the start's weights in between, and
-calls ``engine.adapt`` for each run. Training itself is the engine's job.
+worker loads the start once, reads and tokenizes the target test set once,
+and builds one :class:`~fsxlt.training.AdaptEngine`; when the dev set
+changes (XNLI/PAWS-X: one per K, the dev examples the K's buckets left
+over) it swaps the engine's dev set and keeps everything else (a different
+``max_seq_length`` gets a new engine, with the start's weights restored).
+It calls ``engine.adapt`` for each run; training itself is the engine's job.
 
 Every run ends in exactly one atomically written record: the engine's record
 plus ``status: ok`` and a ``sweep`` block (config hash, arm, bucket path), or
@@ -118,20 +119,24 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
         for run in runs:
             report(write_error(run, err, "load"))
         return outcomes
-    engine = None
+    engine, engine_max_len = None, None
     ordered = sorted(runs, key=lambda r: (r.dev_path, r.max_seq_length, r.k, r.arm, r.index))
     for (dev_path, max_len), batch in groupby(ordered, key=lambda r: (r.dev_path,
                                                                       r.max_seq_length)):
         batch = list(batch)
         try:
             dev = _read_examples(dev_path, task)
-            if engine is not None:  # give the next engine the start's own weights back
-                start.model.use_linear_head()
-                restore(start.model, engine.start_state)
-            engine = None
-            engine = AdaptEngine(task, first.language, start, dev=dev, test=test,
-                                 dev_source=dev_path, test_source=first.test_path,
-                                 device=device, max_seq_length=max_len)
+            if engine is not None and engine_max_len == max_len:
+                engine.replace_dev(dev, dev_path)  # same test set: keep it tokenized
+            else:
+                if engine is not None:  # give the next engine the start's own weights back
+                    start.model.use_linear_head()
+                    restore(start.model, engine.start_state)
+                engine = None
+                engine = AdaptEngine(task, first.language, start, dev=dev, test=test,
+                                     dev_source=dev_path, test_source=first.test_path,
+                                     device=device, max_seq_length=max_len)
+                engine_max_len = max_len
         except Exception as err:
             for run in batch:
                 report(write_error(run, err, "engine"))

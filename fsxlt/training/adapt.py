@@ -99,9 +99,11 @@ class AdaptEngine:
         self.model = start.model.to(self.device)
         self.model.use_linear_head()
         self.featurizer = Featurizer(start.tokenizer, self.task, max_seq_length)
-        kwargs = {"max_tokens": eval_max_tokens or eval_token_budget(self.device)}
-        self.dev: EvalSet = prepare_eval(self.featurizer, dev, self.device, **kwargs)
-        self.test: EvalSet | None = (prepare_eval(self.featurizer, test, self.device, **kwargs)
+        self.eval_max_tokens = eval_max_tokens or eval_token_budget(self.device)
+        self.dev: EvalSet = prepare_eval(self.featurizer, dev, self.device,
+                                         max_tokens=self.eval_max_tokens)
+        self.test: EvalSet | None = (prepare_eval(self.featurizer, test, self.device,
+                                                  max_tokens=self.eval_max_tokens)
                                      if test else None)
         self.dev_info = data_info(dev, dev_source)
         self.test_info = data_info(test, test_source)
@@ -109,6 +111,20 @@ class AdaptEngine:
         self.features = FeatureCache(self.model, self.device, amp=amp, enabled=feature_cache)
         self.features.register("dev", self.dev)
         self.features.register("test", self.test)
+
+    def replace_dev(self, dev: Sequence[Example], dev_source: str | None = None) -> None:
+        """Use another target dev set from now on; the test set and its features stay.
+
+        Why: XNLI and PAWS-X select on the dev examples that a K's buckets
+        left over, so a language has one dev set per K but one test set. A
+        sweep worker swaps the dev set instead of building a new engine, so
+        the test set is tokenized (and, for head-only methods, encoded) once.
+        """
+        if not dev:
+            raise FsxltError("the target dev set is empty; early stopping needs one")
+        self.dev = prepare_eval(self.featurizer, dev, self.device, max_tokens=self.eval_max_tokens)
+        self.dev_info = data_info(dev, dev_source)
+        self.features.register("dev", self.dev)
 
     @classmethod
     def from_start(cls, task: str | TaskSpec, language: str, start: str, *,
