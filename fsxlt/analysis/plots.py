@@ -90,6 +90,16 @@ def jaccard_heatmap(values: pd.DataFrame, title: str, out_stem: Path) -> list[Pa
     return save_figure(fig, out_stem)
 
 
+def _label_bar_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """Axis labels, title, a two-column legend below the axes, horizontal grid lines."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+              ncol=2)
+    ax.grid(axis="y", alpha=0.3)
+
+
 def improved_bars(counts: pd.DataFrame, title: str, out_stem: Path) -> list[Path]:
     """Per bucket, improved predictions on words in the bucket versus not (stacked)."""
     fig, ax = plt.subplots(figsize=(max(4.0, 0.25 * len(counts) + 2.0), 3.4))
@@ -99,12 +109,7 @@ def improved_bars(counts: pd.DataFrame, title: str, out_stem: Path) -> list[Path
            label="word not in the bucket")
     ax.set_xticks(list(positions), [str(b) for b in counts["bucket"]],
                   fontsize=8, rotation=90 if len(counts) > 12 else 0)
-    ax.set_xlabel("bucket")
-    ax.set_ylabel("improved test words (occurrences)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-              ncol=2)
-    ax.grid(axis="y", alpha=0.3)
+    _label_bar_axes(ax, "bucket", "improved test words (occurrences)", title)
     return save_figure(fig, out_stem)
 
 
@@ -122,12 +127,7 @@ def selection_bars(runs: pd.DataFrame, title: str, out_stem: Path) -> list[Path]
         errors = [mean[column] - low[column], high[column] - mean[column]]
         ax.bar(x, mean[column], width, yerr=errors, capsize=3, color=color, label=label)
     ax.set_xticks(range(len(mean)), list(mean.index))
-    ax.set_xlabel("target language")
-    ax.set_ylabel("zero-shot test score (points)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-              ncol=2)
-    ax.grid(axis="y", alpha=0.3)
+    _label_bar_axes(ax, "target language", "zero-shot test score (points)", title)
     return save_figure(fig, out_stem)
 
 
