@@ -137,3 +137,30 @@ def write_bucket_set(root: Path, task: str, language: str, k: int,
 
 def read_first_bucket(directory: Path):
     return read_bucket(Path(directory) / "00.json")
+
+
+def make_xlmr_encoder_dir(directory: Path, seed: int = 0) -> Path:
+    """Save a tiny random XLM-R (RoBERTa layout, one segment type) + Unigram tokenizer.
+
+    The sentencepiece-style vocabulary holds ``▁word`` pieces for the toy
+    words and a few continuation pieces, so multi-piece words occur too.
+    """
+    from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizer
+
+    directory = Path(directory)
+    specials = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("<mask>", 0.0)]
+    words = PERSONS + PLACES + ORGS + FILLER
+    pieces = [(f"▁{w}", -2.0) for w in words]
+    pieces += [(p, -4.0) for p in ("▁un", "believ", "able", "s", "ing", "▁new", "town")]
+    pieces += [(ch, -8.0) for ch in sorted({c for w in words for c in w} | {"▁"})
+               if ch not in {p for p, _ in pieces}]
+    tokenizer = XLMRobertaTokenizer(vocab=specials + pieces)
+    config = XLMRobertaConfig(vocab_size=len(specials) + len(pieces), hidden_size=32,
+                              num_hidden_layers=2, num_attention_heads=2,
+                              intermediate_size=64, max_position_embeddings=130,
+                              type_vocab_size=1, pad_token_id=1, bos_token_id=0,
+                              eos_token_id=2)
+    torch.manual_seed(seed)
+    XLMRobertaModel(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
