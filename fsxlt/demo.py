@@ -55,10 +55,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import atomic_write_json, sha256_file, sha256_text
+from fsxlt.fileio import atomic_write_json, parse_yaml, sha256_file, sha256_text
 from fsxlt.synthetic.benchmark import DEFAULT_CORPUS_SENTENCES, DEFAULT_SIZES, SPLITS, TASKS
 from fsxlt.synthetic.encoder import EncoderSettings
 from fsxlt.synthetic.grammar import DEFAULT_LANGUAGES
@@ -235,11 +233,7 @@ def load_demo_config(name_or_path: str | Path = "demo") -> DemoConfig:
             raise FsxltError(f"{path}: demo config not found (or use one of: "
                              f"{', '.join(BUILTIN_CONFIGS)})")
         text, where = path.read_text(encoding="utf-8"), str(path)
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise FsxltError(f"{where}: invalid YAML ({err.__class__.__name__})") from None
-    return parse_demo_config(raw, where)
+    return parse_demo_config(parse_yaml(text, where), where)
 
 
 # --------------------------------------------------------------------------- stages

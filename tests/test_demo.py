@@ -153,3 +153,11 @@ def test_bad_configs_are_one_line_errors(raw, message):
 def test_unknown_config_name_is_a_one_line_error(tmp_path):
     with pytest.raises(FsxltError, match="demo config not found"):
         load_demo_config(tmp_path / "nope.yaml")
+
+
+def test_invalid_yaml_names_the_file_and_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\ntasks: {synth-pos: {k: [1, 2}\n", encoding="utf-8")
+    with pytest.raises(FsxltError) as err:
+        load_demo_config(path)
+    assert str(err.value).startswith(f"{path}:2: invalid YAML")
