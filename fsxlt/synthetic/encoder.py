@@ -23,9 +23,9 @@ into place, so an interrupted build never looks finished.
 
 Determinism: the vocabulary depends only on the corpus; the initial weights
 (``torch.manual_seed`` inside a forked RNG state, so the caller's global RNG
-is untouched), the masking and the batch order all derive from ``seed``. With the same number of
-threads the saved weights are identical; across thread counts floating-point
-summation order may differ in the last bits.
+is untouched), the masking and the batch order all derive from ``seed``.
+With the same number of threads the saved weights are identical; across
+thread counts floating-point summation order may differ in the last bits.
 """
 
 from __future__ import annotations

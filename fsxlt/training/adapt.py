@@ -93,24 +93,20 @@ class AdaptEngine:
         self.device = resolve_device(device)
         self.amp = amp
         self.micro_batch = max(1, int(micro_batch))
-        if not dev:
-            raise FsxltError("the target dev set is empty; early stopping needs one")
         self.start = start
         self.model = start.model.to(self.device)
         self.model.use_linear_head()
         self.featurizer = Featurizer(start.tokenizer, self.task, max_seq_length)
         self.eval_max_tokens = eval_max_tokens or eval_token_budget(self.device)
-        self.dev: EvalSet = prepare_eval(self.featurizer, dev, self.device,
-                                         max_tokens=self.eval_max_tokens)
         self.test: EvalSet | None = (prepare_eval(self.featurizer, test, self.device,
                                                   max_tokens=self.eval_max_tokens)
                                      if test else None)
-        self.dev_info = data_info(dev, dev_source)
         self.test_info = data_info(test, test_source)
         self.start_state = snapshot(self.model)
         self.features = FeatureCache(self.model, self.device, amp=amp, enabled=feature_cache)
-        self.features.register("dev", self.dev)
         self.features.register("test", self.test)
+        self.dev: EvalSet
+        self._set_dev(dev, dev_source)
 
     def replace_dev(self, dev: Sequence[Example], dev_source: str | None = None) -> None:
         """Use another target dev set from now on; the test set and its features stay.
@@ -120,6 +116,10 @@ class AdaptEngine:
         sweep worker swaps the dev set instead of building a new engine, so
         the test set is tokenized (and, for head-only methods, encoded) once.
         """
+        self._set_dev(dev, dev_source)
+
+    def _set_dev(self, dev: Sequence[Example], dev_source: str | None) -> None:
+        """Tokenize ``dev`` into the engine's eval set and feature cache (constructor, swaps)."""
         if not dev:
             raise FsxltError("the target dev set is empty; early stopping needs one")
         self.dev = prepare_eval(self.featurizer, dev, self.device, max_tokens=self.eval_max_tokens)
