@@ -110,6 +110,57 @@ def staged_dir(target: str | Path) -> Iterator[Path]:
         raise
 
 
+def _first_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (the filesystem root at worst)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path(path.anchor or ".")
+
+
+def _probe_writable(directory: Path) -> bool:
+    """Whether a file can be created in ``directory`` (tried, then removed; root-proof)."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".fsxlt-probe.", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(probe)
+    return True
+
+
+def check_output_dir(path: str | Path, what: str = "output directory") -> Path:
+    """Fail early, in one line, if ``path`` cannot be (or become) a directory to write into.
+
+    Called by every command that writes before it does any work, so a typo'd
+    ``--out`` costs nothing and leaves nothing behind: ``path`` must be a
+    directory or not exist yet, its nearest existing ancestor must be a
+    writable directory. Nothing is created.
+    """
+    from fsxlt.errors import FsxltError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise FsxltError(f"{path}: the {what} is a file, not a directory")
+    existing = _first_existing(path)
+    if not existing.is_dir():
+        raise FsxltError(f"{path}: cannot create the {what}: {existing} is a file")
+    if not _probe_writable(existing):
+        raise FsxltError(f"{path}: the {what} is not writable (permission denied in {existing})")
+    return path
+
+
+def check_output_file(path: str | Path, what: str = "output file") -> Path:
+    """Like :func:`check_output_dir` for a file: not a directory, its folder writable."""
+    from fsxlt.errors import FsxltError
+
+    path = Path(path)
+    if path.is_dir():
+        raise FsxltError(f"{path}: the {what} is a directory")
+    check_output_dir(path.parent, f"folder of the {what}")
+    return path
+
+
 def read_json(path: str | Path) -> Any:
     """Read a JSON file, turning a missing or malformed file into a clear error."""
     from fsxlt.errors import DataFormatError

@@ -11,7 +11,7 @@ from fsxlt.cli.app import app
 from fsxlt.cli.options import Device, Lrs, MaxEpochs, Patience
 from fsxlt.data import load_split
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import atomic_write_text
+from fsxlt.fileio import atomic_write_text, check_output_dir
 from fsxlt.tasks import get_task
 
 # pandas, scipy and matplotlib are imported inside the commands (quick `fsxlt --help`).
@@ -24,6 +24,12 @@ def _english_examples(task: str, english: Path | None, data_dir: Path | None):
     spec = get_task(task)
     return load_split(spec, spec.source_language, "train", path=english,
                       data_dir=data_dir).examples
+
+
+def _check_out(out: Path | None) -> None:
+    """Fail before any work if ``--out`` cannot be written (a file, no permission)."""
+    if out is not None:
+        check_output_dir(out, "--out directory")
 
 
 def _write_table(table, out: Path | None, name: str) -> None:
@@ -48,6 +54,7 @@ def overlap_command(
 
       fsxlt analyze overlap buckets/ --task panx --english data/panx/train-en.tsv
     """
+    _check_out(out)
     from fsxlt.analysis.typology import overlap_table
 
     table = overlap_table(buckets, _english_examples(task, english, data_dir), task=task)
@@ -75,6 +82,7 @@ def correlate_command(
 
       fsxlt analyze correlate published_scores.csv --buckets buckets/ --english train-en.tsv
     """
+    _check_out(out)
     import pandas as pd
 
     from fsxlt.analysis.plots import gain_scatter
@@ -177,6 +185,7 @@ def gains_command(
 
       fsxlt analyze gains runs/ --task panx --lang de --k 1 --out analysis/gains
     """
+    _check_out(out)
     from fsxlt.analysis.gains import gains_analysis
     from fsxlt.analysis.plots import improved_bars, jaccard_heatmap
     from fsxlt.predictions import load_adapted, load_zero_shot
@@ -216,6 +225,7 @@ def confusion_command(
 
       fsxlt analyze confusion runs/ --task xnli --lang de --k 1 --out analysis/confusion
     """
+    _check_out(out)
     from fsxlt.analysis.confusion import confusion_analysis
     from fsxlt.analysis.plots import confusion_heatmaps
     from fsxlt.predictions import load_adapted, load_zero_shot
@@ -256,6 +266,7 @@ def selection_command(
 
       fsxlt analyze selection ckpt/xnli-s1 ckpt/xnli-s2 ckpt/xnli-s3 --out analysis/selection
     """
+    _check_out(out)
     from fsxlt.analysis.plots import selection_bars
     from fsxlt.analysis.selection import load_source_record, selection_tables
 
@@ -306,6 +317,7 @@ def seeds_vs_buckets_command(
       fsxlt analyze seeds-vs-buckets --task xnli --lang de --buckets buckets/xnli/de/k1 \\
           --from ckpt/xnli-mbert --data-dir data/xnli --out analysis/seeds
     """
+    _check_out(out)
     from fsxlt.analysis.plots import seeds_buckets_boxes
     from fsxlt.analysis.seeds import ablation_plan, seeds_vs_buckets, spread_table
     from fsxlt.cli.train import _buckets, _split
@@ -382,6 +394,7 @@ def attention_command(
 
       fsxlt analyze attention runs/xnli/de/k1/full/00.json --out analysis/attention
     """
+    _check_out(out)
     from fsxlt.analysis.attention import attention_analysis, top_shifts
     from fsxlt.analysis.plots import attention_bars
 

@@ -10,7 +10,7 @@ import typer
 
 from fsxlt.cli.app import app
 from fsxlt.cli.progress import bar
-from fsxlt.fileio import atomic_write_json
+from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
 from fsxlt.tasks import get_task
 
 # The sampling modules are imported inside the commands, keeping `fsxlt --help` quick.
@@ -52,6 +52,7 @@ def sample_command(
     from fsxlt.sampling.api import sample as sample_api
 
     spec = get_task(task)
+    check_output_dir(out, "bucket store")
     ks = k or list(spec.sampling.k_values)
     sets = sample_api(spec, lang, ks, out, data=data, data_dir=data_dir, split=split,
                       n_buckets=n_buckets, seed=seed, progress=bar("loading", "lang"))
@@ -85,6 +86,7 @@ def import_published_command(
     """
     from fsxlt.sampling.published import import_published
 
+    check_output_dir(out, "bucket store")
     summary = import_published(src, out, tasks=task, progress=bar("importing", "set"))
     per_task = Counter(s.task for s in summary.sets)
     for name, count in sorted(per_task.items()):
@@ -138,6 +140,8 @@ def check_command(
     """
     from fsxlt.sampling.check import check_store
 
+    if json_out is not None:
+        check_output_file(json_out, "--json file")
     reports = check_store(directory, source)
     for report in reports:
         _print_report(report, max_rows)

@@ -44,7 +44,11 @@ def demo_cmd(
       fsxlt demo --out demo-quick --config quick
     """
     from fsxlt.demo import run_demo, summary_text
+    from fsxlt.fileio import check_output_dir
 
+    check_output_dir(out, "demo directory")
+    if encoder_cache is not None:
+        check_output_dir(encoder_cache, "encoder cache")
     summary = run_demo(out, config, encoder_cache=encoder_cache, workers=workers)
     typer.echo(summary_text(summary), nl=False)
     if summary["n_failed"]:

@@ -9,6 +9,7 @@ import typer
 
 from fsxlt.cli.app import app
 from fsxlt.errors import FsxltError
+from fsxlt.fileio import check_output_dir
 
 
 @app.command("report")
@@ -51,6 +52,8 @@ def report_cmd(
 
     if ddof < 0 or expected < 1:
         raise FsxltError("--ddof must be >= 0 and --expected-buckets >= 1")
+    if out is not None:
+        check_output_dir(out, "report directory")
     if compare:
         typer.echo(write_compare(runs_dir, compare[0], compare[1], out, fmt, seed=seed,
                                  n_boot=n_boot), nl=False)

@@ -12,7 +12,7 @@ from fsxlt.cli.app import app
 from fsxlt.cli.options import DataDir, Device, Lrs, MaxEpochs, MaxSeqLength, Patience, Seed
 from fsxlt.data import Example, load_split, read_examples
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import atomic_write_json
+from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
 from fsxlt.methods import DEFAULT_MODEL, METHODS, method_spec
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -118,7 +118,7 @@ def source_train_cmd(
 
     spec = get_task(task)
     src = spec.source_language
-    out = Path(out)
+    out = check_output_dir(out, "checkpoint directory")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
     train, train_src = _split(spec, src, "train", train_file, data_dir)
@@ -270,6 +270,7 @@ def adapt_cmd(
     spec = get_task(task)
     spec.check_language(lang)
     method_spec(method, spec.kind)  # fail before loading anything
+    check_output_dir(out, "runs directory")
     buckets, remaining, where = _buckets(Path(bucket))
     if dev_file is not None or (data_dir is not None and spec.sampling.split != "dev"):
         dev, dev_src = _split(spec, lang, "dev", dev_file, data_dir)
@@ -379,6 +380,8 @@ def evaluate_cmd(
     spec.check_language(lang)
     if save_predictions and out is None:
         raise FsxltError("--save-predictions writes beside --out FILE.json; pass --out")
+    if out is not None:
+        check_output_file(out, "--out file")
     examples, source = _split(spec, lang, split, file, data_dir)
     examples = _limit(examples, limit)
     quiet_transformers()

@@ -18,23 +18,35 @@ groups the rest by (task, language, start) and hands the groups to an executor:
 Workers die with the sweep (``PR_SET_PDEATHSIG`` on Linux); a killed sweep
 leaves only complete records behind (atomic writes), and the next start runs
 exactly the missing ones.
+
+One sweep at a time per RUNS_DIR: the sweep holds an exclusive ``flock`` on
+``RUNS_DIR/.fsxlt-sweep.lock`` while it runs, and a second sweep started on
+the same directory refuses in one line. The OS drops the lock when its holder
+dies, even by SIGKILL, so a killed sweep never blocks the next start. A
+finished record that another study wrote (another sweep name, or ``fsxlt
+adapt``) with other settings is never overwritten: the sweep refuses before
+running anything.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.execution.plan import Plan, RunSpec, SweepConfig, expand, record_state
 from fsxlt.execution.worker import Outcome, die_with_parent, run_group
-from fsxlt.fileio import atomic_write_json, dumps_json
+from fsxlt.fileio import atomic_write_json, check_output_dir, dumps_json
 
 EXECUTORS = ("local", "ray")
+LOCK_FILE = ".fsxlt-sweep.lock"
 
 
 @dataclass
@@ -71,18 +83,20 @@ class SweepResult:
         return len(self.status.pending) - len(self.outcomes)
 
 
-def sweep_status(config: SweepConfig, save_predictions: bool = False) -> SweepStatus:
-    """Expand the config and sort its runs into done and pending (with the reason).
+def sweep_status(config: SweepConfig, save_predictions: bool = False,
+                 plan: Plan | None = None) -> SweepStatus:
+    """Expand the config (or take its ``plan``) and sort its runs into done and pending.
 
-    With ``save_predictions`` a done run without its predictions file is
-    pending again (``no-predictions``).
+    Each pending run comes with the reason (see
+    :func:`~fsxlt.execution.plan.record_state`). With ``save_predictions`` a
+    done run without its predictions file is pending again (``no-predictions``).
     """
     from fsxlt.predictions import predictions_path
 
-    plan = expand(config)
+    plan = plan if plan is not None else expand(config)
     status = SweepStatus(plan)
     for run in plan.runs:
-        state = record_state(run.record_path, run.config_hash)
+        state = record_state(run.record_path, run.config_hash, config.name)
         if (state == "done" and save_predictions
                 and not predictions_path(run.record_path).is_file()):
             state = "no-predictions"
@@ -227,6 +241,53 @@ def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], 
 
 # --------------------------------------------------------------------------- the sweep
 
+@contextmanager
+def runs_dir_lock(runs_dir: str | Path) -> Iterator[None]:
+    """Hold RUNS_DIR for this sweep; a second sweep on it gets a one-line refusal.
+
+    An exclusive, non-blocking ``flock`` on ``RUNS_DIR/.fsxlt-sweep.lock``,
+    which names its holder (pid and host) for the refusal message. The kernel
+    releases it when the holder exits or is killed, so no lock is ever stale.
+    Without ``fcntl`` (not POSIX) sweeps are not serialised.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path = Path(runs_dir) / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise FsxltError(f"{runs_dir}: another fsxlt sweep is writing here ({holder}); "
+                             "wait for it to finish, or give this one another out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _refuse_other_studies(status: SweepStatus, config: SweepConfig) -> None:
+    """One-line error if the sweep would overwrite finished records of another study."""
+    from fsxlt.execution.plan import read_record, record_owner
+
+    clashes = [run for run, why in status.pending if why == "other-study"]
+    if not clashes:
+        return
+    owner = record_owner(read_record(clashes[0].record_path) or {}) or "another study"
+    raise FsxltError(
+        f"{config.out}: {len(clashes)} finished records with other settings belong to {owner} "
+        f"(e.g. {clashes[0].record_path}); sweep {config.name!r} would overwrite them. "
+        "Give it another out, or remove those records to rerun them")
+
 def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
               devices: Sequence[str] | None = None, device: str = "auto",
               threads: int | None = None, address: str | None = None,
@@ -243,12 +304,28 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
     if gpus_per_task < 0 or cpus_per_task <= 0:
         raise FsxltError("--gpus-per-task must be >= 0 and --cpus-per-task > 0")
-    status = sweep_status(config, save_predictions)
-    write_zero_shot(status.plan)
-    result = SweepResult(status)
+    plan = expand(config)  # every input checked before anything is written
+    check_output_dir(config.out, "runs directory")
+    with runs_dir_lock(config.out):
+        status = sweep_status(config, save_predictions, plan)
+        _refuse_other_studies(status, config)
+        write_zero_shot(status.plan)
+        result = SweepResult(status)
+        _execute(status, result, executor=executor, workers=workers, devices=devices,
+                 device=device, threads=threads, address=address, gpus_per_task=gpus_per_task,
+                 cpus_per_task=cpus_per_task, progress=progress,
+                 save_predictions=save_predictions)
+    return result
+
+
+def _execute(status: SweepStatus, result: SweepResult, *, executor: str, workers: int,
+             devices: Sequence[str] | None, device: str, threads: int | None,
+             address: str | None, gpus_per_task: float, cpus_per_task: float,
+             progress: bool | None, save_predictions: bool) -> None:
+    """Hand the pending groups to the executor, with a progress bar; outcomes into ``result``."""
     groups = status.groups()
     if not groups:
-        return result
+        return
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(status.pending), desc="sweep", unit="run", file=sys.stderr,
@@ -275,4 +352,3 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
                      save_predictions=save_predictions)
     finally:
         bar.close()
-    return result

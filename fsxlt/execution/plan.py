@@ -247,6 +247,7 @@ class RunSpec:
     max_seq_length: int
     record_path: str
     config_hash: str
+    sweep_name: str = ""
 
     @property
     def arm(self) -> str:
@@ -399,14 +400,14 @@ def expand(config: SweepConfig) -> Plan:
                         for index, bucket in files:
                             result.runs.append(_run(plan, lang, k, index, method, start,
                                                     source_training, bucket, dev, test, out,
-                                                    hashes))
+                                                    hashes, config.name))
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
     return result
 
 
 def _run(plan: TaskPlan, lang: str, k: int, index: int, method: str, start: str,
          source_training: bool, bucket: Path, dev: Path, test: Path, out: Path,
-         hashes: _Hashes) -> RunSpec:
+         hashes: _Hashes, sweep_name: str = "") -> RunSpec:
     bucket_sha = hashes.text(bucket)
     identity = {
         "task": plan.task, "language": lang, "k": k, "index": index, "method": method,
@@ -423,7 +424,8 @@ def _run(plan: TaskPlan, lang: str, k: int, index: int, method: str, start: str,
                    bucket_sha256=bucket_sha, dev_path=str(dev), test_path=str(test),
                    lrs=plan.lrs, seed=plan.seed, max_epochs=plan.max_epochs,
                    patience=plan.patience, max_seq_length=plan.max_seq_length,
-                   record_path=str(record), config_hash=f"sweep:{digest}")
+                   record_path=str(record), config_hash=f"sweep:{digest}",
+                   sweep_name=sweep_name)
 
 
 # --------------------------------------------------------------------------- resume
@@ -445,8 +447,26 @@ def is_complete(record: dict[str, Any] | None) -> bool:
             and not isinstance(record.get("test_score"), bool))
 
 
-def record_state(path: str | Path, config_hash: str) -> str:
-    """``done``, or why the run must (re)run: ``missing``, ``corrupt``, ``error``, ``stale``."""
+def record_owner(record: dict[str, Any]) -> str | None:
+    """Who wrote a finished record: ``sweep 'NAME'``, ``fsxlt adapt``, or None if unknown.
+
+    Records of sweeps before names were recorded carry no name (None): they
+    count as the current sweep's own.
+    """
+    sweep = record.get("sweep")
+    if not isinstance(sweep, dict):
+        return "fsxlt adapt"
+    name = sweep.get("name")
+    return None if name is None else f"sweep {name!r}"
+
+
+def record_state(path: str | Path, config_hash: str, sweep_name: str | None = None) -> str:
+    """``done``, or why the run must (re)run: ``missing``, ``corrupt``, ``error``, ``stale``.
+
+    With ``sweep_name``, a finished record with other settings that another
+    study wrote (another sweep's name, or ``fsxlt adapt``) is ``other-study``:
+    the sweep refuses to overwrite it rather than rerun it.
+    """
     path = Path(path)
     if not path.exists():
         return "missing"
@@ -458,5 +478,8 @@ def record_state(path: str | Path, config_hash: str) -> str:
     if not is_complete(record):
         return "corrupt"
     if (record.get("sweep") or {}).get("config_hash") != config_hash:
+        owner = record_owner(record)
+        if sweep_name is not None and owner is not None and owner != f"sweep {sweep_name!r}":
+            return "other-study"
         return "stale"
     return "done"

@@ -49,7 +49,7 @@ def write_error(run: RunSpec, err: BaseException, stage: str) -> Outcome:
         "traceback": traceback.format_exception(type(err), err, err.__traceback__)[-6:],
         "task": run.task, "language": run.language, "k": run.k, "method": run.method,
         "bucket": {"index": run.index, "path": run.bucket_path},
-        "sweep": {"config_hash": run.config_hash, "arm": run.arm},
+        "sweep": {"config_hash": run.config_hash, "arm": run.arm, "name": run.sweep_name},
     })
     return Outcome(run.id, False, _error_text(err))
 
@@ -77,7 +77,7 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None) -> Outcome:
                           predictions=test is not None)
     record["bucket"]["path"] = run.bucket_path
     record["status"] = "ok"
-    record["sweep"] = {"config_hash": run.config_hash, "arm": run.arm}
+    record["sweep"] = {"config_hash": run.config_hash, "arm": run.arm, "name": run.sweep_name}
     if test is not None:
         save_run_predictions(run.record_path, record, test, engine.task)
     atomic_write_json(run.record_path, record)

@@ -16,6 +16,7 @@ no-source-training ablation of METHOD.md §4.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,17 +74,51 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0][:300] if text else err.__class__.__name__
 
 
+# What the Hugging Face hub accepts as a model id: ``name`` or ``namespace/name``
+# of letters, digits, '-', '_' and '.', at most 96 characters, no '--' or '..'.
+_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
+
+
+def hub_id_like(name: str) -> bool:
+    """Whether ``name`` could be a model id on the hub (rather than a local path)."""
+    return (bool(_HUB_ID.match(name)) and len(name) <= 96 and "--" not in name
+            and ".." not in name and not name.startswith((".", "-")) and not name.endswith("."))
+
+
+def check_model_location(name: str) -> None:
+    """One-line error for a model argument that is neither a directory nor a hub id.
+
+    A path that does not exist would otherwise reach the hub client and come
+    back as its repo-id rules; a directory without ``config.json`` is not a
+    model directory.
+    """
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FsxltError(f"cannot load encoder {name}: not a model directory (no config.json)")
+        return
+    if path.exists():
+        raise FsxltError(f"cannot load encoder {name}: a file, not a model directory "
+                         "or a hub model name")
+    if not hub_id_like(name):
+        raise FsxltError(f"cannot load encoder {name}: no such directory, and not a model "
+                         "name the hub would accept")
+
+
 def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Module, Any]:
     """``AutoModel`` + fast ``AutoTokenizer``; weights the checkpoint lacks get seeded init."""
     from transformers import AutoModel, AutoTokenizer
 
     name = str(name_or_path)
+    check_model_location(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name)
         torch.manual_seed(seed)  # encoder weights missing from the checkpoint (e.g. a pooler)
         encoder = AutoModel.from_pretrained(name)
     except Exception as err:  # hub unreachable, not a model, bad files: one line
-        raise FsxltError(f"cannot load encoder {name!r}: {err.__class__.__name__}: "
+        where = ("" if Path(name).expanduser().is_dir()
+                 else " (no such directory; tried the hub)")
+        raise FsxltError(f"cannot load encoder {name!r}{where}: {err.__class__.__name__}: "
                          f"{_first_line(err)}") from None
     if not getattr(tokenizer, "is_fast", False):
         raise FsxltError(f"{name}: fsxlt needs a fast tokenizer (tokenizer.json)")
