@@ -12,6 +12,7 @@ import pytest
 from scipy.stats import wilcoxon
 
 from fsxlt.cli import run_app
+from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json
 from fsxlt.report import aggregate, compare, load_records, report_text, write_report
 
@@ -129,8 +130,11 @@ def test_corrupt_error_and_foreign_files_are_never_counted(runs, tmp_path):
         "format": "fsxlt-evaluation/1", "scores": {"accuracy": 0.5}, "split": "test"})
     records = load_records(copy)
     after = aggregate(records, expected=8)
-    assert records.skipped == ["notes.json", "xnli/de/k1/full/03.json",
-                               "xnli/de/k1/full/09.json"]
+    assert records.skipped == ["notes.json"]
+    assert [path for path, _ in records.unreadable] == ["xnli/de/k1/full/03.json",
+                                                        "xnli/de/k1/full/09.json"]
+    assert records.unreadable[0][1].startswith("truncated")
+    assert records.unreadable[1][1].startswith("not valid JSON")
     assert records.failed == ["xnli/de/k1/full/10.json"]
     row = after[(after["arm"] == "full") & (after["language"] == "de") & (after["k"] == 1)]
     assert int(row["n"].iloc[0]) == 7
@@ -139,7 +143,18 @@ def test_corrupt_error_and_foreign_files_are_never_counted(runs, tmp_path):
     pd.testing.assert_frame_equal(after[untouched].reset_index(drop=True),
                                   before[untouched].reset_index(drop=True))
     text = report_text(copy, "md", expected=8)
-    assert "Error records (not counted): 1" in text and "(not counted): 3" in text
+    assert "Error records (not counted): 1" in text
+    assert "Unreadable records (not counted; fsxlt sweep reruns them): 2" in text
+    assert "Files that are not run records (not counted): 1" in text
+
+
+def test_a_lone_corrupt_record_is_named_not_reported_as_nothing(runs, tmp_path):
+    one = tmp_path / "runs" / "xnli/de/k1/full"
+    one.mkdir(parents=True)
+    good = (runs / "xnli/de/k1/full/03.json").read_text()
+    (one / "03.json").write_text(good[:100])
+    with pytest.raises(FsxltError, match=r"unreadable: xnli/de/k1/full/03.json: truncated"):
+        report_text(tmp_path / "runs")
 
 
 def test_paired_comparison_matches_scipy(runs):

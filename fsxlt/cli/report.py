@@ -12,6 +12,10 @@ from fsxlt.errors import FsxltError
 from fsxlt.fileio import check_output_dir
 
 
+def _warn(line: str) -> None:
+    typer.echo(line, err=True)
+
+
 @app.command("report")
 def report_cmd(
     runs_dir: Annotated[Path, typer.Argument(help="RUNS_DIR written by fsxlt sweep / adapt.")],
@@ -56,11 +60,11 @@ def report_cmd(
         check_output_dir(out, "report directory")
     if compare:
         typer.echo(write_compare(runs_dir, compare[0], compare[1], out, fmt, seed=seed,
-                                 n_boot=n_boot), nl=False)
+                                 n_boot=n_boot, warn=_warn), nl=False)
         return
     if out is None:
-        typer.echo(report_text(runs_dir, fmt, ddof=ddof, expected=expected), nl=False)
+        typer.echo(report_text(runs_dir, fmt, ddof=ddof, expected=expected, warn=_warn), nl=False)
         return
     written = write_report(runs_dir, out, fmt, ddof=ddof, expected=expected,
-                           plots=not no_plots)
+                           plots=not no_plots, warn=_warn)
     typer.echo(f"wrote {len(written)} files to {out}")

@@ -4,7 +4,7 @@
 
     write_report("runs", "report", fmt="md")          # report.md + plots/*.png|pdf
 
-- :mod:`~fsxlt.report.records`: RUNS_DIR -> tidy DataFrames (corrupt files skipped).
+- :mod:`~fsxlt.report.records`: RUNS_DIR -> tidy DataFrames (corrupt files named, not counted).
 - :mod:`~fsxlt.report.tables`: mean ± std over buckets, gains, variants, drops.
 - :mod:`~fsxlt.report.compare`: paired differences, bootstrap CI, Wilcoxon p.
 - :mod:`~fsxlt.report.plots`: distributions, score vs K, learning curves.
@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from fsxlt.errors import FsxltError
@@ -31,29 +32,42 @@ def _check(fmt: str) -> None:
         raise FsxltError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
 
 
-def _load(runs_dir: str | Path) -> Records:
+Warn = Callable[[str], None]
+
+
+def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
+    """The records, or a one-line error if none finished; ``warn`` hears each unreadable one."""
     records = load_records(runs_dir)
     if records.scores.empty:
+        if records.unreadable:
+            path, problem = records.unreadable[0]
+            more = (f" and {len(records.unreadable) - 1} more" if len(records.unreadable) > 1
+                    else "")
+            raise FsxltError(f"{runs_dir}: no finished run records; unreadable: "
+                             f"{path}: {problem}{more} (fsxlt sweep reruns them)")
         raise FsxltError(f"{runs_dir}: no finished run records found")
+    for path, problem in records.unreadable if warn else ():
+        warn(f"warning: {Path(runs_dir) / path}: unreadable run record, not counted: {problem}")
     return records
 
 
 def report_text(runs_dir: str | Path, fmt: str = "md", *, ddof: int = 1,
-                expected: int = EXPECTED_BUCKETS) -> str:
+                expected: int = EXPECTED_BUCKETS, warn: Warn | None = None) -> str:
     _check(fmt)
-    records = _load(runs_dir)
+    records = _load(runs_dir, warn)
     return render(aggregate(records, ddof=ddof, expected=expected), records, fmt, ddof=ddof,
                   expected=expected)
 
 
 def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof: int = 1,
-                 expected: int = EXPECTED_BUCKETS, plots: bool = True) -> list[Path]:
+                 expected: int = EXPECTED_BUCKETS, plots: bool = True,
+                 warn: Warn | None = None) -> list[Path]:
     """Write ``report.<md|tex|csv>``, ``cells.csv`` and (``plots``) ``plots/`` under ``out``."""
     from fsxlt.report.plots import make_plots
     from fsxlt.report.tables import cells_csv
 
     _check(fmt)
-    records = _load(runs_dir)
+    records = _load(runs_dir, warn)
     cells = aggregate(records, ddof=ddof, expected=expected)
     out = Path(out)
     written = [out / f"report.{SUFFIX[fmt]}"]
@@ -67,12 +81,13 @@ def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof
 
 
 def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path | None = None,
-                  fmt: str = "md", *, seed: int = 0, n_boot: int = 10_000) -> str:
+                  fmt: str = "md", *, seed: int = 0, n_boot: int = 10_000,
+                  warn: Warn | None = None) -> str:
     """The paired comparison as text; also written to ``out/compare_<A>_vs_<B>.<ext>``."""
     _check(fmt)
     if n_boot < 1:
         raise FsxltError("the bootstrap needs at least one resample")
-    result = compare(_load(runs_dir), arm_a, arm_b, seed=seed, n_boot=n_boot)
+    result = compare(_load(runs_dir, warn), arm_a, arm_b, seed=seed, n_boot=n_boot)
     text = render_compare(result, arm_a, arm_b, fmt, seed=seed, n_boot=n_boot)
     if out is not None:
         atomic_write_text(Path(out) / f"compare_{arm_a}_vs_{arm_b}.{SUFFIX[fmt]}", text)

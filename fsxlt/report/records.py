@@ -11,24 +11,28 @@ sorted into:
   run (task, language, k, arm, bucket, epoch, dev_score);
 - ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep;
 - ``failed``: error records (relative paths), never counted;
-- ``skipped``: files that do not parse (truncated, corrupt) or are not
-  records, never counted. ``fsxlt evaluate`` outputs kept beside the runs
-  (e.g. ``k0/zero-shot-test.json`` for the analyses) are known, not runs,
-  and left out silently.
+- ``unreadable``: files that exist but do not parse (truncated, corrupt,
+  not UTF-8), each with the reason; never counted, and named by ``fsxlt
+  report`` on stderr (``fsxlt sweep`` reruns them);
+- ``skipped``: JSON files that are not records, never counted. ``fsxlt
+  evaluate`` outputs kept beside the runs (e.g. ``k0/zero-shot-test.json``
+  for the analyses) are known, not runs, and left out silently.
 
 Scores stay in the records' unit (0-1); the tables show points (x100).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import EVALUATION_FORMAT
-from fsxlt.execution.plan import RUN_FORMAT, ZERO_SHOT_FORMAT, arm_name, read_record
+from fsxlt.execution.plan import RUN_FORMAT, ZERO_SHOT_FORMAT, arm_name
 
 KEY = ["task", "language", "k", "arm", "bucket"]
 SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score", "best_epoch",
@@ -45,6 +49,20 @@ class Records:
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _parse(path: Path) -> tuple[Any, str | None]:
+    """A JSON file's content, or ``(None, reason)`` when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), None
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as err:
+        where = "truncated" if err.pos >= len(err.doc.rstrip()) else "not valid JSON"
+        return None, f"{where} (line {err.lineno}: {err.msg})"
+    except OSError as err:
+        return None, err.strerror or err.__class__.__name__
 
 
 def _number(value: object) -> bool:
@@ -57,12 +75,15 @@ def load_records(runs_dir: str | Path) -> Records:
     if not root.is_dir():
         raise FsxltError(f"{root}: no such directory")
     scores, curves, zero = [], [], []
-    failed, skipped, duplicates = [], [], []
+    failed, skipped, duplicates, unreadable = [], [], [], []
     seen: set[tuple] = set()
     for path in sorted(root.rglob("*.json")):
         rel = path.relative_to(root).as_posix()
-        record = read_record(path)
-        if record is None:
+        record, problem = _parse(path)
+        if problem is not None:
+            unreadable.append((rel, problem))
+            continue
+        if not isinstance(record, dict):
             skipped.append(rel)
             continue
         status = record.get("status")
@@ -107,4 +128,4 @@ def load_records(runs_dir: str | Path) -> Records:
             KEY + ["epoch"], ignore_index=True),
         zero_shot=pd.DataFrame(zero, columns=ZERO_COLUMNS).drop_duplicates(
             ["task", "language"]).sort_values(["task", "language"], ignore_index=True),
-        failed=failed, skipped=skipped, duplicates=duplicates)
+        failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable)

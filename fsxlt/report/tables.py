@@ -230,8 +230,12 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int) -> li
     if records.failed:
         lines.append(f"Error records (not counted): {len(records.failed)}")
         lines += [f"- {p}" for p in records.failed]
+    if records.unreadable:
+        lines.append(f"Unreadable records (not counted; fsxlt sweep reruns them): "
+                     f"{len(records.unreadable)}")
+        lines += [f"- {p}: {why}" for p, why in records.unreadable]
     if records.skipped:
-        lines.append(f"Unreadable or unknown files (not counted): {len(records.skipped)}")
+        lines.append(f"Files that are not run records (not counted): {len(records.skipped)}")
         lines += [f"- {p}" for p in records.skipped]
     if records.duplicates:
         lines.append(f"Duplicate records (first kept): {len(records.duplicates)}")
