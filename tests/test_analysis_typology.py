@@ -58,6 +58,17 @@ def test_gains_are_the_mean_over_k_of_the_difference_to_zero_shot():
     assert gains.loc[0, "gain"] == pytest.approx(5.0) and gains.loc[0, "n_k"] == 2
     with pytest.raises(FsxltError, match="no zero-shot \\(k=0\\) score for t/de: run"):
         language_gains(scores[scores["k"] > 0])
+    with pytest.raises(FsxltError, match="no few-shot"):
+        language_gains(scores[scores["k"] == 0])
+
+
+def test_a_zero_shot_only_language_is_left_out_not_an_error():
+    # the study's tables carry English with its K=0 score only
+    scores = pd.DataFrame({"task": ["ner"] * 3, "language": ["de", "de", "en"], "k": [0, 1, 0],
+                           "mean": [50.0, 53.0, 83.0]})
+    gains = language_gains(scores)
+    assert list(gains["language"]) == ["de"]
+    assert gains.attrs["zero_shot_only"] == ["ner/en"]
 
 
 def test_correlation_with_known_ranks():
@@ -84,11 +95,14 @@ def test_correlate_command_from_csv_writes_tables_and_plots(tmp_path, capsys):
     csv = tmp_path / "scores.csv"
     csv.write_text("task,language,k,mean,overlap\n" + "".join(
         f"panx,{lang},0,{zero},\npanx,{lang},1,{few},{ov}\n"
-        for (lang, zero, few), ov in zip(rows, (0.4, 0.5, 0.05, 0.03), strict=True)))
+        for (lang, zero, few), ov in zip(rows, (0.4, 0.5, 0.05, 0.03), strict=True))
+        + "panx,en,0,84,\n")
     out = tmp_path / "out"
     assert run_app(["analyze", "correlate", str(csv), "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "spearman_rho" in printed and "other script" in printed
+    assert captured.err == "left out (zero-shot only, not few-shot targets): panx/en\n"
     assert (out / "correlations.csv").is_file() and (out / "panx-gain-overlap.pdf").is_file()
     table = pd.read_csv(out / "correlations.csv").set_index("predictor")
     assert table.loc["overlap", "spearman_rho"] == pytest.approx(-0.8)

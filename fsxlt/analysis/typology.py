@@ -94,13 +94,16 @@ def language_gains(scores: pd.DataFrame) -> pd.DataFrame:
 
     ``scores`` has columns task, language, k, mean; rows with k == 0 are the
     zero-shot scores. A language without a zero-shot row is an error that
-    says what to run first.
+    says what to run first. A language with only a zero-shot row (the source
+    language, as the study's tables print English) is not a few-shot target:
+    it is left out, and listed as ``task/language`` in
+    ``result.attrs["zero_shot_only"]``.
     """
     missing = {"task", "language", "k", "mean"} - set(scores.columns)
     if missing:
         raise FsxltError(f"scores lack the column(s) {', '.join(sorted(missing))}; "
                          "expected task, language, k, mean")
-    rows = []
+    rows, zero_only = [], []
     for (task, language), group in scores.groupby(["task", "language"], sort=True):
         zero = group.loc[group["k"] == 0, "mean"]
         if zero.empty:
@@ -108,12 +111,17 @@ def language_gains(scores: pd.DataFrame) -> pd.DataFrame:
                              "(it writes zero-shot scores) or add a k=0 row")
         shots = group.loc[group["k"] > 0]
         if shots.empty:
-            raise FsxltError(f"no few-shot (k>0) scores for {task}/{language}")
+            zero_only.append(f"{task}/{language}")
+            continue
         rows.append({"task": task, "language": language,
                      "zero_shot": float(zero.iloc[0]),
                      "gain": float((shots["mean"] - zero.iloc[0]).mean()),
                      "n_k": int(shots["k"].nunique())})
-    return pd.DataFrame(rows)
+    if not rows:
+        raise FsxltError("no few-shot (k>0) scores: every language has only its zero-shot row")
+    gains = pd.DataFrame(rows)
+    gains.attrs["zero_shot_only"] = zero_only
+    return gains
 
 
 def correlate(gains: pd.DataFrame, predictor: str) -> dict[str, float]:

@@ -97,6 +97,10 @@ def correlate_command(
         raise FsxltError(f"{scores}: file not found")
     frame = pd.read_csv(scores)
     gains = language_gains(frame)
+    zero_only = gains.attrs.get("zero_shot_only") or []
+    if zero_only:
+        typer.echo(f"left out (zero-shot only, not few-shot targets): {', '.join(zero_only)}",
+                   err=True)
     if "overlap" in frame.columns:
         per_lang = frame.dropna(subset=["overlap"]).groupby(["task", "language"])["overlap"]
         gains = gains.merge(per_lang.mean().reset_index(), on=["task", "language"], how="left")
