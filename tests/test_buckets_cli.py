@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fsxlt.cli import run_app
+from fsxlt.errors import FsxltError
 from fsxlt.sampling.check import check_set
 from fsxlt.sampling.store import read_set
 from tests.conftest import write_conll, write_ner, write_pair_tsv
@@ -101,23 +102,70 @@ def write_published(root: Path) -> None:
     for i, sentences in enumerate((minimal, redundant, missing)):
         (ner / f"{i}-th").mkdir(parents=True)
         write_conll(ner / f"{i}-th" / "train.tsv", sentences)
+    # jv and my: the sampler ran out of sentences and left empty files
+    jv = root / "panx" / "1-shots" / "jv"
+    for i in range(3):
+        (jv / f"{i}-th").mkdir(parents=True)
+        write_conll(jv / f"{i}-th" / "train.tsv", minimal)
+    (jv / "1-th" / "train.tsv").write_text("")
+    (root / "panx" / "1-shots" / "my" / "0-th").mkdir(parents=True)
+    (root / "panx" / "1-shots" / "my" / "0-th" / "train.tsv").write_text("")
     (root / "readme.md").write_text("published buckets")
 
 
 def test_import_published_then_check_reports_what_it_finds(tmp_path, capsys):
     src, out = tmp_path / "published", tmp_path / "store"
     write_published(src)
-    assert run_app(["buckets", "import-published", str(src), "--out", str(out)]) == 0
+    # the empty files do not stop the import; they are named, and the exit status says so
+    assert run_app(["buckets", "import-published", str(src), "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "not imported: panx/1-shots/jv/1-th/train.tsv: file is empty" in captured.err
+    assert "not imported: panx/1-shots/my/0-th/train.tsv: file is empty" in captured.err
+    assert "2 published buckets could not be read" in captured.err
+    assert "ignored readme.md" not in captured.out  # a file at the root is not a folder
     manifest, buckets, _ = read_set(out / "xnli" / "de" / "k1")
     assert manifest["sampler"] == "published" and manifest["language"] == "de"
+    assert "missing_buckets" not in manifest
     assert [ex.id for ex in buckets[2].examples][0] == "german-2entailment-val"
-    capsys.readouterr()
+    jv, jv_buckets, _ = read_set(out / "panx" / "jv" / "k1")
+    assert [b.index for b in jv_buckets] == [0, 2]  # published numbers kept
+    assert sorted(files_of(out / "panx" / "jv" / "k1")) == ["00.json", "02.json", "manifest.json"]
+    assert jv["missing_buckets"] == [{"index": 1, "file": "panx/1-shots/jv/1-th/train.tsv",
+                                      "reason": "file is empty"}]
+    assert not (out / "panx" / "my").exists()
     assert run_app(["buckets", "check", str(out)]) == 1
     printed = capsys.readouterr().out
     assert "xnli/de/k1" in printed and "ok" in printed
+    assert "(1 published buckets missing: 01)" in printed
     assert "not-minimal" in printed and "3 of 4 sentences can be removed" in printed
     assert "missing-label" in printed and "'ORG' occurs 0 times" in printed
-    assert "2 bucket sets checked: 1 ok, 1 with violations" in printed
+    assert "3 bucket sets checked: 2 ok, 1 with violations" in printed
+    assert "1 published buckets are missing from their sets" in printed
+
+
+def test_a_sweep_over_a_set_with_a_gap_runs_the_other_buckets(tmp_path):
+    from fsxlt.execution.plan import expand, parse_config
+
+    src, out = tmp_path / "published", tmp_path / "store"
+    write_published(src)
+    run_app(["buckets", "import-published", str(src), "--out", str(out), "--task", "panx"])
+    data = tmp_path / "data"
+    data.mkdir()
+    start = tmp_path / "ckpt"  # the plan hashes its files; no model is loaded
+    start.mkdir()
+    (start / "config.json").write_text("{}")
+    for split in ("dev", "test"):
+        write_conll(data / f"{split}-jv.tsv", [(["Ada"], ["B-PER"])])
+
+    def config(n_buckets: int) -> dict:
+        return {"name": "gap", "out": str(tmp_path / "runs"), "buckets": str(out),
+                "data_dir": str(data), "start": str(start), "n_buckets": n_buckets,
+                "tasks": {"panx": {"languages": ["jv"], "k": [1]}}}
+
+    runs = expand(parse_config(config(3))).runs
+    assert [run.index for run in runs] == [0, 2]  # bucket 01 is the gap
+    with pytest.raises(FsxltError, match="holds 2 buckets, the sweep asks for 4"):
+        expand(parse_config(config(4)))
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -78,7 +78,10 @@ def import_published_command(
     """Convert the buckets published with the original study into fsxlt bucket sets.
 
     Reads <task>/<K>-shots/<language>/<i>-th/{sampled.json|train.tsv};
-    language names become ISO codes; stray files are ignored.
+    language names become ISO codes; buckets keep their published numbers;
+    stray files are ignored. A bucket that cannot be read (the study's panx
+    jv and my folders hold empty files) is left out of its set, listed here
+    and in the set's manifest; the exit status is then 1.
 
     Example:
 
@@ -93,9 +96,15 @@ def import_published_command(
         langs = sorted({s.language for s in summary.sets if s.task == name})
         typer.echo(f"{name}: {count} sets ({', '.join(langs)})")
     for skipped in summary.skipped:
-        typer.echo(f"skipped {skipped}")
+        typer.echo(f"ignored {skipped}")
+    for missing in summary.missing:
+        typer.echo(f"not imported: {missing}", err=True)
     typer.echo(f"wrote {len(summary.sets)} bucket sets under {out}; "
                f"run 'fsxlt buckets check {out}' to verify them")
+    if summary.missing:
+        typer.echo(f"{len(summary.missing)} published buckets could not be read (listed above); "
+                   "their sets hold the others and record the gap", err=True)
+        raise typer.Exit(1)
 
 
 def _print_report(report, max_rows: int) -> None:
@@ -103,11 +112,15 @@ def _print_report(report, max_rows: int) -> None:
     name = f"{report.task}/{report.language}/k{report.k}"
     head = (f"{name:<18} {report.sampler:<18} {report.n_buckets:>3} buckets  "
             f"{report.mean_size:6.2f} per bucket  ")
+    gap = ""
+    if report.missing_buckets:
+        numbers = " ".join(f"{entry['index']:02d}" for entry in report.missing_buckets)
+        gap = f"  ({len(report.missing_buckets)} published buckets missing: {numbers})"
     if report.ok:
-        typer.echo(head + "ok")
+        typer.echo(head + "ok" + gap)
         return
     kinds = ", ".join(f"{kind} in {n}" for kind, n in sorted(report.kinds().items()))
-    typer.echo(head + f"VIOLATIONS: {kinds}")
+    typer.echo(head + f"VIOLATIONS: {kinds}" + gap)
     rows = sorted(report.violations, key=lambda v: (-1 if v.bucket is None else v.bucket))
     for v in rows[:max_rows]:
         where = "set" if v.bucket is None else f"{v.bucket:02d}"
@@ -126,6 +139,9 @@ def check_command(
         "--json", help="Also write the full report as JSON.")] = None,
 ) -> None:
     """Verify every bucket set below DIRECTORY; exit status 1 if anything is violated.
+
+    Published buckets that could not be imported are shown as a gap beside
+    their set.
 
     Classification: exactly K per label, pairwise disjoint buckets, remaining
     dev disjoint from them. Tagging: every label at least K times and no
@@ -152,6 +168,10 @@ def check_command(
     if json_out is not None:
         atomic_write_json(json_out, [r.to_dict() for r in reports])
     summary = f"{len(reports)} bucket sets checked: {len(reports) - len(bad)} ok"
+    gaps = sum(len(r.missing_buckets) for r in reports)
+    if gaps:
+        typer.echo(f"{gaps} published buckets are missing from their sets (unreadable when "
+                   "imported; see each manifest's missing_buckets)")
     if bad:
         kinds = ", ".join(f"{kind} in {n} buckets" for kind, n in sorted(totals.items()))
         typer.echo(f"{summary}, {len(bad)} with violations ({kinds})")

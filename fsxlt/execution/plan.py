@@ -333,10 +333,15 @@ def _bucket_files(plan: TaskPlan, lang: str, k: int) -> tuple[Path, list[tuple[i
     manifest = read_manifest(directory)
     entries = sorted(manifest["buckets"], key=lambda e: int(e["index"]))
     if plan.n_buckets is not None:
-        if len(entries) < plan.n_buckets:
+        # a published bucket that could not be imported counts as drawn: its
+        # runs are missing (the report shows the gap), the others still run
+        gaps = [int(entry["index"]) for entry in manifest.get("missing_buckets") or []]
+        numbers = sorted({int(e["index"]) for e in entries} | set(gaps))
+        if len(numbers) < plan.n_buckets:
             raise FsxltError(f"{directory}: holds {len(entries)} buckets, the sweep asks for "
                              f"{plan.n_buckets}")
-        entries = entries[:plan.n_buckets]
+        wanted = set(numbers[:plan.n_buckets])
+        entries = [e for e in entries if int(e["index"]) in wanted]
     return directory, [(int(e["index"]), directory / e["file"]) for e in entries]
 
 

@@ -3,6 +3,9 @@
 For every bucket set (one manifest) the checker reports violations per
 bucket:
 
+* gaps: published buckets that could not be imported (the manifest's
+  ``missing_buckets``) are reported beside the set, not as violations: the
+  buckets that are there keep their guarantees;
 * integrity: each bucket file exists, its hash and ids match the manifest,
   its provenance matches the set;
 * classification: exactly K examples of every label, no other labels,
@@ -55,6 +58,7 @@ class SetReport:
     n_buckets: int
     mean_size: float
     violations: list[Violation] = field(default_factory=list)
+    missing_buckets: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -69,7 +73,8 @@ class SetReport:
         return {"directory": self.directory, "task": self.task, "language": self.language,
                 "k": self.k, "sampler": self.sampler, "n_buckets": self.n_buckets,
                 "mean_size": self.mean_size, "ok": self.ok,
-                "violations": [vars(v) for v in self.violations]}
+                "violations": [vars(v) for v in self.violations],
+                "missing_buckets": self.missing_buckets}
 
 
 def _check_integrity(manifest: dict[str, Any], buckets: list[Bucket]) -> list[Violation]:
@@ -215,7 +220,8 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
     return SetReport(directory=str(directory), task=task.name, language=manifest["language"],
                      k=manifest["k"], sampler=manifest["sampler"], n_buckets=len(buckets),
                      mean_size=sum(sizes) / len(sizes) if sizes else 0.0,
-                     violations=violations)
+                     violations=violations,
+                     missing_buckets=list(manifest.get("missing_buckets") or []))
 
 
 def check_store(root: str | Path, source: str | Path | None = None) -> list[SetReport]:

@@ -7,6 +7,12 @@ examples, with ``uid``, ``text_a``, ``text_b``, ``label``) or ``train.tsv``
 language folders (``german``) instead of codes (``de``). Import converts each
 (task, K, language) into an fsxlt bucket set with ``sampler: published``, so
 that ``fsxlt buckets check`` and training treat them like our own.
+
+Buckets keep their published numbers (``7-th`` becomes ``07.json``). A
+published bucket that cannot be read (the study's panx set has empty files
+for jv and my, where its sampler ran out of sentences) does not stop the
+import: the others are imported, and the unreadable one is listed with its
+reason in the summary and in the set's manifest (``missing_buckets``).
 """
 
 from __future__ import annotations
@@ -28,9 +34,16 @@ _BUCKET = re.compile(r"^(\d+)-th$")
 
 @dataclass
 class ImportSummary:
-    """What an import found: the sets it wrote and the paths it skipped."""
+    """What an import found.
+
+    ``sets``: the bucket sets written; ``missing``: published buckets that
+    could not be read, as ``path: reason`` (their sets are imported without
+    them); ``skipped``: folders and files that are not buckets (unknown
+    tasks, stray files), ignored.
+    """
 
     sets: list[BucketSet] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
 
@@ -69,23 +82,46 @@ def _bucket_dirs(lang_dir: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def _read_bucket(data_file: Path, index: int, task_name: str) -> tuple[list, str]:
+    """One published bucket's examples and file hash; DataFormatError if unreadable."""
+    task = get_task(task_name)
+    if not data_file.is_file():
+        raise DataFormatError(data_file, "file not found")
+    if task.is_tagging:
+        examples = read_conll(data_file, task)
+        examples = [type(ex)(f"{index}-th/{ex.id}", ex.tokens, ex.tags) for ex in examples]
+    else:
+        examples = _read_sampled_json(data_file, task_name)
+    if not examples:
+        raise DataFormatError(data_file, "holds no examples")
+    return examples, sha256_text(data_file.read_text(encoding="utf-8"))
+
+
+def _reason(err: DataFormatError) -> str:
+    """The message of a DataFormatError without its file (the line kept)."""
+    where = f"{err.path}:{err.line}" if err.line is not None else err.path
+    reason = str(err).removeprefix(f"{where}:").strip()
+    return f"line {err.line}: {reason}" if err.line is not None else reason
+
+
 def _import_language(task_name: str, k: int, lang_dir: Path, root: Path,
                      summary: ImportSummary) -> BucketSet | None:
     task = get_task(task_name)
     language = language_code(lang_dir.name)
-    buckets, hashes = [], []
+    buckets, hashes, indices, missing = [], [], [], []
     for index, bucket_path in _bucket_dirs(lang_dir):
         data_file = bucket_path / ("train.tsv" if task.is_tagging else "sampled.json")
-        if not data_file.is_file():
-            summary.skipped.append(f"{bucket_path.relative_to(root)} (no {data_file.name})")
+        relative = data_file.relative_to(root).as_posix()
+        try:
+            examples, digest = _read_bucket(data_file, index, task_name)
+        except DataFormatError as err:
+            reason = _reason(err)
+            missing.append({"index": index, "file": relative, "reason": reason})
+            summary.missing.append(f"{relative}: {reason}")
             continue
-        if task.is_tagging:
-            examples = read_conll(data_file, task)
-            examples = [type(ex)(f"{index}-th/{ex.id}", ex.tokens, ex.tags) for ex in examples]
-        else:
-            examples = _read_sampled_json(data_file, task_name)
         buckets.append(examples)
-        hashes.append(sha256_text(data_file.read_text(encoding="utf-8")))
+        hashes.append(digest)
+        indices.append(index)
     if not buckets:
         return None
     return BucketSet(
@@ -94,7 +130,8 @@ def _import_language(task_name: str, k: int, lang_dir: Path, root: Path,
         source_file=str(lang_dir.relative_to(root)),
         source_sha256=sha256_text("\n".join(hashes)),
         labels=list(task.sampling_labels), buckets=buckets,
-        notes={"imported_from": str(lang_dir.relative_to(root))})
+        notes={"imported_from": str(lang_dir.relative_to(root))},
+        indices=indices, missing_buckets=missing)
 
 
 def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] | None = None,
@@ -102,7 +139,9 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     """Convert every published (task, K, language) under ``src`` into bucket sets under ``out``.
 
     Unknown folders and stray files (``.DS_Store``, readmes) are skipped and
-    listed in the summary. Everything is read before anything is written.
+    listed in the summary; unreadable buckets are left out of their sets and
+    listed (see the module docstring). Everything is read before anything is
+    written.
     """
     src = Path(src)
     if not src.is_dir():
@@ -112,7 +151,8 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     jobs = []
     for task_dir in sorted(p for p in src.iterdir() if p.is_dir()):
         if task_dir.name not in wanted:
-            summary.skipped.append(f"{task_dir.name}/ (not a known task)")
+            why = "not selected" if task_dir.name in builtin_tasks() else "not a known task"
+            summary.skipped.append(f"{task_dir.name}/ ({why})")
             continue
         for shots_dir in sorted(p for p in task_dir.iterdir() if p.is_dir()):
             match = _SHOTS.match(shots_dir.name)

@@ -38,6 +38,10 @@ class BucketSet:
     ``source_file``/``source_sha256`` identify the data the buckets were drawn
     from; ``labels`` is the label set the buckets are balanced over and
     ``missing_labels`` the task labels that never occur in the pool.
+    ``indices`` numbers the buckets (default 0, 1, ...); an imported set keeps
+    the published numbers, and ``missing_buckets`` lists the published
+    buckets that could not be read (``index``, ``file``, ``reason``), so the
+    gap stays visible in ``buckets check`` and in reports.
     """
 
     task: str
@@ -53,6 +57,12 @@ class BucketSet:
     missing_labels: list[str] = field(default_factory=list)
     dev_remaining: list[Example] | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+    indices: list[int] | None = None
+    missing_buckets: list[dict[str, Any]] = field(default_factory=list)
+
+    def bucket_indices(self) -> list[int]:
+        """The index of each bucket, in order."""
+        return list(self.indices) if self.indices is not None else list(range(len(self.buckets)))
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -88,9 +98,10 @@ def bucket_file_name(index: int) -> str:
     return f"{index:02d}.json"
 
 
-def render_bucket(bucket_set: BucketSet, index: int) -> str:
-    """The text of one bucket file (deterministic)."""
-    examples = bucket_set.buckets[index]
+def render_bucket(bucket_set: BucketSet, position: int) -> str:
+    """The text of the bucket at ``position`` (deterministic)."""
+    examples = bucket_set.buckets[position]
+    index = bucket_set.bucket_indices()[position]
     meta = dict(bucket_set.provenance(), index=index, ids=[ex.id for ex in examples])
     head = dumps_json({"bucket": meta}).rstrip()[:-1].rstrip()  # drop the closing brace
     rows = ",\n".join("  " + json.dumps(ex.to_dict(), ensure_ascii=False, sort_keys=True)
@@ -102,15 +113,17 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
     """All files of a bucket set, name -> text."""
     files: dict[str, str] = {}
     entries = []
-    for index in range(len(bucket_set.buckets)):
+    for position, index in enumerate(bucket_set.bucket_indices()):
         name = bucket_file_name(index)
-        files[name] = render_bucket(bucket_set, index)
+        files[name] = render_bucket(bucket_set, position)
         entries.append({"index": index, "file": name, "sha256": sha256_text(files[name]),
-                        "ids": [ex.id for ex in bucket_set.buckets[index]]})
+                        "ids": [ex.id for ex in bucket_set.buckets[position]]})
     manifest: dict[str, Any] = dict(
         bucket_set.provenance(), format=STORE_FORMAT, n_buckets=len(entries),
         labels=bucket_set.labels, missing_labels=bucket_set.missing_labels,
         buckets=entries, dev_remaining=None, notes=bucket_set.notes)
+    if bucket_set.missing_buckets:
+        manifest["missing_buckets"] = bucket_set.missing_buckets
     if bucket_set.dev_remaining is not None:
         files[DEV_REMAINING] = dumps_jsonl(ex.to_dict() for ex in bucket_set.dev_remaining)
         manifest["dev_remaining"] = {"file": DEV_REMAINING, "n": len(bucket_set.dev_remaining),
