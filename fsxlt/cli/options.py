@@ -19,17 +19,18 @@ Lrs = Annotated[
     list[float] | None,
     typer.Option("--lr", help="Learning rate (repeatable); default: the task's grid."),
 ]
-Seed = Annotated[int | None, typer.Option("--seed", help="Default: the task's seed.")]
+Seed = Annotated[int | None, typer.Option("--seed", min=0, help="Default: the task's seed.")]
 MaxSeqLength = Annotated[
     int | None,
-    typer.Option("--max-seq-length", help="Training truncation in wordpieces; default: 128."),
+    typer.Option("--max-seq-length", min=8,
+                 help="Training truncation in wordpieces; default: 128."),
 ]
 MaxEpochs = Annotated[
-    int | None, typer.Option("--max-epochs", help="Adapt epoch cap; default: 50.")
+    int | None, typer.Option("--max-epochs", min=1, help="Adapt epoch cap; default: 50.")
 ]
 Patience = Annotated[
     int | None,
-    typer.Option("--patience", help="Stop after this many epochs without a better target "
+    typer.Option("--patience", min=1, help="Stop after this many epochs without a better target "
                  "dev score; default: 10."),
 ]
 DataDir = Annotated[

@@ -129,11 +129,45 @@ class SweepConfig:
 def _as_list(value: Any, where: str, key: str) -> list:
     if value is None:
         return []
-    if isinstance(value, (str, int, float)):
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return [value]
     if not isinstance(value, list):
         raise FsxltError(f"{where}: {key} must be a list")
     return value
+
+
+def _number(value: Any, where: str, key: str, kind: type, minimum: float | None = None,
+            exclusive: bool = False) -> Any:
+    """``value`` as ``kind`` (int or float), or a one-line error naming the key.
+
+    YAML gives numbers as numbers; a string, list, bool or a fractional value
+    for an integer setting is a mistake worth naming, not silently coerced.
+    """
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int and ok and float(value) != int(value):
+        ok = False
+    if not ok and kind is float and isinstance(value, str):  # YAML reads 1e-5 as a string
+        try:
+            value, ok = float(value), True
+        except ValueError:
+            ok = False
+    if not ok:
+        expected = "an integer" if kind is int else "a number"
+        raise FsxltError(f"{where}: {key} must be {expected}, got {value!r}")
+    value = kind(value)
+    if minimum is not None and (value <= minimum if exclusive else value < minimum):
+        bound = f"> {minimum}" if exclusive else f">= {minimum}"
+        raise FsxltError(f"{where}: {key} must be {bound}, got {value}")
+    return value
+
+
+def _text(value: Any, where: str, key: str) -> str | None:
+    """A string setting (a path or a name), or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise FsxltError(f"{where}: {key} must be a string, got {value!r}")
+    return str(value)
 
 
 def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) -> TaskPlan:
@@ -145,14 +179,16 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
     spec = get_task(name)
     merged = {key: raw.get(key, top.get(key)) for key in SETTINGS}
     default_langs = [x for x in spec.languages if x != spec.source_language]
-    languages = [str(x) for x in _as_list(raw.get("languages"), where, "languages")] \
-        or default_langs
+    languages = [_text(x, where, "languages") for x in _as_list(raw.get("languages"), where,
+                                                               "languages")] or default_langs
     for lang in languages:
         spec.check_language(lang)
-    ks = [int(x) for x in _as_list(raw.get("k"), where, "k")] or list(spec.sampling.k_values)
+    ks = [_number(x, where, "k", int) for x in _as_list(raw.get("k"), where, "k")] \
+        or list(spec.sampling.k_values)
     for k in ks:
         spec.check_k(k)
-    methods = [str(m) for m in _as_list(merged["methods"], where, "methods")] or ["full"]
+    methods = [_text(m, where, "methods") for m in _as_list(merged["methods"], where,
+                                                           "methods")] or ["full"]
     for method in methods:
         method_spec(method, spec.kind)
     no_source = merged["no_source_training"]
@@ -165,26 +201,30 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
             method_spec(method, spec.kind)
         no_source = {"encoder": str(no_source["encoder"]).format(task=name),
                      "methods": ns_methods}
-    lrs = _as_list(merged["lrs"], where, "lrs")
+    lrs = [_number(x, where, "lrs", float, 0, exclusive=True)
+           for x in _as_list(merged["lrs"], where, "lrs")]
     training = spec.training
 
-    def pick(key: str, default: Any) -> Any:
-        return default if merged[key] is None else merged[key]
+    def pick(key: str, default: Any, minimum: int) -> int:
+        value = default if merged[key] is None else merged[key]
+        return _number(value, where, key, int, minimum)
 
     def path(key: str) -> str | None:
-        return None if merged[key] is None else str(merged[key]).format(task=name)
+        value = _text(merged[key], where, key)
+        return None if value is None else value.format(task=name)
 
     n_buckets = merged["n_buckets"]
+    n_buckets = None if n_buckets is None else _number(n_buckets, where, "n_buckets", int, 1)
     return TaskPlan(
         task=spec.name, languages=tuple(dict.fromkeys(languages)), k=tuple(dict.fromkeys(ks)),
         buckets=path("buckets") or "buckets", data_dir=path("data_dir"), start=path("start"),
         methods=tuple(dict.fromkeys(methods)),
-        n_buckets=None if n_buckets is None else int(n_buckets),
-        lrs=tuple(float(x) for x in lrs) or tuple(training.lr_grid),
-        seed=int(pick("seed", training.seed)),
-        max_epochs=int(pick("max_epochs", training.adapt_max_epochs)),
-        patience=int(pick("patience", training.adapt_patience)),
-        max_seq_length=int(pick("max_seq_length", training.max_seq_length)),
+        n_buckets=n_buckets,
+        lrs=tuple(lrs) or tuple(training.lr_grid),
+        seed=pick("seed", training.seed, 0),
+        max_epochs=pick("max_epochs", training.adapt_max_epochs, 1),
+        patience=pick("patience", training.adapt_patience, 1),
+        max_seq_length=pick("max_seq_length", training.max_seq_length, 8),
         no_source=no_source)
 
 
@@ -206,12 +246,15 @@ def parse_config(raw: Any, where: str = "<sweep config>",
     overridden = {k for k, v in (overrides or {}).items() if v is not None}
     plans = []
     for name, task_raw in tasks.items():
+        if task_raw is not None and not isinstance(task_raw, dict):
+            raise FsxltError(f"{where}: the settings of task {name} must be a mapping "
+                             f"(languages: [...], k: [...]), got {task_raw!r}")
         task_raw = dict(task_raw or {})
         for key in overridden & set(SETTINGS):  # a command-line flag beats per-task settings
             task_raw.pop(key, None)
         plans.append(_task_plan(str(name), task_raw, raw, where))
-    return SweepConfig(out=str(raw.get("out") or "runs"), tasks=tuple(plans),
-                       name=str(raw.get("name") or ""), source=where)
+    return SweepConfig(out=_text(raw.get("out"), where, "out") or "runs", tasks=tuple(plans),
+                       name=_text(raw.get("name"), where, "name") or "", source=where)
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepConfig:

@@ -207,6 +207,8 @@ class AdaptEngine:
         patience = task.training.adapt_patience if patience is None else int(patience)
         if max_epochs < 1 or patience < 1:
             raise FsxltError("max_epochs and patience must be at least 1")
+        if any(not lr > 0 for lr in lrs):
+            raise FsxltError(f"learning rates must be > 0, got {lrs}")
         examples, bucket_info = self._bucket_info(bucket)
         batches = self._bucket_batches(examples)
         runs: list[dict[str, Any]] = []

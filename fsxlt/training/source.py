@@ -75,6 +75,8 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
     epochs = cfg.source_epochs if epochs is None else int(epochs)
     batch_size = cfg.source_batch_size if batch_size is None else int(batch_size)
     seed = cfg.seed if seed is None else int(seed)
+    if any(not lr > 0 for lr in lrs) or epochs < 1 or batch_size < 1:
+        raise FsxltError(f"learning rates must be > 0 (got {lrs}), epochs and batch size >= 1")
     target_dev, target_test, sources = dict(target_dev or {}), dict(target_test or {}), \
         dict(sources or {})
     if not train or not dev:
