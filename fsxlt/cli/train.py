@@ -170,21 +170,33 @@ def source_train_cmd(
 
 
 def _buckets(path: Path):
-    from fsxlt.sampling.store import MANIFEST, read_bucket, read_set
+    """The buckets to adapt on (a set directory or one bucket file), verified against their
+    manifest, with the set's remaining dev examples when it has them."""
+    from fsxlt.sampling.store import (
+        DEV_REMAINING,
+        MANIFEST,
+        check_bucket_hash,
+        manifest_entry,
+        read_bucket,
+        read_examples_jsonl,
+        read_set,
+    )
 
     if path.is_dir():
         if not (path / MANIFEST).is_file():
             raise FsxltError(f"{path}: not a bucket set directory (no {MANIFEST})")
-        _, buckets, remaining = read_set(path)
+        _, buckets, remaining = read_set(path, verify=True)
         return buckets, remaining, path
     if not path.exists():
         raise FsxltError(f"{path}: file not found")
+    bucket = read_bucket(path)
+    entry = manifest_entry(path)
+    if entry is not None:
+        check_bucket_hash(path, bucket.sha256, entry)
     remaining = None
-    from fsxlt.sampling.store import DEV_REMAINING, read_examples_jsonl
-
     if (path.parent / DEV_REMAINING).is_file():
         remaining = read_examples_jsonl(path.parent / DEV_REMAINING)
-    return [read_bucket(path)], remaining, path.parent
+    return [bucket], remaining, path.parent
 
 
 def run_path(out: Path, record: dict) -> Path:

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fsxlt.errors import FsxltError
+from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import parse_yaml, sha256_file, sha256_text
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -366,8 +366,10 @@ def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Pa
     return path
 
 
-def _bucket_files(plan: TaskPlan, lang: str, k: int) -> tuple[Path, list[tuple[int, Path]]]:
-    from fsxlt.sampling.store import MANIFEST, bucket_dir, read_manifest
+def _bucket_files(plan: TaskPlan, lang: str, k: int,
+                  hashes: _Hashes) -> tuple[Path, list[tuple[int, Path]]]:
+    """The set's bucket files the sweep runs, each checked against its manifest's hash."""
+    from fsxlt.sampling.store import MANIFEST, bucket_dir, check_bucket_hash, read_manifest
 
     directory = bucket_dir(plan.buckets, plan.task, lang, k)
     if not (directory / MANIFEST).is_file():
@@ -385,6 +387,11 @@ def _bucket_files(plan: TaskPlan, lang: str, k: int) -> tuple[Path, list[tuple[i
                              f"{plan.n_buckets}")
         wanted = set(numbers[:plan.n_buckets])
         entries = [e for e in entries if int(e["index"]) in wanted]
+    for entry in entries:
+        path = directory / entry["file"]
+        if not path.is_file():
+            raise DataFormatError(path, "bucket file listed in the manifest is missing")
+        check_bucket_hash(path, hashes.text(path), entry)
     return directory, [(int(e["index"]), directory / e["file"]) for e in entries]
 
 
@@ -433,7 +440,7 @@ def expand(config: SweepConfig) -> Plan:
             if zero is not None:
                 result.zero_shot.append(zero)
             for k in plan.k:
-                directory, files = _bucket_files(plan, lang, k)
+                directory, files = _bucket_files(plan, lang, k, hashes)
                 if spec.sampling.split == "dev":
                     from fsxlt.sampling.store import DEV_REMAINING
 

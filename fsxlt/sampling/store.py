@@ -188,11 +188,40 @@ def read_examples_jsonl(path: str | Path) -> list[Example]:
     return examples
 
 
-def read_set(directory: str | Path) -> tuple[dict[str, Any], list[Bucket], list[Example] | None]:
-    """Read a bucket set directory: its manifest, buckets (in index order), remaining dev."""
+def check_bucket_hash(path: str | Path, sha256: str, entry: dict[str, Any]) -> None:
+    """One-line error if a bucket file's content hash is not the one its manifest recorded.
+
+    Training refuses such a bucket: its examples are no longer the ones that
+    were drawn (an edit by hand, a merge gone wrong), so its scores would
+    not be the bucket's.
+    """
+    if sha256 != entry.get("sha256"):
+        raise DataFormatError(path, "differs from the hash in its manifest (changed after it "
+                              "was written); 'fsxlt buckets check' shows what changed")
+
+
+def manifest_entry(path: str | Path) -> dict[str, Any] | None:
+    """The manifest entry of the bucket file ``path``, or None when no manifest lists it."""
+    path = Path(path)
+    if not (path.parent / MANIFEST).is_file():
+        return None
+    manifest = read_manifest(path.parent)
+    return next((e for e in manifest.get("buckets") or [] if e.get("file") == path.name), None)
+
+
+def read_set(directory: str | Path, verify: bool = False,
+             ) -> tuple[dict[str, Any], list[Bucket], list[Example] | None]:
+    """Read a bucket set directory: its manifest, buckets (in index order), remaining dev.
+
+    With ``verify`` every bucket must match the hash its manifest recorded
+    (training verifies; ``fsxlt buckets check`` reports instead).
+    """
     directory = Path(directory)
     manifest = read_manifest(directory)
     buckets = [read_bucket(directory / entry["file"]) for entry in manifest["buckets"]]
+    if verify:
+        for entry, bucket in zip(manifest["buckets"], buckets, strict=True):
+            check_bucket_hash(directory / entry["file"], bucket.sha256, entry)
     remaining = None
     if manifest.get("dev_remaining"):
         remaining = read_examples_jsonl(directory / manifest["dev_remaining"]["file"])
