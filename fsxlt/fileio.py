@@ -3,6 +3,13 @@
 Every artifact fsxlt writes goes through :func:`atomic_write_text` (or
 :func:`atomic_replace_dir` for a directory of files), so a crash never leaves
 a half-written file that a later stage could mistake for a finished one.
+
+Temporary files and directories sit beside their target, hidden, and are
+named after it, the host and the writing process
+(``.<name>.<host>-<pid>.<random>``). A process killed mid-write (SIGKILL,
+power loss) leaves one behind; the next write of the same target removes
+every such leftover whose process is gone, so a rerun leaves the directory
+exactly as an uninterrupted run would.
 """
 
 from __future__ import annotations
@@ -10,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -48,11 +57,56 @@ def _umask() -> int:
     return mask
 
 
+_HOST = socket.gethostname().split(".")[0].replace("-", "_") or "host"
+_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<host>[^.]+)-(?P<pid>\d+)\.")
+
+
+def temp_prefix(target: Path) -> str:
+    """The hidden name prefix of this process's temporaries for ``target``."""
+    return f".{target.name}.{_HOST}-{os.getpid()}."
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def clear_stale_temps(target: str | Path) -> list[Path]:
+    """Remove temporaries of ``target`` left by dead processes on this host; return them.
+
+    Temporaries of live processes (a concurrent writer) and of other hosts
+    (a shared filesystem) are left alone.
+    """
+    target = Path(target)
+    removed = []
+    try:
+        siblings = list(target.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in siblings:
+        match = _TEMP.match(entry.name)
+        if (match is None or match["name"] != target.name or match["host"] != _HOST
+                or _alive(int(match["pid"]))):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see either the old or the new file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    clear_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
@@ -94,13 +148,14 @@ def staged_dir(target: str | Path) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    clear_stale_temps(target)
+    staging = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
     try:
         yield staging
         os.chmod(staging, 0o777 & ~_umask())  # mkdtemp creates 0700
         old = None
         if target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            old = target.with_name(f"{temp_prefix(target)}old")
             os.replace(target, old)
         os.replace(staging, target)
         if old is not None:
@@ -121,7 +176,7 @@ def _first_existing(path: Path) -> Path:
 def _probe_writable(directory: Path) -> bool:
     """Whether a file can be created in ``directory`` (tried, then removed; root-proof)."""
     try:
-        fd, probe = tempfile.mkstemp(prefix=".fsxlt-probe.", dir=directory)
+        fd, probe = tempfile.mkstemp(prefix=".fsxlt-probe.", dir=directory)  # removed below
     except OSError:
         return False
     os.close(fd)

@@ -45,7 +45,14 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import atomic_write_text, dumps_json, sha256_file, sha256_text
+from fsxlt.fileio import (
+    atomic_write_text,
+    clear_stale_temps,
+    dumps_json,
+    sha256_file,
+    sha256_text,
+    temp_prefix,
+)
 
 BUILD_VERSION = 2  # 2: own deterministic WordPiece learner (1: tokenizers' trainer)
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -329,7 +336,8 @@ def build_tiny_encoder(data_dir: str | Path, out_dir: str | Path, seed: int = 0,
         torch.set_num_threads(previous_threads)
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=out_dir))
+    clear_stale_temps(target)
+    staging = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=out_dir))
     try:
         staging.chmod(0o755)
         model.save_pretrained(staging)
