@@ -393,7 +393,7 @@ def source_train_task(task: str, encoder: Path, layout: Layout, config: DemoConf
     save_checkpoint(target, result.model, result.tokenizer, record, overwrite=True)
     sel = record["selection"]
     log(f"source-train: {task}: English dev {100 * sel['dev_score']:.1f} "
-        f"(lr {sel['lr']:g}, epoch {sel['epoch']}) in {record['wall_time_s']:.0f}s")
+        f"(lr {sel['lr']:g}, epoch {sel['epoch']}) in {result.wall_time_s:.0f}s")
     return target
 
 

@@ -34,6 +34,9 @@ app = typer.Typer(
 )
 
 
+INTERRUPTED = 130  # the shell's status for a process stopped by SIGINT; no command uses it
+
+
 def usage_error_types() -> tuple[type[BaseException], ...]:
     """The exception classes of command-line parsing (click's, and typer's vendored copy).
 
@@ -85,7 +88,7 @@ def run_app(args: list[str] | None = None) -> int:
         return 130
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except usage_error_types() as err:
         return _show_usage_error(err)
     except OSError as err:
@@ -93,4 +96,6 @@ def run_app(args: list[str] | None = None) -> int:
             raise
         print(f"error: {_os_error_line(err)}", file=sys.stderr)
         return 2
+    if status == INTERRUPTED:  # typer turns Ctrl-C into Exit(130) and returns it
+        print("interrupted", file=sys.stderr)
     return status if isinstance(status, int) else 0

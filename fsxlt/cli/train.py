@@ -163,7 +163,7 @@ def source_train_cmd(
     sel = result.record["selection"]
     typer.echo(
         f"selected lr {sel['lr']:g} epoch {sel['epoch']} "
-        f"(English dev {100 * sel['dev_score']:.2f}); wrote {out}"
+        f"(English dev {100 * sel['dev_score']:.2f}) in {result.wall_time_s:.1f}s; wrote {out}"
     )
     for lang, scores in result.record["zero_shot"].items():
         _print_scores(f"zero-shot {lang} test", scores)

@@ -16,6 +16,7 @@ no-source-training ablation of METHOD.md §4.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,40 @@ def check_model_location(name: str) -> None:
                          "name the hub would accept")
 
 
+def broken_model_file(directory: Path) -> str | None:
+    """``FILE: what is wrong`` for the first unreadable file of a model directory, or None.
+
+    Checks what a half-copied or half-written model directory gets wrong:
+    JSON files that do not parse, safetensors files whose header or data is
+    cut short.
+    """
+    from safetensors import safe_open
+
+    for path in sorted(directory.glob("*.json")):
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            return f"{path.name}: not valid JSON ({_first_line(err)})"
+    for path in sorted(directory.glob("*.safetensors")):
+        try:
+            with safe_open(str(path), framework="pt"):  # checks the header against the size
+                pass
+        except Exception as err:  # safetensors raises its own error type
+            return (f"{path.name}: truncated or corrupt weights ({err.__class__.__name__}: "
+                    f"{_first_line(err)})")
+    return None
+
+
+def _load_head(head_path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(head_path))
+    except Exception as err:  # a truncated or corrupt file
+        raise FsxltError(f"{head_path}: truncated or corrupt weights "
+                         f"({err.__class__.__name__}: {_first_line(err)})") from None
+
+
 def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Module, Any]:
     """``AutoModel`` + fast ``AutoTokenizer``; weights the checkpoint lacks get seeded init."""
     from transformers import AutoModel, AutoTokenizer
@@ -116,8 +151,11 @@ def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Modu
         torch.manual_seed(seed)  # encoder weights missing from the checkpoint (e.g. a pooler)
         encoder = AutoModel.from_pretrained(name)
     except Exception as err:  # hub unreachable, not a model, bad files: one line
-        where = ("" if Path(name).expanduser().is_dir()
-                 else " (no such directory; tried the hub)")
+        directory = Path(name).expanduser()
+        broken = broken_model_file(directory) if directory.is_dir() else None
+        if broken is not None:
+            raise FsxltError(f"cannot load encoder {name!r}: {broken}") from None
+        where = "" if directory.is_dir() else " (no such directory; tried the hub)"
         raise FsxltError(f"cannot load encoder {name!r}{where}: {err.__class__.__name__}: "
                          f"{_first_line(err)}") from None
     if not getattr(tokenizer, "is_fast", False):
@@ -127,8 +165,6 @@ def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Modu
 
 def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0) -> Start:
     """Load an fsxlt checkpoint, or a pretrained encoder with a fresh head for ``task``."""
-    from safetensors.torch import load_file
-
     task = get_task(task)
     path = Path(name_or_path)
     if not is_checkpoint(path):
@@ -149,7 +185,7 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0)
         raise FsxltError(f"{head_path}: file not found")
     encoder, tokenizer = load_encoder(path, seed)
     model = build_model(encoder, task, seed)
-    head = load_file(str(head_path))
+    head = _load_head(head_path)
     missing = set(model.head_state_dict()) - set(head)
     if missing:
         raise FsxltError(f"{head_path}: missing weights {', '.join(sorted(missing))}")

@@ -44,11 +44,17 @@ SOURCE_FORMAT = "fsxlt-source-run/1"
 
 @dataclass
 class SourceResult:
-    """The selected model (weights loaded), its tokenizer and the source-run record."""
+    """The selected model (weights loaded), its tokenizer and the source-run record.
+
+    The wall time is kept beside the record, not in it: the record becomes
+    the checkpoint's metadata, whose bytes identify the checkpoint to the
+    sweep, so the same training on the same machine must give the same bytes.
+    """
 
     model: FsxltModel
     tokenizer: Any
     record: dict[str, Any]
+    wall_time_s: float = 0.0
 
 
 def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[Example], *,
@@ -165,6 +171,6 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
                       "dev_score": best[0]},
         "english_dev": english_dev, "zero_shot": zero_shot, "oracle": oracle,
         "device": device.type, "versions": versions(), "config_hash": config_hash(config),
-        "wall_time_s": round(time.perf_counter() - began, 3),
     }
-    return SourceResult(model, start.tokenizer, record)
+    return SourceResult(model, start.tokenizer, record,
+                        wall_time_s=round(time.perf_counter() - began, 3))
