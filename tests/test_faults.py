@@ -708,3 +708,16 @@ def test_the_numeric_options_were_found_in_every_command_that_has_them():
     commands = {" ".join(path) for path, _flag in NUMERIC_OPTIONS}
     assert {"sample", "adapt", "sweep", "source-train", "report", "demo",
             "analyze seeds-vs-buckets"} <= commands
+
+
+def test_report_names_a_truncated_record_among_good_ones(world, tmp_path, capsys):
+    runs = _copy(world.runs, tmp_path / "runs")
+    record = sorted(runs.rglob("full/*.json"))[1]
+    record.write_text(record.read_text()[:150])
+    capsys.readouterr()
+    assert run_app(["report", str(runs), "--expected-buckets", "5"]) == 0
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert line.startswith(f"warning: {record}: unreadable run record, not counted: truncated")
+    assert "(n=4)" in captured.out and "Unreadable records" in captured.out
+

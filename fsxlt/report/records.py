@@ -59,7 +59,8 @@ def _parse(path: Path) -> tuple[Any, str | None]:
     except UnicodeDecodeError:
         return None, "not UTF-8 text"
     except json.JSONDecodeError as err:
-        where = "truncated" if err.pos >= len(err.doc.rstrip()) else "not valid JSON"
+        cut = err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string")
+        where = "truncated" if cut else "not valid JSON"
         return None, f"{where} (line {err.lineno}: {err.msg})"
     except OSError as err:
         return None, err.strerror or err.__class__.__name__
