@@ -1,46 +1,348 @@
-"""The target-adapting methods of METHOD.md §4, as data (no torch import).
+"""Target-adapting methods: one small class each, built in or from a plug-in.
 
-Kept apart from :mod:`fsxlt.modeling` so the command line can validate a
-``--method`` and print help without loading PyTorch.
+A method says what adapting on a bucket changes. The adapt engine calls it
+at fixed points and knows nothing else about it, so the five methods of
+METHOD.md §4, LoRA and a researcher's own method go through the same code
+(``fsxlt adapt``, ``fsxlt sweep``, reports and analyses)::
+
+    from fsxlt.methods import Method, Option
+
+    class BiasOnly(Method):
+        '''Train only the classifier's bias.'''
+
+        name = "bias-only"
+        version = "1"
+        kinds = ("classification", "tagging")
+        options = (Option("scale", float, 1.0, "multiplies the loss"),)
+
+        def prepare(self, model, seed):
+            for pname, param in model.named_parameters():
+                param.requires_grad_(pname == "classifier.bias")
+
+The contract (attributes and hooks; only :meth:`Method.prepare` is required):
+
+``name``, ``version``, ``summary``
+    How records, reports and ``fsxlt methods`` name it; the version and the
+    option values go into every run record and the sweep's config hash, so
+    changing either reruns the method's runs.
+``kinds``
+    The task kinds it supports (``classification``, ``tagging``).
+``options``
+    Typed :class:`Option` declarations with defaults; ``--method-opt
+    key=value`` and a sweep config's ``method_options`` set them, and a
+    wrong key or value is a one-line error.
+``prepare(model, seed)``
+    Called before every run, after the engine restored the starting weights:
+    set up the head (keep, reset, replace it), change the model if the method
+    needs to, and set ``requires_grad`` on exactly the parameters it trains.
+``feature_point(model)``
+    Where a *frozen* encoder's output can be cached (``"encoder"``: the
+    hidden states before the pooler; ``"pooled"``: after it), or ``None``
+    (the default): the encoder runs every time.
+``loss(logits, labels)``
+    The training loss, summed over the micro-batch (the engine divides by
+    the size of the whole bucket); default: cross-entropy. Prediction is the
+    arg-max of the model's logits, so a method that predicts differently
+    installs its own head module in ``prepare``.
+``teardown(model)``
+    Undo structural changes (e.g. remove adapter layers) before the engine
+    restores the starting weights for the next run; default: nothing.
+
+Discovery: the built-in methods below; methods that installed packages
+register under the entry-point group ``fsxlt.methods`` (``name =
+"package.module:Class"``); and ``--method package.module:Class`` for a class
+that is importable but not installed. Nothing in this module imports torch,
+so the command line validates ``--method`` without loading it.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from fsxlt.errors import FsxltError
 
-METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")
 DEFAULT_MODEL = "bert-base-multilingual-cased"
+ENTRY_POINT_GROUP = "fsxlt.methods"
+KINDS = ("classification", "tagging")
 
 
 @dataclass(frozen=True)
-class MethodSpec:
-    """What one target-adapting method trains and how it sets up the classifier."""
+class Option:
+    """One option of a method: name, type (int, float, str, bool or list), default, help."""
 
     name: str
-    train_encoder: bool
-    train_pooler: bool
-    classifier: str  # "keep" | "reset" | "cos"
+    type: type
+    default: Any
+    help: str = ""
+
+    def parse(self, value: Any, method: str) -> Any:
+        """``value`` (a command-line string or a YAML value) as this option's type."""
+        try:
+            if self.type is bool:
+                if isinstance(value, bool):
+                    return value
+                text = str(value).strip().lower()
+                if text in ("true", "1", "yes", "on"):
+                    return True
+                if text in ("false", "0", "no", "off"):
+                    return False
+                raise ValueError(value)
+            if self.type is list:
+                items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+                return [str(item).strip() for item in items if str(item).strip()]
+            if self.type is int and (isinstance(value, bool) or
+                                     (isinstance(value, float) and not value.is_integer())):
+                raise ValueError(value)
+            return self.type(value)
+        except (TypeError, ValueError):
+            kind = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+                    list: "a list"}.get(self.type, self.type.__name__)
+            raise FsxltError(f"method {method}: option {self.name} must be {kind}, "
+                             f"got {value!r}") from None
 
 
-METHOD_SPECS = {
-    "full": MethodSpec("full", True, True, "keep"),
-    "fc": MethodSpec("fc", False, False, "keep"),
-    "fc-pooler": MethodSpec("fc-pooler", False, True, "keep"),
-    "cos-pooler": MethodSpec("cos-pooler", False, True, "cos"),
-    "fc-reset-pooler": MethodSpec("fc-reset-pooler", False, True, "reset"),
-}
+class Method:
+    """Base class of adapting methods (see the module docstring for the contract)."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    summary: ClassVar[str] = ""
+    kinds: ClassVar[tuple[str, ...]] = KINDS
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    def __init__(self, **options: Any) -> None:
+        declared = {option.name: option for option in self.options}
+        unknown = sorted(set(options) - set(declared))
+        if unknown:
+            valid = ", ".join(declared) or "none"
+            raise FsxltError(f"method {self.name}: unknown option(s) {', '.join(unknown)} "
+                             f"(valid: {valid})")
+        self.config = {name: (option.parse(options[name], self.name) if name in options
+                              else option.default)
+                       for name, option in declared.items()}
+
+    def __getattr__(self, item: str) -> Any:  # options read as attributes: self.rank
+        config = self.__dict__.get("config", {})
+        if item in config:
+            return config[item]
+        raise AttributeError(item)
+
+    # ----------------------------------------------------------------- hooks
+
+    def prepare(self, model: Any, seed: int) -> None:
+        raise NotImplementedError(f"method {self.name} does not implement prepare()")
+
+    def feature_point(self, model: Any) -> str | None:
+        return None
+
+    def loss(self, logits: Any, labels: Any) -> Any:
+        from torch.nn import functional as F
+
+        return F.cross_entropy(logits.float(), labels, reduction="sum")
+
+    def teardown(self, model: Any) -> None:
+        return None
+
+    # ----------------------------------------------------------------- identity
+
+    def describe(self) -> dict[str, Any]:
+        """What a run record says about the method (also part of the config hash)."""
+        return {"name": self.name, "version": str(self.version), "options": dict(self.config)}
+
+    def check_kind(self, kind: str) -> None:
+        if kind not in self.kinds:
+            raise FsxltError(f"method {self.name} supports {' and '.join(self.kinds)} tasks, "
+                             f"not {kind}")
 
 
-def method_spec(name: str, kind: str = "classification") -> MethodSpec:
-    """Look up an adapting method; pooler methods need a classification task."""
-    if name not in METHOD_SPECS:
-        raise FsxltError(f"unknown method {name!r}; valid: {', '.join(METHODS)}")
-    spec = METHOD_SPECS[name]
-    if kind == "tagging" and name not in ("full", "fc"):
-        raise FsxltError(f"method {name} trains a pooler, which tagging models do not have; "
-                         "use full or fc for tagging tasks")
-    return spec
+# --------------------------------------------------------------------------- built-ins
 
-__all__ = ["DEFAULT_MODEL", "METHODS", "METHOD_SPECS", "MethodSpec", "method_spec"]
+def _set_trainable(model: Any, train: dict[str, bool]) -> None:
+    """``requires_grad`` by parameter prefix (``encoder.``, ``pooler.``, ``classifier.``)."""
+    for pname, param in model.named_parameters():
+        prefix = pname.split(".", 1)[0]
+        param.requires_grad_(train.get(prefix, False))
+
+
+class Full(Method):
+    """Full fine-tuning: every weight trains (the study's default)."""
+
+    name = "full"
+    summary = "full fine-tuning: encoder, pooler and classifier"
+
+    def prepare(self, model: Any, seed: int) -> None:
+        _set_trainable(model, {"encoder": True, "pooler": True, "classifier": True})
+
+
+class _HeadOnly(Method):
+    """A frozen encoder; the pooler trains or not; the classifier kept, reset or cosine."""
+
+    train_pooler: ClassVar[bool] = False
+    classifier: ClassVar[str] = "keep"  # keep | reset | cos
+
+    def prepare(self, model: Any, seed: int) -> None:
+        if self.classifier == "cos":
+            model.use_cosine_head(seed)
+        elif self.classifier == "reset":
+            model.reset_classifier(seed)
+        _set_trainable(model, {"pooler": self.train_pooler, "classifier": True})
+
+    def feature_point(self, model: Any) -> str | None:
+        if model.pooler is not None and not self.train_pooler:
+            return "pooled"
+        return "encoder"
+
+
+class Fc(_HeadOnly):
+    """The classifier alone trains."""
+
+    name = "fc"
+    summary = "classifier only (frozen encoder; features cached)"
+
+
+class FcPooler(_HeadOnly):
+    name = "fc-pooler"
+    summary = "classifier and pooler (frozen encoder; features cached)"
+    kinds = ("classification",)
+    train_pooler = True
+
+
+class CosPooler(_HeadOnly):
+    name = "cos-pooler"
+    summary = "new cosine classifier (scale 10) and pooler (frozen encoder)"
+    kinds = ("classification",)
+    train_pooler = True
+    classifier = "cos"
+
+
+class FcResetPooler(_HeadOnly):
+    name = "fc-reset-pooler"
+    summary = "re-initialised classifier and pooler (frozen encoder)"
+    kinds = ("classification",)
+    train_pooler = True
+    classifier = "reset"
+
+
+class Lora(Method):
+    """LoRA adapters (the ``peft`` library) in the encoder; adapters and head train.
+
+    The adapters are removed again (``unload``, not merged) before the next
+    run, so the base weights the engine restores are never touched.
+    """
+
+    name = "lora"
+    summary = "LoRA adapters in the frozen encoder (peft); the head trains too"
+    options = (
+        Option("rank", int, 8, "rank r of the update matrices"),
+        Option("alpha", float, 16.0, "scaling: the update is multiplied by alpha / rank"),
+        Option("dropout", float, 0.1, "dropout on the adapter input"),
+        Option("target_modules", list, ["query", "value"],
+               "names of the linear layers that get adapters"),
+    )
+
+    def prepare(self, model: Any, seed: int) -> None:
+        import torch
+        from peft import LoraConfig, get_peft_model
+
+        if self.rank < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1:
+            raise FsxltError("method lora: rank must be >= 1, alpha > 0, 0 <= dropout < 1")
+        config = LoraConfig(r=self.rank, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                            target_modules=list(self.target_modules), bias="none")
+        torch.manual_seed(seed)  # the adapters' random initialisation
+        try:
+            model.encoder = get_peft_model(model.encoder, config)
+        except ValueError as err:  # e.g. a target module the encoder does not have
+            raise FsxltError(f"method lora: {err}".splitlines()[0]) from None
+        for pname, param in model.named_parameters():
+            if not pname.startswith("encoder."):
+                param.requires_grad_(True)
+
+    def teardown(self, model: Any) -> None:
+        if hasattr(model.encoder, "peft_config"):
+            model.encoder = model.encoder.unload()
+
+
+BUILTIN: dict[str, type[Method]] = {
+    cls.name: cls for cls in (Full, Fc, FcPooler, CosPooler, FcResetPooler, Lora)}
+METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")  # METHOD.md §4
+_REF = re.compile(r"^[\w.]+:[\w.]+$")
+
+
+def _import_class(ref: str) -> type[Method]:
+    module_name, _, attr = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as err:
+        raise FsxltError(f"method {ref}: cannot import it ({err.__class__.__name__}: "
+                         f"{err})") from None
+    if not (isinstance(obj, type) and issubclass(obj, Method)) or not obj.name:
+        raise FsxltError(f"method {ref}: not a subclass of fsxlt.methods.Method with a name")
+    return obj
+
+
+def plugins() -> dict[str, str]:
+    """Installed plug-in methods: entry-point name -> ``module:Class``."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available() -> dict[str, type[Method]]:
+    """Every method by name: built-ins, then installed plug-ins (a plug-in never shadows)."""
+    found = dict(BUILTIN)
+    for name, ref in sorted(plugins().items()):
+        if name not in found:
+            found[name] = _import_class(ref)
+    return found
+
+
+def method_class(ref: str) -> type[Method]:
+    """A method class from a name (built-in or installed) or ``package.module:Class``."""
+    if ref in BUILTIN:
+        return BUILTIN[ref]
+    if _REF.match(ref):
+        return _import_class(ref)
+    installed = plugins()
+    if ref in installed:
+        return _import_class(installed[ref])
+    valid = ", ".join([*BUILTIN, *sorted(set(installed) - set(BUILTIN))])
+    raise FsxltError(f"unknown method {ref!r}; valid: {valid}, or package.module:Class")
+
+
+def get_method(ref: str | Method, kind: str = "classification",
+               options: dict[str, Any] | None = None) -> Method:
+    """A configured method for a task kind; unknown names, kinds and options are errors."""
+    if isinstance(ref, Method):
+        if options:
+            raise FsxltError("options go to the method's constructor, not with an instance")
+        method = ref
+    else:
+        method = method_class(ref)(**(options or {}))
+    method.check_kind(kind)
+    return method
+
+
+def method_spec(ref: str, kind: str = "classification") -> Method:
+    """Validate a method name for a task kind (kept for callers of the old table)."""
+    return get_method(ref, kind)
+
+
+def parse_method_options(pairs: list[str] | None) -> dict[str, str]:
+    """``["rank=4", "alpha=8"]`` -> ``{"rank": "4", "alpha": "8"}`` (values typed later)."""
+    options: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise FsxltError(f"--method-opt expects key=value, got {pair!r}")
+        options[key.strip()] = value.strip()
+    return options
+
+
+__all__ = ["BUILTIN", "DEFAULT_MODEL", "ENTRY_POINT_GROUP", "METHODS", "Method", "Option",
+           "available", "get_method", "method_class", "method_spec", "parse_method_options",
+           "plugins"]

@@ -17,8 +17,9 @@ one vector per scored word); :meth:`FsxltModel.head` maps features to logits
 whole encoder and run it in eval mode (no dropout), so its features are a
 deterministic function of the input and can be cached.
 
-Adapting methods (:data:`METHODS`; all but ``full`` freeze embeddings and all
-transformer layers):
+The study's adapting methods (:data:`METHODS`; all but ``full`` freeze
+embeddings and all transformer layers; each is a class in :mod:`fsxlt.methods`,
+where LoRA and plug-ins live too):
 
 ============== ============================================= ====================
 method         trained parameters                            classifier at start
@@ -52,11 +53,11 @@ from torch.nn import functional as F
 
 from fsxlt.data import Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
-from fsxlt.methods import (  # noqa: F401  (re-exported: the method table lives there)
+from fsxlt.methods import (  # noqa: F401  (re-exported for older imports)
     DEFAULT_MODEL,
-    METHOD_SPECS,
     METHODS,
-    MethodSpec,
+    Method,
+    get_method,
     method_spec,
 )
 from fsxlt.tasks import TaskSpec
@@ -247,25 +248,15 @@ class FsxltModel(nn.Module):
             self.encoder.pooler = None
 
 
-def prepare_method(model: FsxltModel, method: str, seed: int) -> list[str]:
-    """Set up the head and the trainable set for ``method``; return the trainable names.
+def prepare_method(model: FsxltModel, method: str | Method, seed: int) -> list[str]:
+    """Let ``method`` set up the head and the trainable set; return the trainable names.
 
-    ``cos-pooler`` installs a new random cosine matrix, ``fc-reset-pooler``
-    re-initialises the linear classifier (both seeded with ``seed``); every
-    other method keeps the classifier it finds.
+    Every method, built in or a plug-in, goes through its own
+    :meth:`~fsxlt.methods.Method.prepare` (``cos-pooler`` installs a new
+    random cosine matrix, ``fc-reset-pooler`` re-initialises the linear
+    classifier, both seeded with ``seed``; ``lora`` wraps the encoder).
     """
-    spec = method_spec(method, model.kind)
-    if spec.classifier == "cos":
-        model.use_cosine_head(seed)
-    elif spec.classifier == "reset":
-        model.reset_classifier(seed)
-    for name, param in model.named_parameters():
-        if name.startswith("classifier."):
-            param.requires_grad_(True)
-        elif name.startswith("pooler."):
-            param.requires_grad_(spec.train_pooler)
-        else:
-            param.requires_grad_(spec.train_encoder)
+    get_method(method, model.kind).prepare(model, seed)
     return model.trainable_names()
 
 

@@ -188,7 +188,7 @@ def test_stale_records_rerun(study, reference, tmp_path, capsys):
 @pytest.mark.parametrize("change, message", [
     ({"tasks": {"nosuchtask": {}}}, "unknown task"),
     ({"tasks": {"xnli": {"languages": ["xx"]}}}, "unknown language 'xx'"),
-    ({"methods": ["lora"]}, "unknown method 'lora'"),
+    ({"methods": ["lora-x"]}, "unknown method 'lora-x'"),
     ({"buckets": "/nonexistent"}, "no bucket set"),
     ({"workers": 3}, "unknown key(s): workers"),
     ({"n_buckets": 9}, "holds 5 buckets"),

@@ -37,3 +37,19 @@ DataDir = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Directory with the task's {split}-{lang} files."),
 ]
+MethodName = Annotated[
+    str,
+    typer.Option("--method", help="Adapting method: a name from 'fsxlt methods' "
+                 "(full, fc, fc-pooler, cos-pooler, fc-reset-pooler, lora, or a plug-in), "
+                 "or package.module:Class."),
+]
+MethodOpts = Annotated[
+    list[str] | None,
+    typer.Option("--method-opt", help="KEY=VALUE option of the method (repeatable); "
+                 "'fsxlt methods' lists each method's options."),
+]
+SelectStart = Annotated[
+    bool,
+    typer.Option("--select-start", help="Let the start model compete as epoch 0 for the "
+                 "target dev score (off: the study's protocol)."),
+]

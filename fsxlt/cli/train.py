@@ -9,11 +9,22 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
-from fsxlt.cli.options import DataDir, Device, Lrs, MaxEpochs, MaxSeqLength, Patience, Seed
+from fsxlt.cli.options import (
+    DataDir,
+    Device,
+    Lrs,
+    MaxEpochs,
+    MaxSeqLength,
+    MethodName,
+    MethodOpts,
+    Patience,
+    Seed,
+    SelectStart,
+)
 from fsxlt.data import Example, load_split, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
-from fsxlt.methods import DEFAULT_MODEL, METHODS, method_spec
+from fsxlt.methods import DEFAULT_MODEL, get_method, parse_method_options
 from fsxlt.tasks import TaskSpec, get_task
 
 
@@ -236,7 +247,9 @@ def adapt_cmd(
     model: Annotated[
         str, typer.Option("--model", help="Encoder used when --from is not given.")
     ] = DEFAULT_MODEL,
-    method: Annotated[str, typer.Option("--method", help=f"One of {', '.join(METHODS)}.")] = "full",
+    method: MethodName = "full",
+    method_opt: MethodOpts = None,
+    select_start: SelectStart = False,
     lrs: Lrs = None,
     seed: Seed = None,
     dev_file: Annotated[
@@ -273,6 +286,8 @@ def adapt_cmd(
     \b
       fsxlt adapt --task panx --lang zh --bucket buckets/panx/zh/k1/00.json \\
           --from ckpt/panx-mbert --data-dir data/panx --out runs
+      fsxlt adapt --task panx --lang zh --bucket buckets/panx/zh/k1 --method lora \\
+          --method-opt rank=4 --select-start --from ckpt/panx-mbert --data-dir data/panx --out runs
     """
     from tqdm.auto import tqdm
 
@@ -281,7 +296,7 @@ def adapt_cmd(
 
     spec = get_task(task)
     spec.check_language(lang)
-    method_spec(method, spec.kind)  # fail before loading anything
+    method_obj = get_method(method, spec.kind, parse_method_options(method_opt))  # fail early
     check_output_dir(out, "runs directory")
     buckets, remaining, where = _buckets(Path(bucket))
     if dev_file is not None or (data_dir is not None and spec.sampling.split != "dev"):
@@ -316,11 +331,12 @@ def adapt_cmd(
         max_seq_length=max_seq_length,
     )
     for item in tqdm(
-        buckets, desc=f"adapt {spec.name}/{lang} {method}", unit="bucket", disable=len(buckets) < 2
+        buckets, desc=f"adapt {spec.name}/{lang} {method_obj.name}", unit="bucket",
+        disable=len(buckets) < 2,
     ):
         record = engine.adapt(
-            item, method=method, lrs=lrs, seed=seed, max_epochs=max_epochs, patience=patience,
-            predictions=save_predictions,
+            item, method=method_obj, lrs=lrs, seed=seed, max_epochs=max_epochs,
+            patience=patience, predictions=save_predictions, select_start=select_start,
         )
         record["bucket"]["path"] = (
             str(where / f"{item.index:02d}.json") if Path(bucket).is_dir() else str(bucket)

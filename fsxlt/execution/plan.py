@@ -8,7 +8,9 @@ A sweep config (YAML) names a grid; :func:`expand` turns it into one
     buckets: buckets                # bucket store root (fsxlt sample)
     data_dir: data/{task}           # target dev/test files, the task's {split}-{lang} pattern
     start: ckpt/{task}-mbert        # source-trained checkpoint (fsxlt source-train)
-    methods: [full]                 # adapting methods (fsxlt.modeling.METHODS)
+    methods: [full]                 # adapting methods (fsxlt methods; or package.module:Class)
+    method_options: {}              # e.g. {lora: {rank: 4}}: options per method
+    select_start: false             # true: the start model competes as epoch 0
     n_buckets: 40                   # bucket indices 0..n-1 (null: every bucket of the set)
     lrs: null                       # null: the task's lr grid
     seed: null                      # null: the task's seed (one seed for all buckets)
@@ -60,7 +62,11 @@ CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # written by fsxlt.training.checkpoin
 HEAD_FILE = "fsxlt_head.safetensors"
 
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
-            "max_epochs", "patience", "max_seq_length", "no_source_training")
+            "max_epochs", "patience", "max_seq_length", "no_source_training",
+            "method_options", "select_start")
+# The study's methods take no options; their runs' identity stays what it was before
+# methods were plug-ins, so upgrading fsxlt never turns finished records stale.
+STUDY_METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")
 TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
 
@@ -88,6 +94,14 @@ class TaskPlan:
     patience: int
     max_seq_length: int
     no_source: dict[str, Any] | None
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    select_start: bool = False
+
+    def method(self, ref: str) -> Any:
+        """The configured :class:`~fsxlt.methods.Method` for a method reference of this task."""
+        from fsxlt.methods import get_method
+
+        return get_method(ref, get_task(self.task).kind, self.method_options.get(ref))
 
 
 @dataclass(frozen=True)
@@ -171,7 +185,7 @@ def _text(value: Any, where: str, key: str) -> str | None:
 
 
 def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) -> TaskPlan:
-    from fsxlt.modeling import method_spec
+    from fsxlt.methods import get_method
 
     unknown = set(raw) - TASK_KEYS
     if unknown:
@@ -189,8 +203,9 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         spec.check_k(k)
     methods = [_text(m, where, "methods") for m in _as_list(merged["methods"], where,
                                                            "methods")] or ["full"]
+    options = _method_options(merged["method_options"], where)
     for method in methods:
-        method_spec(method, spec.kind)
+        get_method(method, spec.kind, options.get(method))
     no_source = merged["no_source_training"]
     if no_source is not None:
         if not isinstance(no_source, dict) or "encoder" not in no_source:
@@ -198,9 +213,13 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         ns_methods = [str(m) for m in _as_list(no_source.get("methods"), where, "methods")] \
             or ["full"]
         for method in ns_methods:
-            method_spec(method, spec.kind)
+            get_method(method, spec.kind, options.get(method))
         no_source = {"encoder": str(no_source["encoder"]).format(task=name),
                      "methods": ns_methods}
+    unused = sorted(set(options) - set(methods) - set((no_source or {}).get("methods") or []))
+    if unused:
+        raise FsxltError(f"{where}: method_options for {', '.join(unused)}, which task {name} "
+                         "does not run")
     lrs = [_number(x, where, "lrs", float, 0, exclusive=True)
            for x in _as_list(merged["lrs"], where, "lrs")]
     training = spec.training
@@ -225,7 +244,26 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         max_epochs=pick("max_epochs", training.adapt_max_epochs, 1),
         patience=pick("patience", training.adapt_patience, 1),
         max_seq_length=pick("max_seq_length", training.max_seq_length, 8),
-        no_source=no_source)
+        no_source=no_source, method_options=options,
+        select_start=_flag(merged["select_start"], where, "select_start"))
+
+
+def _method_options(raw: Any, where: str) -> dict[str, dict[str, Any]]:
+    """``method_options``: a mapping from method reference to its option mapping."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise FsxltError(f"{where}: method_options must map methods to their options, "
+                         "e.g. {lora: {rank: 4}}")
+    return {str(k): dict(v) for k, v in raw.items()}
+
+
+def _flag(value: Any, where: str, key: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise FsxltError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
 
 
 def parse_config(raw: Any, where: str = "<sweep config>",
@@ -291,6 +329,16 @@ class RunSpec:
     record_path: str
     config_hash: str
     sweep_name: str = ""
+    method_ref: str = ""      # how the worker loads the method (name or package.module:Class)
+    method_options: str = "{}"  # its options, as sorted JSON
+    select_start: bool = False
+
+    def load_method(self) -> Any:
+        """The configured method this run adapts with."""
+        from fsxlt.methods import get_method
+
+        return get_method(self.method_ref or self.method, get_task(self.task).kind,
+                          json.loads(self.method_options))
 
     @property
     def arm(self) -> str:
@@ -460,27 +508,35 @@ def expand(config: SweepConfig) -> Plan:
     return result
 
 
-def _run(plan: TaskPlan, lang: str, k: int, index: int, method: str, start: str,
+def _run(plan: TaskPlan, lang: str, k: int, index: int, ref: str, start: str,
          source_training: bool, bucket: Path, dev: Path, test: Path, out: Path,
          hashes: _Hashes, sweep_name: str = "") -> RunSpec:
     bucket_sha = hashes.text(bucket)
+    method = plan.method(ref)
     identity = {
-        "task": plan.task, "language": lang, "k": k, "index": index, "method": method,
+        "task": plan.task, "language": lang, "k": k, "index": index, "method": method.name,
         "source_training": source_training, "start": hashes.start(start),
         "bucket": bucket_sha, "dev": hashes.file(dev), "test": hashes.file(test),
         "lrs": list(plan.lrs), "seed": plan.seed, "max_epochs": plan.max_epochs,
         "patience": plan.patience, "max_seq_length": plan.max_seq_length,
     }
+    if method.name not in STUDY_METHODS or method.describe() != {
+            "name": method.name, "version": "1", "options": {}}:
+        identity["method_info"] = method.describe()  # version and options rerun on change
+    if plan.select_start:
+        identity["select_start"] = True
     digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
-    record = out / plan.task / lang / f"k{k}" / arm_name(method, source_training) \
+    record = out / plan.task / lang / f"k{k}" / arm_name(method.name, source_training) \
         / f"{index:02d}.json"
-    return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method,
+    return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start, bucket_path=str(bucket),
                    bucket_sha256=bucket_sha, dev_path=str(dev), test_path=str(test),
                    lrs=plan.lrs, seed=plan.seed, max_epochs=plan.max_epochs,
                    patience=plan.patience, max_seq_length=plan.max_seq_length,
                    record_path=str(record), config_hash=f"sweep:{digest}",
-                   sweep_name=sweep_name)
+                   sweep_name=sweep_name, method_ref=ref,
+                   method_options=json.dumps(method.config, sort_keys=True),
+                   select_start=plan.select_start)
 
 
 # --------------------------------------------------------------------------- resume

@@ -72,9 +72,9 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None) -> Outcome:
     bucket = read_bucket(run.bucket_path)
     if bucket.sha256 != run.bucket_sha256:
         raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
-    record = engine.adapt(bucket, method=run.method, lrs=list(run.lrs), seed=run.seed,
+    record = engine.adapt(bucket, method=run.load_method(), lrs=list(run.lrs), seed=run.seed,
                           max_epochs=run.max_epochs, patience=run.patience,
-                          predictions=test is not None)
+                          predictions=test is not None, select_start=run.select_start)
     record["bucket"]["path"] = run.bucket_path
     record["status"] = "ok"
     record["sweep"] = {"config_hash": run.config_hash, "arm": run.arm, "name": run.sweep_name}

@@ -47,7 +47,8 @@ from fsxlt.evaluation import (
     prepare_eval,
     score,
 )
-from fsxlt.modeling import Featurizer, collate, method_spec, prepare_method
+from fsxlt.methods import Method, get_method
+from fsxlt.modeling import Featurizer, collate
 from fsxlt.sampling.store import Bucket
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
@@ -105,6 +106,7 @@ class AdaptEngine:
         self.start_state = snapshot(self.model)
         self.features = FeatureCache(self.model, self.device, amp=amp, enabled=feature_cache)
         self.features.register("test", self.test)
+        self.method: Method | None = None  # the method of the last run (its teardown is due)
         self.dev: EvalSet
         self._set_dev(dev, dev_source)
 
@@ -145,21 +147,37 @@ class AdaptEngine:
         return [collate(rows[i:i + self.micro_batch], self.featurizer.pad_id, self.device)
                 for i in range(0, len(rows), self.micro_batch)]
 
-    def _reset(self, method: str, seed: int) -> list[str]:
+    def _reset(self, method: str | Method, seed: int) -> list[str]:
+        """Undo the last run's method, restore the start, let ``method`` prepare the model."""
+        method = get_method(method, self.task.kind)
         model = self.model
+        if self.method is not None:
+            self.method.teardown(model)
+            self.method = None
         model.use_linear_head()
         restore(model, self.start_state)
         if self.start.fresh_head:
             model.reset_classifier(seed)
             if not model.native_pooler:
                 model.reset_pooler(seed)
-        trainable = prepare_method(model, method, seed)
+        self.method = method
+        method.prepare(model, seed)
+        trainable = model.trainable_names()
+        if not trainable:
+            raise FsxltError(f"method {method.name} left no parameter to train")
         model.to(self.device)
         self.features.activate(self.features.point_for(method))  # dev/test serve features
         return trainable
 
-    def _run(self, batches: list[dict[str, torch.Tensor]], method: str, lr: float, seed: int,
-             max_epochs: int, patience: int) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    def _run(self, batches: list[dict[str, torch.Tensor]], method: Method, lr: float, seed: int,
+             max_epochs: int, patience: int, select_start: bool = False,
+             ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """One learning rate: train, score dev after every epoch, keep the best epoch.
+
+        With ``select_start`` the model as the method prepared it, before any
+        step, is scored too and competes as epoch 0: adapting then never
+        selects a model worse on the target dev set than its start.
+        """
         began = time.perf_counter()
         trainable = self._reset(method, seed)
         batches = self.features.bucket_batches(batches, self.features.active)
@@ -168,8 +186,12 @@ class AdaptEngine:
         epochs: list[dict[str, Any]] = []
         best_score, best_epoch, best_dev = float("-inf"), 0, None
         best_state = snapshot(self.model, trainable)
+        if select_start:
+            best_dev = score(self.model, self.dev, self.task, amp=self.amp)
+            best_score = best_dev["score"]
+            epochs.append({"epoch": 0, "train_loss": None, "dev_score": best_score})
         for epoch in range(1, max_epochs + 1):
-            loss = train_step(self.model, batches, optimizer, amp=self.amp)
+            loss = train_step(self.model, batches, optimizer, amp=self.amp, loss_fn=method.loss)
             dev = score(self.model, self.dev, self.task, amp=self.amp)
             epochs.append({"epoch": epoch, "train_loss": loss, "dev_score": dev["score"]})
             if dev["score"] > best_score:
@@ -187,12 +209,18 @@ class AdaptEngine:
 
     # ----------------------------------------------------------------- the API
 
-    def adapt(self, bucket: Bucket | Sequence[Example], method: str = "full",
+    def adapt(self, bucket: Bucket | Sequence[Example], method: str | Method = "full",
               lrs: Sequence[float] | None = None, seed: int | None = None, *,
               max_epochs: int | None = None, patience: int | None = None,
-              predictions: bool = False) -> dict[str, Any]:
+              predictions: bool = False, method_options: dict[str, Any] | None = None,
+              select_start: bool = False) -> dict[str, Any]:
         """Adapt on one bucket over a learning-rate grid; return the run record (a dict).
 
+        ``method`` is a name (built-in or installed plug-in), a
+        ``package.module:Class`` reference, or a :class:`~fsxlt.methods.Method`
+        instance; ``method_options`` configure a named one. With
+        ``select_start`` the prepared start model competes as epoch 0 (see
+        :meth:`_run`); the record's ``start_selected`` says whether it won.
         With ``predictions`` the record also holds ``test_predictions``: the
         selected model's predicted labels for every test example, in test
         order. Callers write them beside the record (``fsxlt.predictions``)
@@ -200,7 +228,7 @@ class AdaptEngine:
         """
         began = time.perf_counter()
         task = self.task
-        method_spec(method, task.kind)
+        method = get_method(method, task.kind, method_options)
         lrs = [float(x) for x in (lrs or task.training.lr_grid)]
         seed = task.training.seed if seed is None else int(seed)
         max_epochs = task.training.adapt_max_epochs if max_epochs is None else int(max_epochs)
@@ -214,7 +242,7 @@ class AdaptEngine:
         runs: list[dict[str, Any]] = []
         chosen: tuple[float, int, dict[str, torch.Tensor]] | None = None
         for index, lr in enumerate(lrs):
-            run, state = self._run(batches, method, lr, seed, max_epochs, patience)
+            run, state = self._run(batches, method, lr, seed, max_epochs, patience, select_start)
             runs.append(run)
             if chosen is None or run["dev"]["score"] > chosen[0]:
                 chosen = (run["dev"]["score"], index, state)
@@ -230,8 +258,8 @@ class AdaptEngine:
             test = score(self.model, self.test, task, amp=self.amp)
         config = {
             "task": task.name, "labels": list(task.labels), "metric": task.metric,
-            "language": self.language, "method": method, "lrs": lrs, "seed": seed,
-            "max_epochs": max_epochs, "patience": patience,
+            "language": self.language, "method": method.describe(), "lrs": lrs, "seed": seed,
+            "max_epochs": max_epochs, "patience": patience, "select_start": select_start,
             "max_seq_length": self.featurizer.max_len, "start": self.start.info["id"],
             "dev": self.dev_info["sha256"] if self.dev_info else None,
             "test": self.test_info["sha256"] if self.test_info else None,
@@ -240,7 +268,8 @@ class AdaptEngine:
         record = {
             "format": RUN_FORMAT,
             "task": task.name, "language": self.language, "k": bucket_info.get("k"),
-            "bucket": bucket_info, "method": method, "lrs": lrs, "seed": seed,
+            "bucket": bucket_info, "method": method.name, "method_info": method.describe(),
+            "select_start": select_start, "lrs": lrs, "seed": seed,
             "max_epochs": max_epochs, "patience": patience,
             "max_seq_length": self.featurizer.max_len, "metric": task.metric,
             "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
@@ -248,6 +277,7 @@ class AdaptEngine:
             "data": {"dev": self.dev_info, "test": self.test_info},
             "runs": runs,
             "selected_lr": selected["lr"], "best_epoch": selected["best_epoch"],
+            "start_selected": selected["best_epoch"] == 0,
             "dev": selected["dev"], "test": test,
             "dev_score": selected["dev"]["score"],
             "test_score": test["score"] if test else None,

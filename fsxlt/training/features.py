@@ -56,7 +56,7 @@ import torch
 
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import EvalSet, autocast_context
-from fsxlt.methods import method_spec
+from fsxlt.methods import Method, get_method
 from fsxlt.modeling import FsxltModel
 
 ENCODER = "encoder"
@@ -64,14 +64,19 @@ POOLED = "pooled"
 Batch = dict[str, torch.Tensor]
 
 
-def feature_point(model: FsxltModel, method: str) -> str | None:
-    """Where ``method``'s trained part begins: ``None`` (full), ``"encoder"`` or ``"pooled"``."""
-    spec = method_spec(method, model.kind)
-    if spec.train_encoder:
-        return None
-    if model.pooler is not None and not spec.train_pooler:
-        return POOLED
-    return ENCODER
+def feature_point(model: FsxltModel, method: str | Method) -> str | None:
+    """Where ``method``'s trained part begins: ``None`` (no caching), ``"encoder"``, ``"pooled"``.
+
+    The method says (:meth:`~fsxlt.methods.Method.feature_point`); a point is
+    only honoured when the method really left the encoder frozen, which
+    :meth:`FeatureCache.activate` checks.
+    """
+    point = get_method(method, model.kind).feature_point(model)
+    if point not in (None, ENCODER, POOLED):
+        raise FsxltError(f"method {method}: unknown feature point {point!r}")
+    if point == POOLED and model.pooler is None:
+        return ENCODER
+    return point
 
 
 def pooler_digest(model: FsxltModel) -> str:
@@ -129,7 +134,7 @@ class FeatureCache:
         if eval_set is not None:
             self.splits[name] = _Split(eval_set, list(eval_set.batches))
 
-    def point_for(self, method: str) -> str | None:
+    def point_for(self, method: str | Method) -> str | None:
         """The feature point this cache will use for ``method`` (``None``: no caching)."""
         return feature_point(self.model, method) if self.enabled else None
 

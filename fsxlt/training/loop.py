@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -27,13 +27,21 @@ def make_optimizer(model: FsxltModel, lr: float) -> torch.optim.Optimizer:
     return torch.optim.Adam(params, lr=float(lr), weight_decay=0.0)
 
 
+def summed_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.float(), labels, reduction="sum")
+
+
 def train_step(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]],
-               optimizer: torch.optim.Optimizer, *, amp: bool = True) -> float:
+               optimizer: torch.optim.Optimizer, *, amp: bool = True,
+               loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+               ) -> float:
     """One optimizer step over ``batches`` (micro-batches of one logical batch).
 
-    The loss is the mean cross-entropy over all examples (classification) or
-    all scored words (tagging) of the logical batch.
+    The loss is ``loss_fn`` (summed over a micro-batch; default cross-entropy)
+    divided by the number of examples (classification) or scored words
+    (tagging) of the whole logical batch, i.e. a mean over the bucket.
     """
+    loss_fn = loss_fn or summed_cross_entropy
     model.train()
     total = sum(int(b["labels"].numel()) for b in batches)
     optimizer.zero_grad(set_to_none=True)
@@ -41,7 +49,7 @@ def train_step(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]],
     for batch in batches:
         with autocast_context(batch["labels"].device, amp):
             logits = model(batch)
-        loss = F.cross_entropy(logits.float(), batch["labels"], reduction="sum") / max(total, 1)
+        loss = loss_fn(logits, batch["labels"]) / max(total, 1)
         loss.backward()
         loss_sum += float(loss.detach())
     optimizer.step()
