@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -253,7 +254,9 @@ class Lora(Method):
                             target_modules=list(self.target_modules), bias="none")
         torch.manual_seed(seed)  # the adapters' random initialisation
         try:
-            model.encoder = get_peft_model(model.encoder, config)
+            with warnings.catch_warnings():  # peft probes deprecated transformers attributes
+                warnings.simplefilter("ignore", FutureWarning)
+                model.encoder = get_peft_model(model.encoder, config)
         except ValueError as err:  # e.g. a target module the encoder does not have
             raise FsxltError(f"method lora: {err}".splitlines()[0]) from None
         for pname, param in model.named_parameters():
