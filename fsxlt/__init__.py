@@ -2,7 +2,63 @@
 
 The package is a set of small modules, one concern each (see README's
 architecture section); the ``fsxlt`` command line is a thin layer over them,
-so everything it does can also be called from Python or a notebook.
+so everything it does can also be called from Python or a notebook. What a
+notebook needs is named here (loaded on first use, so ``import fsxlt`` stays
+light and does not import torch)::
+
+    import fsxlt
+
+    fsxlt.sample("panx", ["de"], [1, 2], "buckets", data_dir="data/panx")
+    reports = fsxlt.check_store("buckets")
+    engine = fsxlt.AdaptEngine.from_start("panx", "de", "ckpt/panx", dev=dev, test=test)
+    record = engine.adapt(bucket, method="lora", method_options={"rank": 4})
+    fsxlt.run_sweep(fsxlt.load_config("configs/sweeps/study.yaml"))
+    print(fsxlt.report_text("runs"))
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+# name -> module that defines it
+_API = {
+    # tasks and data
+    "get_task": "fsxlt.tasks", "read_examples": "fsxlt.data", "load_split": "fsxlt.data",
+    # sampling and checking
+    "sample": "fsxlt.sampling.api", "sample_set": "fsxlt.sampling.api",
+    "read_set": "fsxlt.sampling.store", "read_bucket": "fsxlt.sampling.store",
+    "check_store": "fsxlt.sampling.check", "check_set": "fsxlt.sampling.check",
+    "import_published": "fsxlt.sampling.published",
+    # training
+    "source_train": "fsxlt.training", "save_checkpoint": "fsxlt.training",
+    "load_start": "fsxlt.training", "AdaptEngine": "fsxlt.training",
+    # adapting methods
+    "Method": "fsxlt.methods", "Option": "fsxlt.methods", "get_method": "fsxlt.methods",
+    "available_methods": "fsxlt.methods",
+    # sweeps and reports
+    "load_config": "fsxlt.execution", "parse_config": "fsxlt.execution",
+    "expand": "fsxlt.execution", "run_sweep": "fsxlt.execution",
+    "load_records": "fsxlt.report", "report_text": "fsxlt.report",
+    "write_report": "fsxlt.report", "write_compare": "fsxlt.report",
+    # errors
+    "FsxltError": "fsxlt.errors",
+}
+_RENAMED = {"available_methods": "available"}
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an API name from its module the first time it is used."""
+    if name not in _API:
+        raise AttributeError(f"module 'fsxlt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_API[name]), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -74,3 +74,22 @@ def sweep_config(study: dict[str, Path], out: Path, **extra: Any) -> dict[str, A
 def write_config(path: Path, config: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
     return path
+
+
+# The smallest demo config: one task, two targets, two buckets (about 10 s on a CPU).
+MICRO_DEMO = """\
+name: micro
+seed: 0
+languages: [svo80, sov20]
+tasks:
+  synth-topic: {k: [1]}
+n_buckets: 2
+data:
+  sizes: {train: 200, dev: 40, test: 60}
+  corpus_sentences: 500
+encoder: {steps: 20}
+source: {lrs: [0.001], epochs: 2, batch_size: 32}
+adapt: {lrs: [0.001], max_epochs: 3, patience: 2}
+workers: 0
+threads: 1
+"""

@@ -31,7 +31,7 @@ import pytest
 
 from fsxlt.cli import run_app
 from tests.conftest import write_ner
-from tests.sweep_fixtures import build_study, sweep_config, write_config
+from tests.sweep_fixtures import MICRO_DEMO, build_study, sweep_config, write_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -586,22 +586,6 @@ def test_sweep_interrupted_between_records_then_rerun(action, world, tmp_path, c
     assert _report(runs, capsys) == _report(world.runs, capsys)
 
 
-MICRO_DEMO = """\
-name: micro
-seed: 0
-languages: [svo80, sov20]
-tasks:
-  synth-topic: {k: [1]}
-n_buckets: 2
-data:
-  sizes: {train: 200, dev: 40, test: 60}
-  corpus_sentences: 500
-encoder: {steps: 20}
-source: {lrs: [0.001], epochs: 2, batch_size: 32}
-adapt: {lrs: [0.001], max_epochs: 3, patience: 2}
-workers: 0
-threads: 1
-"""
 
 
 # The micro demo's 45 atomic writes: corpora and data (1-30), encoder (31-32),

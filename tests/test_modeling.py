@@ -63,7 +63,7 @@ def test_tagging_rejects_pooler_methods(encoder_dir):
     with pytest.raises(FsxltError, match="pooler"):
         prepare_method(start.model, "fc-pooler", 0)
     with pytest.raises(FsxltError, match="unknown method"):
-        prepare_method(start.model, "lora", 0)
+        prepare_method(start.model, "lora-x", 0)
 
 
 def test_cos_head_logits_are_ten_times_cosine():
