@@ -26,7 +26,10 @@ shared): a BERT built from a config (hidden size 64, 2 layers) with a
 WordPiece vocabulary written on the fly, briefly source-trained on generated
 English NER sentences (PAN-X tags, ~12 words, ~20 wordpieces), then adapted
 on a generated target language: 10 buckets of 24 sentences, a dev set of
-1,000 and a test set of 500 sentences, 5 epochs, methods full and fc.
+1,000 and a test set of 500 sentences, 5 epochs, methods full and fc, and
+LoRA (``--engine-methods``), which has no naive counterpart: it is timed
+through the engine and its first two runs are checked against a fresh
+engine each (restoring the base weights between runs must be exact).
 ``--task xnli`` (or pawsx, mldoc, marc) generates classification data
 instead (XNLI-like pairs, ~48 wordpieces) and times every head-only method.
 
@@ -96,6 +99,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--cache-methods", default=None,
                    help="head-only methods timed with and without the feature cache "
                         "(default: every head-only method the task allows)")
+    p.add_argument("--engine-methods", default="lora",
+                   help="methods with no naive counterpart (default: lora), timed through the "
+                        "engine and checked against a fresh engine per run")
+    p.add_argument("--lr-lora", type=float, default=1e-3)
     p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument("--eval-batch", type=int, default=32, help="the naive loop's eval batch")
     p.add_argument("--tolerance", type=float, default=1e-6, help="on dev and test scores")
@@ -117,6 +124,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.cache_methods = _methods(p, args.cache_methods or ",".join(head_only), task)
     if any(m == "full" for m in args.cache_methods):
         p.error("--cache-methods takes head-only methods")
+    args.engine_methods = _methods(p, args.engine_methods, task)
     return args
 
 
@@ -131,7 +139,7 @@ def _methods(parser: argparse.ArgumentParser, text: str, task: TaskSpec) -> list
 
 
 def lr_for(args: argparse.Namespace, method: str) -> float:
-    return args.lr_full if method == "full" else args.lr_head
+    return {"full": args.lr_full, "lora": args.lr_lora}.get(method, args.lr_head)
 
 
 # --------------------------------------------------------------------------- data
@@ -528,6 +536,12 @@ def bench_method(method: str, checkpoint: Path, task: TaskSpec, data: Data,
         row["speedup"] = naive_seconds / seconds
         problems += compare(method, naive, fast, args.tolerance)
         row["identical"] = not problems
+    if method in args.engine_methods:  # restoring between runs must be exact: a fresh engine
+        fresh = [engine_adapt(make_engine(checkpoint, task, data, args), method, bucket, args)
+                 for bucket in data.buckets[:2]]
+        found = compare(method + " (fresh engine)", fresh, fast[:2], args.tolerance)
+        problems += found
+        row["identical"] = not found
     row["mean_best_epoch"] = sum(r["best_epoch"] for r in fast) / n
     row["mean_test"] = sum(r["test"] for r in fast) / n
     return row, problems
@@ -600,7 +614,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     quiet_transformers()
     task = get_task(args.task)
     data = make_data(task, args)
-    methods = list(dict.fromkeys(args.naive_methods + args.cache_methods))
+    methods = list(dict.fromkeys(args.naive_methods + args.cache_methods
+                                 + args.engine_methods))
     with tempfile.TemporaryDirectory(prefix="fsxlt-bench-") as tmp:
         checkpoint = make_start(task, data, args, Path(tmp))
         warm_up(checkpoint, task, data, args)
