@@ -239,3 +239,5 @@ def test_a_plugin_through_sweep_and_report_compare(study, plugin, tmp_path, caps
     assert run_app(["report", str(runs), "--compare", "bias-only", "full"]) == 0
     out = capsys.readouterr().out
     assert "bias-only" in out and "| de | 1 |" in out.replace("  ", " ")
+    assert run_app(["sweep", str(path), "--dry-run", "--select-start"]) == 0
+    assert "10 to run (10 stale)" in capsys.readouterr().err  # epoch 0 changes every run

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
-from fsxlt.cli.options import Device, MaxEpochs, Patience
+from fsxlt.cli.options import Device, MaxEpochs, Patience, SelectStart
 
 
 @app.command("sweep")
@@ -44,6 +44,7 @@ def sweep_cmd(
     ] = None,
     max_epochs: MaxEpochs = None,
     patience: Patience = None,
+    select_start: SelectStart = False,
     executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
     workers: Annotated[
         int, typer.Option("--workers", help="Local worker processes (0: in this process).")
@@ -96,7 +97,7 @@ def sweep_cmd(
     overrides = {"out": str(out) if out else None, "buckets": str(buckets) if buckets else None,
                  "data_dir": data_dir, "start": start, "n_buckets": n_buckets,
                  "lrs": list(lrs) if lrs else None, "max_epochs": max_epochs,
-                 "patience": patience}
+                 "patience": patience, "select_start": True if select_start else None}
     cfg = load_config(config, overrides).restrict(tasks, langs, ks, methods)
     if dry_run:
         status = sweep_status(cfg, save_predictions)
