@@ -218,8 +218,9 @@ def test_method_options_and_epoch_zero_are_part_of_the_run_identity(study, tmp_p
     lora_runs = [key for key in base if "/lora/" in key]
     assert all(base[key] == rank4[key] for key in full_runs)
     assert all(base[key] != rank4[key] for key in lora_runs)
-    epoch0 = hashes(select_start=True)
-    assert all(base[key] != epoch0[key] for key in base)
+    epoch0 = hashes(select_start=True)  # an arm of its own, and another identity
+    assert sorted(key.replace("-epoch0/", "/") for key in epoch0) == sorted(base)
+    assert all(base[key.replace("-epoch0/", "/")] != value for key, value in epoch0.items())
     with pytest.raises(FsxltError, match="method_options for fc, which task xnli does not run"):
         hashes(method_options={"fc": {}})
     with pytest.raises(FsxltError, match="method lora: unknown option"):
@@ -240,4 +241,20 @@ def test_a_plugin_through_sweep_and_report_compare(study, plugin, tmp_path, caps
     out = capsys.readouterr().out
     assert "bias-only" in out and "| de | 1 |" in out.replace("  ", " ")
     assert run_app(["sweep", str(path), "--dry-run", "--select-start"]) == 0
-    assert "10 to run (10 stale)" in capsys.readouterr().err  # epoch 0 changes every run
+    assert "10 to run (10 missing)" in capsys.readouterr().err  # epoch-0 arms: full-epoch0...
+
+
+def test_adapt_cli_select_start_writes_an_arm_of_its_own(study, tmp_path, capsys):
+    out = tmp_path / "runs"
+    argv = ["adapt", "--task", "xnli", "--lang", "de",
+            "--bucket", str(study["buckets"] / "xnli" / "de" / "k1" / "00.json"),
+            "--from", str(study["checkpoint"]), "--data-dir", str(study["data"]),
+            "--out", str(out), "--device", "cpu", "--max-epochs", "2", "--lr", "0.01"]
+    assert run_app([*argv, "--select-start"]) == 0
+    assert run_app(argv) == 0
+    record = json.loads((out / "xnli/de/k1/full-epoch0/00.json").read_text())
+    assert record["select_start"] is True and record["runs"][0]["epochs"][0]["epoch"] == 0
+    assert (out / "xnli/de/k1/full/00.json").is_file()
+    capsys.readouterr()
+    assert run_app(["report", str(out), "--compare", "full-epoch0", "full"]) == 0
+    assert "full-epoch0" in capsys.readouterr().out

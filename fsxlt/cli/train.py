@@ -211,7 +211,9 @@ def _buckets(path: Path):
 
 
 def run_path(out: Path, record: dict) -> Path:
-    """Where a run record goes: ``OUT/<task>/<lang>/k<K>/<method>/<bucket index>.json``."""
+    """Where a run record goes: ``OUT/<task>/<lang>/k<K>/<method>[-epoch0]/<index>.json``."""
+    from fsxlt.execution.plan import EPOCH0_SUFFIX
+
     bucket = record["bucket"]
     name = (
         f"{bucket['index']:02d}.json"
@@ -219,7 +221,8 @@ def run_path(out: Path, record: dict) -> Path:
         else f"{bucket['sha256'][:12]}.json"
     )
     k = f"k{record['k']}" if record.get("k") is not None else "k-"
-    return Path(out) / record["task"] / record["language"] / k / record["method"] / name
+    arm = record["method"] + (EPOCH0_SUFFIX if record.get("select_start") else "")
+    return Path(out) / record["task"] / record["language"] / k / arm / name
 
 
 @app.command("adapt")

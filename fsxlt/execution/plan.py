@@ -27,7 +27,8 @@ Every top-level key except ``out`` and ``tasks`` may be overridden per task;
 directory the sweep runs from. ``languages`` defaults to every language of
 the task except the source language, ``k`` to the task's K values.
 
-The *arm* of a run is its method, with ``-nosource`` appended for runs that
+The *arm* of a run is its method, with ``-epoch0`` appended when the start
+model competes as epoch 0 (``select_start``) and ``-nosource`` for runs that
 start from the pretrained encoder (the no-source-training ablation); it names
 the directory of the run's record.
 
@@ -58,6 +59,7 @@ ERROR_FORMAT = "fsxlt-adapt-error/1"
 ZERO_SHOT_FORMAT = "fsxlt-zero-shot/1"
 ZERO_SHOT_FILE = "zero-shot.json"
 NOSOURCE_SUFFIX = "-nosource"
+EPOCH0_SUFFIX = "-epoch0"
 CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # written by fsxlt.training.checkpoint
 HEAD_FILE = "fsxlt_head.safetensors"
 
@@ -71,9 +73,16 @@ TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
 
 
-def arm_name(method: str, source_training: bool) -> str:
-    """The directory (and report label) of a run: its method, ``-nosource`` for the ablation."""
-    return method if source_training else f"{method}{NOSOURCE_SUFFIX}"
+def arm_name(method: str, source_training: bool, select_start: bool = False) -> str:
+    """The directory (and report label) of a run: its method, ``-epoch0`` when the start
+    model competed as epoch 0, ``-nosource`` for the no-source-training ablation.
+
+    Epoch-0 runs get an arm of their own so that they sit beside the study's
+    protocol in one runs directory and ``fsxlt report --compare full-epoch0
+    full`` pairs them bucket by bucket.
+    """
+    arm = f"{method}{EPOCH0_SUFFIX}" if select_start else method
+    return arm if source_training else f"{arm}{NOSOURCE_SUFFIX}"
 
 
 @dataclass(frozen=True)
@@ -342,7 +351,7 @@ class RunSpec:
 
     @property
     def arm(self) -> str:
-        return arm_name(self.method, self.source_training)
+        return arm_name(self.method, self.source_training, self.select_start)
 
     @property
     def id(self) -> str:
@@ -526,8 +535,8 @@ def _run(plan: TaskPlan, lang: str, k: int, index: int, ref: str, start: str,
     if plan.select_start:
         identity["select_start"] = True
     digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
-    record = out / plan.task / lang / f"k{k}" / arm_name(method.name, source_training) \
-        / f"{index:02d}.json"
+    record = out / plan.task / lang / f"k{k}" \
+        / arm_name(method.name, source_training, plan.select_start) / f"{index:02d}.json"
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start, bucket_path=str(bucket),
                    bucket_sha256=bucket_sha, dev_path=str(dev), test_path=str(test),

@@ -101,7 +101,8 @@ def load_records(runs_dir: str | Path) -> Records:
               and isinstance(record.get("bucket"), dict)
               and record["bucket"].get("index") is not None and record.get("k") is not None):
             source = bool((record.get("model") or {}).get("source_training", True))
-            arm = (record.get("sweep") or {}).get("arm") or arm_name(record["method"], source)
+            arm = (record.get("sweep") or {}).get("arm") or arm_name(
+                record["method"], source, bool(record.get("select_start")))
             key = (record["task"], record["language"], int(record["k"]), arm,
                    int(record["bucket"]["index"]))
             if key in seen:
