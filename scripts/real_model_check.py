@@ -13,7 +13,10 @@ Runs the real CLI end to end on a real multilingual encoder:
 4. ``fsxlt source-train`` (English), scoring the target devs every epoch and
    the target tests (zero-shot, K=0) at the end;
 5. ``fsxlt adapt`` on the first ``--buckets`` published K-shot buckets per
-   language; then prints zero-shot F1 and mean ± std few-shot test F1.
+   language, once per ``--arms`` entry (a method name; ``NAME-epoch0`` adds
+   ``--select-start``), skipping runs whose record exists; then prints
+   zero-shot F1 and mean ± std few-shot test F1 per arm, and ``fsxlt report
+   --compare ARM FIRST`` for every further arm (paired over the buckets).
 
 Every command it runs is printed first, so the numbers can be reproduced.
 The defaults follow METHOD.md; on a small CPU pass e.g. ``--lr 5e-5
@@ -84,6 +87,8 @@ def main() -> None:
     ap.add_argument("--adapt-lr", type=float, nargs="*", default=None, help="Adapt lrs (grid).")
     ap.add_argument("--adapt-max-epochs", type=int, default=None, help="50")
     ap.add_argument("--adapt-patience", type=int, default=None, help="10")
+    ap.add_argument("--arms", nargs="+", default=["full"],
+                    help="Methods to adapt with; NAME-epoch0 adds --select-start.")
     ap.add_argument("--device", default="auto")
     args = ap.parse_args()
 
@@ -125,17 +130,26 @@ def main() -> None:
     runs = work / "runs"
     for index in range(args.buckets):  # interleaved, so partial results cover every language
         for lang in args.langs:
-            cmd = ["adapt", "--task", "panx", "--lang", lang, "--from", str(ckpt),
-                   "--bucket", str(buckets / "panx" / lang / f"k{args.k}" / f"{index:02d}.json"),
-                   "--dev", str(work / f"adapt-dev-{lang}.tsv"), "--test",
-                   str(data / f"test-{lang}.tsv"), "--out", str(runs), "--device", args.device]
-            for lr in args.adapt_lr or []:
-                cmd += ["--lr", repr(lr)]
-            if args.adapt_max_epochs:
-                cmd += ["--max-epochs", str(args.adapt_max_epochs)]
-            if args.adapt_patience:
-                cmd += ["--patience", str(args.adapt_patience)]
-            run(fsxlt(*cmd))
+            for arm in args.arms:
+                record = runs / "panx" / lang / f"k{args.k}" / arm / f"{index:02d}.json"
+                if record.is_file():
+                    continue
+                method = arm.removesuffix("-epoch0")
+                cmd = ["adapt", "--task", "panx", "--lang", lang, "--from", str(ckpt),
+                       "--bucket",
+                       str(buckets / "panx" / lang / f"k{args.k}" / f"{index:02d}.json"),
+                       "--dev", str(work / f"adapt-dev-{lang}.tsv"), "--test",
+                       str(data / f"test-{lang}.tsv"), "--out", str(runs),
+                       "--device", args.device, "--method", method]
+                if arm.endswith("-epoch0"):
+                    cmd.append("--select-start")
+                for lr in args.adapt_lr or []:
+                    cmd += ["--lr", repr(lr)]
+                if args.adapt_max_epochs:
+                    cmd += ["--max-epochs", str(args.adapt_max_epochs)]
+                if args.adapt_patience:
+                    cmd += ["--patience", str(args.adapt_patience)]
+                run(fsxlt(*cmd))
 
     source = json.loads((ckpt / "fsxlt_checkpoint.json").read_text(encoding="utf-8"))
     summary = {"selection": source["selection"], "english_dev": source["english_dev"]["score"],
@@ -144,18 +158,22 @@ def main() -> None:
           f"(lr {source['selection']['lr']:g}, epoch {source['selection']['epoch']})")
     for lang in args.langs:
         zero = source["zero_shot"][lang]["score"]
-        scores = []
-        for index in range(args.buckets):
-            record = json.loads((runs / "panx" / lang / f"k{args.k}" / "full" /
-                                 f"{index:02d}.json").read_text(encoding="utf-8"))
-            scores.append(record["test_score"])
-        mean = statistics.mean(scores)
-        std = statistics.stdev(scores) if len(scores) > 1 else 0.0
-        summary["languages"][lang] = {"zero_shot": zero, "few_shot": scores,
-                                      "mean": mean, "std": std}
-        print(f"{lang}: zero-shot F1 {100 * zero:.2f} | {args.k}-shot F1 "
-              f"{100 * mean:.2f} ± {100 * std:.2f} over {len(scores)} buckets "
-              f"({', '.join(f'{100 * s:.2f}' for s in scores)})")
+        summary["languages"][lang] = {"zero_shot": zero, "arms": {}}
+        print(f"{lang}: zero-shot F1 {100 * zero:.2f}")
+        for arm in args.arms:
+            scores = []
+            for index in range(args.buckets):
+                record = json.loads((runs / "panx" / lang / f"k{args.k}" / arm /
+                                     f"{index:02d}.json").read_text(encoding="utf-8"))
+                scores.append(record["test_score"])
+            mean = statistics.mean(scores)
+            std = statistics.stdev(scores) if len(scores) > 1 else 0.0
+            summary["languages"][lang]["arms"][arm] = {"few_shot": scores, "mean": mean,
+                                                       "std": std}
+            print(f"  {arm}: {args.k}-shot F1 {100 * mean:.2f} ± {100 * std:.2f} over "
+                  f"{len(scores)} buckets ({', '.join(f'{100 * s:.2f}' for s in scores)})")
+    for arm in args.arms[1:]:
+        run(fsxlt("report", str(runs), "--compare", arm, args.arms[0]))
     (work / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 
