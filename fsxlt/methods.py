@@ -47,6 +47,12 @@ The contract (attributes and hooks; only :meth:`Method.prepare` is required):
 ``teardown(model)``
     Undo structural changes (e.g. remove adapter layers) before the engine
     restores the starting weights for the next run; default: nothing.
+``bind(task, language, tokenizer, start_info)`` and ``encode(featurizer, examples)``
+    For methods that read their inputs differently (``pet`` renders every
+    example through a cloze pattern): ``bind`` tells the method the task,
+    target language, tokenizer and start before the runs, ``encode`` returns
+    its own tokenized rows (the engine keeps them, like the task's, for every
+    run); default: the task's inputs.
 
 Discovery: the built-in methods below; methods that installed packages
 register under the entry-point group ``fsxlt.methods`` (``name =
@@ -145,6 +151,14 @@ class Method:
         return F.cross_entropy(logits.float(), labels, reduction="sum")
 
     def teardown(self, model: Any) -> None:
+        return None
+
+    def bind(self, task: Any, language: str, tokenizer: Any, start_info: dict[str, Any]) -> None:
+        """Called once per adapt call, before any run: what the method may need to know."""
+        return None
+
+    def encode(self, featurizer: Any, examples: Any) -> Any:
+        """Its own model inputs for ``examples`` (an ``EncodedSplit``), or None: the task's."""
         return None
 
     # ----------------------------------------------------------------- identity
@@ -260,16 +274,73 @@ class Lora(Method):
         except ValueError as err:  # e.g. a target module the encoder does not have
             raise FsxltError(f"method lora: {err}".splitlines()[0]) from None
         for pname, param in model.named_parameters():
-            if not pname.startswith("encoder."):
-                param.requires_grad_(True)
+            if not pname.startswith("encoder."):  # the head trains; anything else stays
+                param.requires_grad_(pname.startswith(("pooler.", "classifier.")))
 
     def teardown(self, model: Any) -> None:
         if hasattr(model.encoder, "peft_config"):
             model.encoder = model.encoder.unload()
 
 
+class Pet(Method):
+    """PET-style prompt-based adapting: the masked-LM logit of each label's word at the mask.
+
+    The task's pattern and verbalizers come from its YAML (``pet``); the
+    target language's verbalizer is used when the YAML gives one, else the
+    English one (``verbalizer: en`` forces English). The masked-LM head
+    comes from the start's pretrained encoder, or from the checkpoint when it
+    was source-trained with ``pet``; it is kept on the model between runs and
+    restored from memory before each.
+    """
+
+    name = "pet"
+    summary = "prompt-based: a cloze pattern, label words scored by the masked-LM head"
+    kinds = ("classification",)
+    options = (
+        Option("train_encoder", bool, True, "false: only the masked-LM head trains"),
+        Option("verbalizer", str, "target", "target (the language's words, else English) or en"),
+    )
+
+    def bind(self, task: Any, language: str, tokenizer: Any, start_info: dict[str, Any]) -> None:
+        from fsxlt.pet import task_pet, verbalizer_pieces
+
+        if self.verbalizer not in ("target", "en"):
+            raise FsxltError("method pet: option verbalizer must be target or en")
+        self.spec = task_pet(task)
+        words = self.spec.verbalizer("en" if self.verbalizer == "en" else language)
+        self.pieces = verbalizer_pieces(tokenizer, [words[label] for label in task.labels])
+        self.source = start_info.get("mlm_source") or start_info.get("encoder")
+        self.saved_head = start_info.get("mlm_head")
+
+    def encode(self, featurizer: Any, examples: Any) -> Any:
+        from fsxlt.pet import encode_pattern
+
+        return encode_pattern(featurizer, self.spec, examples)
+
+    def prepare(self, model: Any, seed: int) -> None:
+        from fsxlt.pet import PetScorer, load_mlm_head
+
+        if not hasattr(self, "spec"):
+            raise FsxltError("method pet must be bound to a task first (bind)")
+        if getattr(model, "mlm_head", None) is None:
+            model.mlm_head = load_mlm_head(str(self.source), model)
+            if self.saved_head:
+                model.mlm_head.load_state_dict(self.saved_head, strict=False)
+            model.mlm_head.to(next(model.encoder.parameters()).device)
+            model.mlm_head_initial = {k: v.detach().clone()
+                                      for k, v in model.mlm_head.state_dict().items()}
+        else:
+            model.mlm_head.load_state_dict(model.mlm_head_initial)
+        model.output_head = PetScorer(model.mlm_head, self.pieces)
+        _set_trainable(model, {"encoder": self.train_encoder, "mlm_head": True,
+                               "output_head": True})
+
+    def teardown(self, model: Any) -> None:
+        model.output_head = None
+
+
 BUILTIN: dict[str, type[Method]] = {
-    cls.name: cls for cls in (Full, Fc, FcPooler, CosPooler, FcResetPooler, Lora)}
+    cls.name: cls for cls in (Full, Fc, FcPooler, CosPooler, FcResetPooler, Lora, Pet)}
 METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")  # METHOD.md §4
 _REF = re.compile(r"^[\w.]+:[\w.]+$")
 

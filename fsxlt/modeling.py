@@ -140,6 +140,9 @@ class FsxltModel(nn.Module):
         self.classifier: nn.Module = nn.Linear(self.hidden_size, num_labels)
         self.reset_classifier(seed)
         self.head_kind = "linear"
+        # A method may replace the head: ``output_head`` maps the hidden state at each
+        # batch's scored positions (``word_index``) to logits (pet scores a mask there).
+        self.output_head: nn.Module | None = None
 
     # ----------------------------------------------------------------- head set-up
 
@@ -192,15 +195,20 @@ class FsxltModel(nn.Module):
 
     # ----------------------------------------------------------------- forward
 
-    def encode(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Encoder forward: [CLS] state (classification) or one vector per scored word."""
+    def encode(self, batch: dict[str, torch.Tensor], *, positions: bool = False,
+               ) -> torch.Tensor:
+        """Encoder forward: [CLS] state (classification) or one vector per scored word.
+
+        ``positions`` gathers the states at the batch's ``word_index`` for a
+        classification model too (what an ``output_head`` reads).
+        """
         inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
         if "token_type_ids" in batch:
             inputs["token_type_ids"] = batch["token_type_ids"]
         grad = torch.is_grad_enabled() and self.encoder_trainable
         with torch.set_grad_enabled(grad):
             hidden = self.encoder(**inputs).last_hidden_state
-        if self.kind == "classification":
+        if self.kind == "classification" and not positions:
             return hidden[:, 0]
         flat = hidden.reshape(-1, hidden.shape[-1])
         return flat.index_select(0, batch["word_index"])
@@ -229,13 +237,23 @@ class FsxltModel(nn.Module):
             return self.classify(batch["pooled"])
         if "features" in batch:
             return self.head(batch["features"])
+        if self.output_head is not None:
+            return self.output_head(self.encode(batch, positions=True))
         return self.head(self.encode(batch))
 
     # ----------------------------------------------------------------- state
 
     def head_state_dict(self) -> dict[str, torch.Tensor]:
         """Pooler and classifier weights (what a checkpoint stores beside the encoder)."""
-        return {k: v for k, v in self.state_dict().items() if not k.startswith("encoder.")}
+        out, seen = {}, set()
+        for name, tensor in self.state_dict().items():
+            if name.startswith(("encoder.", "output_head.")) or name.endswith("decoder.weight"):
+                continue  # the encoder's own (a tied decoder is its embedding matrix)
+            key = (tensor.data_ptr(), tuple(tensor.shape))
+            if key not in seen:  # a tensor shared by two names is saved once
+                seen.add(key)
+                out[name] = tensor
+        return out
 
     def encoder_for_saving(self) -> nn.Module:
         """The encoder with its native pooler re-attached, for ``save_pretrained``."""

@@ -75,6 +75,23 @@ class TrainingSpec:
 
 
 @dataclass(frozen=True)
+class PetSpec:
+    """Prompt-based adapting (``pet``): a cloze pattern and a verbalizer per language.
+
+    ``pattern`` holds ``{text_a}``, ``{text_b}`` (pair tasks) and exactly one
+    ``{mask}``; ``verbalizers`` maps a language to the word of every label,
+    with ``en`` the fallback for languages it does not list (which
+    verbalizer to use in a target language is itself a research question).
+    """
+
+    pattern: str
+    verbalizers: dict[str, dict[str, str]]
+
+    def verbalizer(self, language: str) -> dict[str, str]:
+        return self.verbalizers.get(language) or self.verbalizers["en"]
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """Everything fsxlt needs to know about one task."""
 
@@ -91,6 +108,7 @@ class TaskSpec:
     training: TrainingSpec
     label_unit: str = "tag"
     config_path: str = field(default="", compare=False)
+    pet: PetSpec | None = field(default=None, compare=False)
 
     @property
     def is_tagging(self) -> bool:
@@ -144,6 +162,42 @@ def _parse_hub(raw: dict[str, Any] | None) -> HubSource | None:
     )
 
 
+_PLACEHOLDERS = ("{text_a}", "{text_b}", "{mask}")
+
+
+def _parse_pet(raw: Any, labels: tuple[str, ...], input_kind: str,
+               where: str) -> PetSpec | None:
+    """The ``pet`` section: ``{pattern: ..., verbalizers: {en: {label: word}, ...}}``."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("pattern"), str):
+        raise FsxltError(f"{where}: pet needs a pattern (text with {{mask}}) and verbalizers")
+    pattern = raw["pattern"]
+    if pattern.count("{mask}") != 1 or "{text_a}" not in pattern:
+        raise FsxltError(f"{where}: the pet pattern needs {{text_a}} and exactly one {{mask}}")
+    if ("{text_b}" in pattern) != (input_kind == "pair"):
+        raise FsxltError(f"{where}: the pet pattern must use {{text_b}} exactly when the "
+                         "task's input is a pair")
+    stray = pattern
+    for placeholder in _PLACEHOLDERS:
+        stray = stray.replace(placeholder, "")
+    if "{" in stray or "}" in stray:
+        raise FsxltError(f"{where}: the pet pattern may only use {', '.join(_PLACEHOLDERS)}")
+    verbalizers = raw.get("verbalizers")
+    if not isinstance(verbalizers, dict) or "en" not in verbalizers:
+        raise FsxltError(f"{where}: pet verbalizers must map languages (at least en) to "
+                         "{label: word}")
+    parsed = {}
+    for language, words in verbalizers.items():
+        if not isinstance(words, dict) or {str(k) for k in words} != set(labels):
+            raise FsxltError(f"{where}: pet verbalizer {language} must give a word for each "
+                             f"label ({', '.join(labels)})")
+        parsed[str(language)] = {str(k): str(v).strip() for k, v in words.items()}
+        if any(not word for word in parsed[str(language)].values()):
+            raise FsxltError(f"{where}: pet verbalizer {language} has an empty word")
+    return PetSpec(pattern=pattern, verbalizers=parsed)
+
+
 def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
     """Build a :class:`TaskSpec` from the mapping a task YAML file holds."""
     if not isinstance(raw, dict):
@@ -181,6 +235,8 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         training=TrainingSpec(**training),
         label_unit=str(raw.get("label_unit", "tag")),
         config_path=where,
+        pet=_parse_pet(raw.get("pet"), tuple(str(x) for x in raw["labels"]), raw["input"], where)
+        if kind == "classification" else None,
     )
 
 

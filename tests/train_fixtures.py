@@ -164,3 +164,19 @@ def make_xlmr_encoder_dir(directory: Path, seed: int = 0) -> Path:
     XLMRobertaModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+def make_mlm_encoder_dir(directory: Path, seed: int = 0) -> Path:
+    """A tiny BERT saved *with* its masked-LM head (what pet needs), same vocabulary."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    directory = Path(directory)
+    tokenizer = make_tokenizer(directory / "_vocab")
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64,
+                        max_position_embeddings=128, hidden_dropout_prob=0.1,
+                        attention_probs_dropout_prob=0.1)
+    torch.manual_seed(seed)
+    BertForMaskedLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory

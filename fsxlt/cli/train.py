@@ -112,6 +112,10 @@ def source_train_cmd(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing --out.")
     ] = False,
+    method: Annotated[
+        str, typer.Option("--method", help="full (the study's) or pet (the task's pattern and "
+                          "English verbalizer; needs an encoder with a masked-LM head).")
+    ] = "full",
 ) -> None:
     """Source-train on English over the lr grid; keep the checkpoint with the best English dev.
 
@@ -129,6 +133,9 @@ def source_train_cmd(
 
     spec = get_task(task)
     src = spec.source_language
+    if method not in ("full", "pet"):
+        raise FsxltError(f"source-train --method is full or pet, not {method!r}")
+    get_method(method, spec.kind)
     out = check_output_dir(out, "checkpoint directory")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
@@ -169,6 +176,7 @@ def source_train_cmd(
         device=device,
         checkpoint_test_scores=checkpoint_test_scores,
         progress=True,
+        method=method,
     )
     save_checkpoint(out, result.model, result.tokenizer, result.record, overwrite=overwrite)
     sel = result.record["selection"]

@@ -31,6 +31,7 @@ classifier is freshly initialised with the run's seed in every run.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -43,6 +44,7 @@ from fsxlt.evaluation import (
     DEFAULT_EVAL_TOKENS,
     EvalSet,
     compute_scores,
+    make_eval_set,
     predict_labels,
     prepare_eval,
     score,
@@ -103,6 +105,8 @@ class AdaptEngine:
                                                   max_tokens=self.eval_max_tokens)
                                      if test else None)
         self.test_info = data_info(test, test_source)
+        self.test_examples = list(test) if test else None
+        self.custom: dict[tuple[str, str], EvalSet | None] = {}  # a method's own eval inputs
         self.start_state = snapshot(self.model)
         self.features = FeatureCache(self.model, self.device, amp=amp, enabled=feature_cache)
         self.features.register("test", self.test)
@@ -126,6 +130,9 @@ class AdaptEngine:
             raise FsxltError("the target dev set is empty; early stopping needs one")
         self.dev = prepare_eval(self.featurizer, dev, self.device, max_tokens=self.eval_max_tokens)
         self.dev_info = data_info(dev, dev_source)
+        self.dev_examples = list(dev)
+        self.custom = {key: value for key, value in getattr(self, "custom", {}).items()
+                       if key[1] != "dev"}
         self.features.register("dev", self.dev)
 
     @classmethod
@@ -140,8 +147,24 @@ class AdaptEngine:
 
     # ----------------------------------------------------------------- one run
 
-    def _bucket_batches(self, examples: Sequence[Example]) -> list[dict[str, torch.Tensor]]:
-        rows = self.featurizer.encode(examples, windows=False).rows
+    def _eval_set(self, method: Method, split: str) -> EvalSet | None:
+        """The dev or test set as ``method`` reads it: the engine's own, or the method's
+        encoding of the same examples (made once per engine and method settings)."""
+        own = self.dev if split == "dev" else self.test
+        examples = self.dev_examples if split == "dev" else self.test_examples
+        key = (f"{method.name}:{json.dumps(method.config, sort_keys=True)}", split)
+        if own is None:
+            return None
+        if key not in self.custom:
+            encoded = method.encode(self.featurizer, examples)
+            self.custom[key] = None if encoded is None else make_eval_set(
+                encoded, self.featurizer.pad_id, self.device, max_tokens=self.eval_max_tokens)
+        return self.custom[key] or own
+
+    def _bucket_batches(self, examples: Sequence[Example],
+                        method: Method | None = None) -> list[dict[str, torch.Tensor]]:
+        encoded = method.encode(self.featurizer, examples) if method is not None else None
+        rows = (encoded or self.featurizer.encode(examples, windows=False)).rows
         if not rows:
             raise FsxltError("the bucket holds no examples")
         return [collate(rows[i:i + self.micro_batch], self.featurizer.pad_id, self.device)
@@ -171,6 +194,7 @@ class AdaptEngine:
 
     def _run(self, batches: list[dict[str, torch.Tensor]], method: Method, lr: float, seed: int,
              max_epochs: int, patience: int, select_start: bool = False,
+             dev_set: EvalSet | None = None,
              ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """One learning rate: train, score dev after every epoch, keep the best epoch.
 
@@ -180,6 +204,7 @@ class AdaptEngine:
         """
         began = time.perf_counter()
         trainable = self._reset(method, seed)
+        dev_set = dev_set or self.dev
         batches = self.features.bucket_batches(batches, self.features.active)
         seed_all(seed)
         optimizer = make_optimizer(self.model, lr)
@@ -187,12 +212,12 @@ class AdaptEngine:
         best_score, best_epoch, best_dev = float("-inf"), 0, None
         best_state = snapshot(self.model, trainable)
         if select_start:
-            best_dev = score(self.model, self.dev, self.task, amp=self.amp)
+            best_dev = score(self.model, dev_set, self.task, amp=self.amp)
             best_score = best_dev["score"]
             epochs.append({"epoch": 0, "train_loss": None, "dev_score": best_score})
         for epoch in range(1, max_epochs + 1):
             loss = train_step(self.model, batches, optimizer, amp=self.amp, loss_fn=method.loss)
-            dev = score(self.model, self.dev, self.task, amp=self.amp)
+            dev = score(self.model, dev_set, self.task, amp=self.amp)
             epochs.append({"epoch": epoch, "train_loss": loss, "dev_score": dev["score"]})
             if dev["score"] > best_score:
                 best_score, best_epoch, best_dev = dev["score"], epoch, dev
@@ -238,11 +263,15 @@ class AdaptEngine:
         if any(not lr > 0 for lr in lrs):
             raise FsxltError(f"learning rates must be > 0, got {lrs}")
         examples, bucket_info = self._bucket_info(bucket)
-        batches = self._bucket_batches(examples)
+        method.bind(task, self.language, self.start.tokenizer,
+                    dict(self.start.info, mlm_head=self.start.extra.get("mlm_head")))
+        batches = self._bucket_batches(examples, method)
+        dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
         runs: list[dict[str, Any]] = []
         chosen: tuple[float, int, dict[str, torch.Tensor]] | None = None
         for index, lr in enumerate(lrs):
-            run, state = self._run(batches, method, lr, seed, max_epochs, patience, select_start)
+            run, state = self._run(batches, method, lr, seed, max_epochs, patience, select_start,
+                                   dev_set)
             runs.append(run)
             if chosen is None or run["dev"]["score"] > chosen[0]:
                 chosen = (run["dev"]["score"], index, state)
@@ -251,11 +280,11 @@ class AdaptEngine:
         if chosen[1] != len(lrs) - 1:
             restore(self.model, chosen[2])  # same method, so the same parameter names
         test, predicted = None, None
-        if self.test and predictions:  # the same as score(), keeping the labels
-            predicted = predict_labels(self.model, self.test, task.labels, amp=self.amp)
-            test = compute_scores(task, self.test.encoded.gold, predicted)
-        elif self.test:
-            test = score(self.model, self.test, task, amp=self.amp)
+        if test_set and predictions:  # the same as score(), keeping the labels
+            predicted = predict_labels(self.model, test_set, task.labels, amp=self.amp)
+            test = compute_scores(task, test_set.encoded.gold, predicted)
+        elif test_set:
+            test = score(self.model, test_set, task, amp=self.amp)
         config = {
             "task": task.name, "labels": list(task.labels), "metric": task.metric,
             "language": self.language, "method": method.describe(), "lrs": lrs, "seed": seed,

@@ -43,6 +43,7 @@ class Start:
     info: dict[str, Any]
     fresh_head: bool
     record: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. a pet-trained masked-LM head
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -190,10 +191,12 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0)
     if missing:
         raise FsxltError(f"{head_path}: missing weights {', '.join(sorted(missing))}")
     model.load_state_dict(head, strict=False)
+    mlm = {k[len("mlm_head."):]: v for k, v in head.items() if k.startswith("mlm_head.")}
     digest = hashlib.sha256(meta_text.encode("utf-8") + head_path.read_bytes()).hexdigest()
     info = {"kind": "source-trained", "encoder": meta.get("encoder"), "path": str(path),
             "id": f"sha256:{digest[:16]}"}
-    return Start(model, tokenizer, info, fresh_head=False, record=meta)
+    return Start(model, tokenizer, info, fresh_head=False, record=meta,
+                 extra={"mlm_head": mlm} if mlm else {})
 
 
 def save_checkpoint(out_dir: str | Path, model: FsxltModel, tokenizer: Any,

@@ -24,8 +24,9 @@ from tqdm.auto import tqdm
 
 from fsxlt.data import Example
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import prepare_eval, score
-from fsxlt.modeling import DEFAULT_MODEL, Featurizer, FsxltModel, collate, prepare_method
+from fsxlt.evaluation import make_eval_set, score
+from fsxlt.methods import get_method
+from fsxlt.modeling import DEFAULT_MODEL, Featurizer, FsxltModel, collate
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.checkpoint import load_start, resolve_device
 from fsxlt.training.loop import (
@@ -66,14 +67,17 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
                  batch_size: int | None = None, seed: int | None = None,
                  max_seq_length: int | None = None, device: str | torch.device | None = None,
                  amp: bool = True, checkpoint_test_scores: bool = False,
-                 progress: bool = False) -> SourceResult:
+                 progress: bool = False, method: str = "full") -> SourceResult:
     """Source-train ``model_name`` on ``train``; select by English ``dev``.
 
     ``target_dev``/``target_test`` map target languages to their examples;
     ``sources`` maps ``"train"``, ``"dev"``, ``"dev-<lang>"``, ``"test-<lang>"`` to
     where the data came from (recorded only). With ``checkpoint_test_scores``
     every checkpoint is also scored on the target test sets (what oracle
-    zero-shot numbers and directional-agreement analyses need).
+    zero-shot numbers and directional-agreement analyses need). ``method``
+    is ``full`` (the study's source-training) or ``pet`` (the task's pattern
+    and English verbalizer, for every language; the trained masked-LM head
+    is saved with the checkpoint, so adapting with ``pet`` continues from it).
     """
     task = get_task(task)
     cfg = task.training
@@ -94,11 +98,22 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
     start = load_start(model_name, task, seed=seed)
     model = start.model.to(device)
     featurizer = Featurizer(start.tokenizer, task, max_seq_length)
-    rows = featurizer.encode(train, windows=False).rows
-    dev_sets = {task.source_language: prepare_eval(featurizer, dev, device)}
+    trainer = get_method(method, task.kind)
+    if trainer.name not in ("full", "pet"):
+        raise FsxltError(f"source-training uses full or pet, not {trainer.name}")
+    trainer.bind(task, task.source_language, start.tokenizer, dict(start.info))
+
+    def inputs(examples: Sequence[Example]) -> Any:
+        return trainer.encode(featurizer, examples) or featurizer.encode(examples, windows=True)
+
+    def eval_set(examples: Sequence[Example]) -> Any:
+        return make_eval_set(inputs(examples), featurizer.pad_id, device)
+
+    rows = inputs(train).rows
+    dev_sets = {task.source_language: eval_set(dev)}
     for lang, examples in target_dev.items():
-        dev_sets[lang] = prepare_eval(featurizer, examples, device)
-    test_sets = {lang: prepare_eval(featurizer, ex, device) for lang, ex in target_test.items()}
+        dev_sets[lang] = eval_set(examples)
+    test_sets = {lang: eval_set(ex) for lang, ex in target_test.items()}
     initial = snapshot(model, device="cpu")
 
     checkpoints: list[dict[str, Any]] = []
@@ -110,7 +125,8 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
                desc=f"source-train {task.name}", unit="step")
     for lr in lrs:
         restore(model, initial)
-        prepare_method(model, "full", seed)
+        trainer.prepare(model, seed)
+        model.to(device)
         seed_all(seed)
         order_gen = torch.Generator().manual_seed(seed)
         optimizer = make_optimizer(model, lr)
@@ -121,7 +137,8 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
             for i in range(0, len(order), batch_size):
                 batch = collate([rows[j] for j in order[i:i + batch_size]], featurizer.pad_id,
                                 device)
-                losses.append(train_step(model, [batch], optimizer, amp=amp))
+                losses.append(train_step(model, [batch], optimizer, amp=amp,
+                                         loss_fn=trainer.loss))
                 bar.update(1)
             dev_scores = {lang: score(model, es, task, amp=amp)["score"]
                           for lang, es in dev_sets.items()}
@@ -141,7 +158,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
         lr_results.append({"lr": lr, "best_epoch": run_best[1], "best_dev": run_best[0]})
     bar.close()
     assert best is not None and best_state is not None
-    restore(model, best_state)
+    restore(model, best_state)  # the masked-LM head too: best_state holds every weight
     english_dev = score(model, dev_sets[task.source_language], task, amp=amp)
     zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in test_sets.items()}
     oracle = {}
@@ -156,6 +173,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
             "target_test": {lang: data_info(ex, sources.get(f"test-{lang}"))
                             for lang, ex in target_test.items()}}
     config = {"task": task.name, "labels": list(task.labels), "encoder": model_name,
+              **({"method": trainer.describe()} if trainer.name != "full" else {}),
               "lrs": lrs, "epochs": epochs, "batch_size": batch_size, "seed": seed,
               "max_seq_length": featurizer.max_len,
               "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
@@ -164,7 +182,8 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
     record = {
         "format": SOURCE_FORMAT, "task": task.name, "kind": task.kind,
         "labels": list(task.labels), "metric": task.metric, "encoder": model_name,
-        "source_language": task.source_language, "lrs": lrs, "epochs": epochs,
+        "method": trainer.describe(), "source_language": task.source_language, "lrs": lrs,
+        "epochs": epochs,
         "batch_size": batch_size, "seed": seed, "max_seq_length": featurizer.max_len,
         "data": data, "checkpoints": checkpoints, "lr_results": lr_results,
         "selection": {"protocol": "english-dev", "lr": best[1], "epoch": best[2],
