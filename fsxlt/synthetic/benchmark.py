@@ -100,12 +100,38 @@ TOPIC_STYLE = Style(topic_p=0.35, distractor_p=0.1, entity_p=0.1, conj_p=0.1)
 
 # --------------------------------------------------------------------------- task configs
 
-def task_config(task: str, languages: Sequence[str]) -> dict[str, Any]:
+def pet_section(task: str, family: LanguageFamily, languages: Sequence[str]
+                ) -> dict[str, Any]:
+    """The ``pet`` pattern and per-language verbalizers of a synthetic classification task.
+
+    Topic: each topic's word is its first topical noun, in each language's own
+    form (what a speaker of that language would call it). Pairs: the family
+    has no words for "same" and "different", so two general adjectives stand
+    in for them; their meaning must be learned from the shots.
+    """
+    lexicon = family.lexicon
+    if task == "synth-topic":
+        pattern = "{text_a} {mask}"
+        lexemes = {topic: next(lex for lex in lexicon.by_class["NOUN"] if lex.topic == topic)
+                   for topic in TOPICS}
+    else:
+        pattern = "{text_a} {mask} {text_b}"
+        general = [lex for lex in lexicon.by_class["ADJ"] if lex.topic is None]
+        lexemes = dict(zip(PAIR_LABELS, general, strict=False))
+    verbalizers = {code: {label: family.vocabularies[code].forms[lex.slot]
+                          for label, lex in lexemes.items()}
+                   for code in ["en", *languages] if code in family.vocabularies}
+    return {"pattern": pattern, "verbalizers": verbalizers}
+
+
+def task_config(task: str, languages: Sequence[str],
+                family: LanguageFamily | None = None) -> dict[str, Any]:
     """The task YAML mapping (same fields as ``configs/panx.yaml``) for ``languages``.
 
     The built-in ``configs/synth-*.yaml`` are this function's output for the
     default family. Learning rates are those of a tiny encoder trained from
-    scratch, two orders of magnitude above mBERT's.
+    scratch, two orders of magnitude above mBERT's. Classification tasks get
+    a ``pet`` section with ``family``'s words (default: the default family).
     """
     if task not in TASKS:
         raise FsxltError(f"unknown synthetic task {task!r}; valid: {', '.join(TASKS)}")
@@ -142,16 +168,19 @@ def task_config(task: str, languages: Sequence[str]) -> dict[str, Any]:
                 "kind": "classification", "input": "pair", "labels": list(PAIR_LABELS),
                 "metric": "accuracy", "data": {"format": "tsv_pair", **data},
                 "sampling": nway}
+    if spec["kind"] == "classification":
+        spec["pet"] = pet_section(task, family or build_family(), languages)
     return {"name": task, **spec, **common}
 
 
-def task_yaml(task: str, languages: Sequence[str]) -> str:
+def task_yaml(task: str, languages: Sequence[str],
+              family: LanguageFamily | None = None) -> str:
     """:func:`task_config` as YAML text, with a header comment."""
     header = (f"# {task}: a task of the synthetic language family (fsxlt.synthetic).\n"
               f"# Written by fsxlt.synthetic.task_yaml; generate the data with\n"
               f"# scripts/build_synthetic.py or fsxlt.synthetic.generate_benchmark(OUT),\n"
               f"# then pass --data-dir OUT/{task}.\n")
-    return header + yaml.safe_dump(task_config(task, languages), sort_keys=False,
+    return header + yaml.safe_dump(task_config(task, languages, family), sort_keys=False,
                                    default_flow_style=None, width=100)
 
 
@@ -351,7 +380,7 @@ def generate_benchmark(out_dir: str | Path, seed: int = 0, *,
                 rel = f"{task}/{split}-{code}.tsv"
                 files[rel] = text
                 paths[task][split][code] = str(out / rel)
-        files[f"{task}/task.yaml"] = task_yaml(task, codes)
+        files[f"{task}/task.yaml"] = task_yaml(task, codes, family)
     if corpus_sentences > 0:
         for code in codes:
             files[f"corpus/{code}.txt"] = "\n".join(
