@@ -27,9 +27,10 @@ WordPiece vocabulary written on the fly, briefly source-trained on generated
 English NER sentences (PAN-X tags, ~12 words, ~20 wordpieces), then adapted
 on a generated target language: 10 buckets of 24 sentences, a dev set of
 1,000 and a test set of 500 sentences, 5 epochs, methods full and fc, and
-LoRA (``--engine-methods``), which has no naive counterpart: it is timed
-through the engine and its first two runs are checked against a fresh
-engine each (restoring the base weights between runs must be exact).
+LoRA (``--engine-methods``; with ``--task xnli`` etc. also PET, its label
+words taken from the benchmark's vocabulary), which have no naive
+counterpart: they are timed through the engine and their first two runs are
+checked against a fresh engine each (restoring between runs must be exact).
 ``--task xnli`` (or pawsx, mldoc, marc) generates classification data
 instead (XNLI-like pairs, ~48 wordpieces) and times every head-only method.
 
@@ -99,9 +100,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--cache-methods", default=None,
                    help="head-only methods timed with and without the feature cache "
                         "(default: every head-only method the task allows)")
-    p.add_argument("--engine-methods", default="lora",
-                   help="methods with no naive counterpart (default: lora), timed through the "
-                        "engine and checked against a fresh engine per run")
+    p.add_argument("--engine-methods", default=None,
+                   help="methods with no naive counterpart (default: lora, and pet for "
+                        "classification), timed through the engine and checked against a "
+                        "fresh engine per run")
     p.add_argument("--lr-lora", type=float, default=1e-3)
     p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument("--eval-batch", type=int, default=32, help="the naive loop's eval batch")
@@ -124,7 +126,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.cache_methods = _methods(p, args.cache_methods or ",".join(head_only), task)
     if any(m == "full" for m in args.cache_methods):
         p.error("--cache-methods takes head-only methods")
-    args.engine_methods = _methods(p, args.engine_methods, task)
+    default_engine = "lora" if task.is_tagging else "lora,pet"
+    args.engine_methods = _methods(p, args.engine_methods or default_engine, task)
     return args
 
 
@@ -139,7 +142,8 @@ def _methods(parser: argparse.ArgumentParser, text: str, task: TaskSpec) -> list
 
 
 def lr_for(args: argparse.Namespace, method: str) -> float:
-    return {"full": args.lr_full, "lora": args.lr_lora}.get(method, args.lr_head)
+    return {"full": args.lr_full, "lora": args.lr_lora, "pet": args.lr_full}.get(
+        method, args.lr_head)
 
 
 # --------------------------------------------------------------------------- data
@@ -230,9 +234,27 @@ def make_data(task: TaskSpec, args: argparse.Namespace) -> Data:
 
 # --------------------------------------------------------------------------- the start
 
+def with_bench_verbalizer(task: TaskSpec) -> TaskSpec:
+    """The task with pet label words from the benchmark's syllable vocabulary (the task's
+    own words, e.g. XNLI's Yes/Maybe/No, are not in it)."""
+    import dataclasses
+
+    from fsxlt.tasks import PetSpec
+
+    if task.pet is None:
+        return task
+    words = [a + b for a in SYLLABLES for b in SYLLABLES][:len(task.labels)]
+    return dataclasses.replace(task, pet=PetSpec(task.pet.pattern, {
+        "en": dict(zip(task.labels, words, strict=True))}))
+
+
 def build_tiny_bert(directory: Path, args: argparse.Namespace) -> Path:
-    """A random BERT from a config, with a WordPiece vocabulary of syllables."""
-    from transformers import BertConfig, BertModel, BertTokenizer
+    """A random BERT from a config, with a WordPiece vocabulary of syllables.
+
+    Saved with its pretraining heads (pooler and masked-LM head), as mBERT is,
+    so that ``pet`` finds a masked-LM head.
+    """
+    from transformers import BertConfig, BertForPreTraining, BertTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     vocab = SPECIAL + SYLLABLES + ["##" + s for s in SYLLABLES] + [
@@ -247,7 +269,7 @@ def build_tiny_bert(directory: Path, args: argparse.Namespace) -> Path:
                         hidden_dropout_prob=args.dropout,
                         attention_probs_dropout_prob=args.dropout)
     torch.manual_seed(args.seed)
-    BertModel(config).save_pretrained(directory)
+    BertForPreTraining(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
 
@@ -612,7 +634,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 
     began = time.perf_counter()
     quiet_transformers()
-    task = get_task(args.task)
+    task = with_bench_verbalizer(get_task(args.task))
     data = make_data(task, args)
     methods = list(dict.fromkeys(args.naive_methods + args.cache_methods
                                  + args.engine_methods))
