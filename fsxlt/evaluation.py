@@ -318,6 +318,9 @@ def evaluate_checkpoint(checkpoint: str, task: TaskSpec | str, examples: Sequenc
     task = get_task(task)
     device = resolve_device(device)
     start = load_start(checkpoint, task, seed=task.training.seed)
+    from fsxlt.pet import checkpoint_eval_set
+
     model = start.model.to(device)
     featurizer = Featurizer(start.tokenizer, task, max_seq_length)
-    return evaluate_examples(model, featurizer, examples, device, amp=amp)
+    eval_set = checkpoint_eval_set(start, task, featurizer, examples, device)
+    return score(model, eval_set, task, amp=amp)

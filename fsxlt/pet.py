@@ -161,3 +161,26 @@ def _fit(fields: dict[str, list[int]], budget: int) -> None:
     while sum(len(v) for v in fields.values()) > budget:
         longest = max(fields, key=lambda k: len(fields[k]))
         fields[longest].pop()
+
+
+def checkpoint_eval_set(start: Any, task: TaskSpec, featurizer: Featurizer,
+                        examples: Sequence[Example], device: Any) -> Any:
+    """``examples`` ready to score with a loaded start, the way it was trained.
+
+    A checkpoint source-trained with ``pet`` is scored through its pattern and
+    masked-LM head, with the English verbalizer as in source-training (so
+    ``fsxlt evaluate`` reproduces its zero-shot numbers); any other start
+    through its classifier.
+    """
+    from fsxlt.evaluation import make_eval_set, prepare_eval
+    from fsxlt.methods import get_method
+
+    method = start.record.get("method") if isinstance(start.record, dict) else None
+    if not isinstance(method, dict) or method.get("name") != "pet":
+        return prepare_eval(featurizer, examples, device)
+    pet = get_method("pet", task.kind, method.get("options"))
+    pet.bind(task, task.source_language, start.tokenizer,
+             dict(start.info, mlm_head=start.extra.get("mlm_head")))
+    pet.prepare(start.model, seed=0)
+    start.model.to(device)
+    return make_eval_set(pet.encode(featurizer, examples), featurizer.pad_id, device)

@@ -134,8 +134,9 @@ def checkpoint_predictions(checkpoint: str, task: Any, examples: Sequence[Exampl
     What ``fsxlt evaluate --save-predictions`` uses, so the scores it prints
     and the predictions it saves come from the same forward passes.
     """
-    from fsxlt.evaluation import compute_scores, predict_labels, prepare_eval
+    from fsxlt.evaluation import compute_scores, predict_labels
     from fsxlt.modeling import Featurizer
+    from fsxlt.pet import checkpoint_eval_set
     from fsxlt.tasks import get_task
     from fsxlt.training.checkpoint import load_start, resolve_device
 
@@ -143,7 +144,8 @@ def checkpoint_predictions(checkpoint: str, task: Any, examples: Sequence[Exampl
     device = resolve_device(device)
     start = load_start(checkpoint, task, seed=task.training.seed)
     model = start.model.to(device)
-    eval_set = prepare_eval(Featurizer(start.tokenizer, task, max_seq_length), examples, device)
+    eval_set = checkpoint_eval_set(start, task, Featurizer(start.tokenizer, task,
+                                                           max_seq_length), examples, device)
     predicted = predict_labels(model, eval_set, task.labels)
     return compute_scores(task, eval_set.encoded.gold, predicted), predicted
 

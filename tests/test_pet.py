@@ -135,6 +135,11 @@ def test_pet_source_training_then_adapting_continues_from_the_trained_head(mlm_d
 
     saved = load_file(str(checkpoint / "fsxlt_head.safetensors"))
     assert any(k.startswith("mlm_head.") for k in saved)
+    from fsxlt.evaluation import evaluate_checkpoint  # through the pattern, as trained
+
+    zero_shot = result.record["zero_shot"]["de"]["score"]
+    scores = evaluate_checkpoint(str(checkpoint), toy_task, nli_data(12, seed=7), device="cpu")
+    assert scores["score"] == pytest.approx(zero_shot)
     engine = AdaptEngine.from_start(toy_task, "de", str(checkpoint), dev=nli_data(12, seed=7),
                                     test=nli_data(12, seed=7), device="cpu")
     record = engine.adapt(nli_data(6, seed=8), method="pet", lrs=[1e-3], max_epochs=1,
