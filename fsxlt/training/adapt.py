@@ -27,6 +27,12 @@ the grid) and only its best-epoch weights are scored on the test set.
 
 Starting from a plain pretrained encoder (no source-training ablation) the
 classifier is freshly initialised with the run's seed in every run.
+
+A method (:mod:`fsxlt.methods`) is consulted at fixed points only: ``bind``
+and ``encode`` once per adapt call (a method with its own inputs, such as
+``pet``, gets its dev and test sets tokenized once per engine, kept like the
+task's), ``teardown`` of the previous run's method and ``prepare`` before
+every run, ``loss`` in every step, ``feature_point`` for the cache.
 """
 
 from __future__ import annotations
