@@ -50,9 +50,9 @@ def make_tokenizer(directory: Path):
     return BertTokenizer(vocab=str(write_vocab(directory)), do_lower_case=True)
 
 
-def make_encoder_dir(directory: Path, seed: int = 0) -> Path:
-    """Save a tiny random BERT + tokenizer under ``directory`` and return it."""
-    from transformers import BertConfig, BertModel
+def _save_tiny_bert(directory: Path, model_class: type, seed: int) -> Path:
+    """A 2-layer, 32-dim BERT of ``model_class`` (seeded) and its tokenizer, saved."""
+    from transformers import BertConfig
 
     directory = Path(directory)
     tokenizer = make_tokenizer(directory / "_vocab")
@@ -61,10 +61,16 @@ def make_encoder_dir(directory: Path, seed: int = 0) -> Path:
                         max_position_embeddings=128, hidden_dropout_prob=0.1,
                         attention_probs_dropout_prob=0.1)
     torch.manual_seed(seed)
-    model = BertModel(config)
-    model.save_pretrained(directory)
+    model_class(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+def make_encoder_dir(directory: Path, seed: int = 0) -> Path:
+    """Save a tiny random BERT + tokenizer under ``directory`` and return it."""
+    from transformers import BertModel
+
+    return _save_tiny_bert(directory, BertModel, seed)
 
 
 # --------------------------------------------------------------------------- toy data
@@ -168,15 +174,6 @@ def make_xlmr_encoder_dir(directory: Path, seed: int = 0) -> Path:
 
 def make_mlm_encoder_dir(directory: Path, seed: int = 0) -> Path:
     """A tiny BERT saved *with* its masked-LM head (what pet needs), same vocabulary."""
-    from transformers import BertConfig, BertForMaskedLM
+    from transformers import BertForMaskedLM
 
-    directory = Path(directory)
-    tokenizer = make_tokenizer(directory / "_vocab")
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=128, hidden_dropout_prob=0.1,
-                        attention_probs_dropout_prob=0.1)
-    torch.manual_seed(seed)
-    BertForMaskedLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return _save_tiny_bert(directory, BertForMaskedLM, seed)
