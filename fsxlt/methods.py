@@ -31,6 +31,9 @@ The contract (attributes and hooks; only :meth:`Method.prepare` is required):
     Typed :class:`Option` declarations with defaults; ``--method-opt
     key=value`` and a sweep config's ``method_options`` set them, and a
     wrong key or value is a one-line error.
+``validate()``
+    Check option values beyond their type, when the method is built (before
+    any model is loaded); default: nothing.
 ``prepare(model, seed)``
     Called before every run, after the engine restored the starting weights:
     set up the head (keep, reset, replace it), change the model if the method
@@ -130,6 +133,11 @@ class Method:
         self.config = {name: (option.parse(options[name], self.name) if name in options
                               else option.default)
                        for name, option in declared.items()}
+        self.validate()
+
+    def validate(self) -> None:
+        """Check option values beyond their type (one-line errors before any model loads)."""
+        return None
 
     def __getattr__(self, item: str) -> Any:  # options read as attributes: self.rank
         config = self.__dict__.get("config", {})
@@ -258,12 +266,14 @@ class Lora(Method):
                "names of the linear layers that get adapters"),
     )
 
+    def validate(self) -> None:
+        if self.rank < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1:
+            raise FsxltError("method lora: rank must be >= 1, alpha > 0, 0 <= dropout < 1")
+
     def prepare(self, model: Any, seed: int) -> None:
         import torch
         from peft import LoraConfig, get_peft_model
 
-        if self.rank < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1:
-            raise FsxltError("method lora: rank must be >= 1, alpha > 0, 0 <= dropout < 1")
         config = LoraConfig(r=self.rank, lora_alpha=self.alpha, lora_dropout=self.dropout,
                             target_modules=list(self.target_modules), bias="none")
         torch.manual_seed(seed)  # the adapters' random initialisation
@@ -301,15 +311,17 @@ class Pet(Method):
         Option("verbalizer", str, "target", "target (the language's words, else English) or en"),
     )
 
+    def validate(self) -> None:
+        if self.verbalizer not in ("target", "en"):
+            raise FsxltError("method pet: option verbalizer must be target or en")
+
     def bind(self, task: Any, language: str, tokenizer: Any, start_info: dict[str, Any]) -> None:
         from fsxlt.pet import task_pet, verbalizer_pieces
 
-        if self.verbalizer not in ("target", "en"):
-            raise FsxltError("method pet: option verbalizer must be target or en")
         self.spec = task_pet(task)
         words = self.spec.verbalizer("en" if self.verbalizer == "en" else language)
         self.pieces = verbalizer_pieces(tokenizer, [words[label] for label in task.labels])
-        self.source = start_info.get("mlm_source") or start_info.get("encoder")
+        self.source = start_info.get("encoder")
         self.saved_head = start_info.get("mlm_head")
 
     def encode(self, featurizer: Any, examples: Any) -> Any:

@@ -175,7 +175,7 @@ def checkpoint_eval_set(start: Any, task: TaskSpec, featurizer: Featurizer,
     from fsxlt.evaluation import make_eval_set, prepare_eval
     from fsxlt.methods import get_method
 
-    method = start.record.get("method") if isinstance(start.record, dict) else None
+    method = start.record.get("method")
     if not isinstance(method, dict) or method.get("name") != "pet":
         return prepare_eval(featurizer, examples, device)
     pet = get_method("pet", task.kind, method.get("options"))

@@ -114,7 +114,7 @@ def test_a_labels_score_is_its_words_masked_lm_logit_worked_by_hand(mlm_dir, toy
     assert method.pieces == [[vocab["sad"]], [vocab["small"]], [vocab["not"]]]
 
 
-def test_an_encoder_without_a_masked_lm_head_is_a_one_line_error(tmp_path, toy_task, capsys):
+def test_an_encoder_without_a_masked_lm_head_is_a_one_line_error(tmp_path, toy_task):
     plain = make_encoder_dir(tmp_path / "plain")
     engine = AdaptEngine.from_start(toy_task, "de", str(plain), dev=nli_data(6, seed=3),
                                     device="cpu")

@@ -66,14 +66,6 @@ def _show_usage_error(err: BaseException) -> int:
     return int(getattr(err, "exit_code", 2))
 
 
-def _os_error_line(err: OSError) -> str:
-    """``<path>: <reason>`` for an OSError on a path (the reason as the OS words it)."""
-    reason = err.strerror or err.__class__.__name__
-    if err.filename is None:
-        return reason
-    return f"{err.filename}: {reason}"
-
-
 def run_app(args: list[str] | None = None) -> int:
     """Run the CLI and return its exit status; user errors print one line."""
     try:
@@ -94,7 +86,8 @@ def run_app(args: list[str] | None = None) -> int:
     except OSError as err:
         if err.filename is None:
             raise
-        print(f"error: {_os_error_line(err)}", file=sys.stderr)
+        print(f"error: {err.filename}: {err.strerror or err.__class__.__name__}",
+              file=sys.stderr)
         return 2
     if status == INTERRUPTED:  # typer turns Ctrl-C into Exit(130) and returns it
         print("interrupted", file=sys.stderr)

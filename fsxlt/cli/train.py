@@ -220,7 +220,7 @@ def _buckets(path: Path):
 
 def run_path(out: Path, record: dict) -> Path:
     """Where a run record goes: ``OUT/<task>/<lang>/k<K>/<method>[-epoch0]/<index>.json``."""
-    from fsxlt.execution.plan import EPOCH0_SUFFIX
+    from fsxlt.execution.plan import arm_name
 
     bucket = record["bucket"]
     name = (
@@ -229,7 +229,7 @@ def run_path(out: Path, record: dict) -> Path:
         else f"{bucket['sha256'][:12]}.json"
     )
     k = f"k{record['k']}" if record.get("k") is not None else "k-"
-    arm = record["method"] + (EPOCH0_SUFFIX if record.get("select_start") else "")
+    arm = arm_name(record["method"], True, bool(record.get("select_start")))
     return Path(out) / record["task"] / record["language"] / k / arm / name
 
 

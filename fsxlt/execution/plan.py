@@ -52,6 +52,7 @@ from typing import Any
 
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import parse_yaml, sha256_file, sha256_text
+from fsxlt.methods import METHODS
 from fsxlt.tasks import TaskSpec, get_task
 
 RUN_FORMAT = "fsxlt-adapt-run/1"  # the engine's record format (fsxlt.training.adapt)
@@ -66,9 +67,7 @@ HEAD_FILE = "fsxlt_head.safetensors"
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
             "max_epochs", "patience", "max_seq_length", "no_source_training",
             "method_options", "select_start")
-# The study's methods take no options; their runs' identity stays what it was before
-# methods were plug-ins, so upgrading fsxlt never turns finished records stale.
-STUDY_METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")
+
 TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
 
@@ -529,8 +528,7 @@ def _run(plan: TaskPlan, lang: str, k: int, index: int, ref: str, start: str,
         "lrs": list(plan.lrs), "seed": plan.seed, "max_epochs": plan.max_epochs,
         "patience": plan.patience, "max_seq_length": plan.max_seq_length,
     }
-    if method.name not in STUDY_METHODS or method.describe() != {
-            "name": method.name, "version": "1", "options": {}}:
+    if method.name not in METHODS:  # the study's methods (no options) keep their old identity
         identity["method_info"] = method.describe()  # version and options rerun on change
     if plan.select_start:
         identity["select_start"] = True

@@ -137,8 +137,7 @@ class AdaptEngine:
         self.dev = prepare_eval(self.featurizer, dev, self.device, max_tokens=self.eval_max_tokens)
         self.dev_info = data_info(dev, dev_source)
         self.dev_examples = list(dev)
-        self.custom = {key: value for key, value in getattr(self, "custom", {}).items()
-                       if key[1] != "dev"}
+        self.custom = {key: value for key, value in self.custom.items() if key[1] != "dev"}
         self.features.register("dev", self.dev)
 
     @classmethod
