@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.fileio import sha256_file, sha256_text
+from fsxlt.fileio import sha256_file, sha256_text, text_lines
 from fsxlt.tasks import TaskSpec, get_task, languages
 
 
@@ -61,11 +61,38 @@ class TaggedSentence:
         return (self.tokens, self.tags)
 
 
-Example = TextExample | TaggedSentence
+@dataclass(frozen=True)
+class ChoiceExample:
+    """A multiple-choice example: a text, its candidate answers and the right one's position.
+
+    ``label`` is the position of the right candidate as a string ("0",
+    "1", ...), so that labels, metrics and predictions work as for
+    classification; the task's labels are those positions.
+    """
+
+    id: str
+    text: str
+    choices: tuple[str, ...]
+    label: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "choices": list(self.choices),
+                "label": self.label}
+
+    def content_key(self) -> tuple:
+        return (self.text, self.choices, self.label)
+
+
+Example = TextExample | TaggedSentence | ChoiceExample
 
 
 def example_from_dict(row: dict[str, Any]) -> Example:
     """Inverse of ``to_dict``; raises ``KeyError``/``TypeError`` on a malformed row."""
+    if "choices" in row:
+        if not isinstance(row["choices"], list):
+            raise TypeError("choices must be a list")
+        return ChoiceExample(id=str(row["id"]), text=str(row["text"]),
+                             choices=tuple(map(str, row["choices"])), label=str(row["label"]))
     if "tokens" in row:
         tokens, tags = tuple(map(str, row["tokens"])), tuple(map(str, row["tags"]))
         if len(tokens) != len(tags):
@@ -94,7 +121,7 @@ def _open_lines(path: Path) -> list[str]:
     if not path.is_file():
         raise DataFormatError(path, "file not found")
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        lines = text_lines(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as err:
         line = path.read_bytes()[: err.start].count(b"\n") + 1
         raise DataFormatError(path, "not valid UTF-8 text", line) from None
@@ -262,12 +289,159 @@ def read_conllu(path: Path, task: TaskSpec) -> list[TaggedSentence]:
     return sentences
 
 
+# --------------------------------------------------------------------------- FewCLUE
+
+WSC_MARKS = (("[", "]"), ("<", ">"))  # around the noun phrase (span 1) and the pronoun (span 2)
+CHID_BLANK = "#idiom#"
+
+
+class Skipped(list):
+    """Examples a reader left out because they carry no label of the task: (file, line, label)."""
+
+
+def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every non-blank line of a JSON-lines file."""
+    for line_no, line in enumerate(_open_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataFormatError(path, f"invalid JSON ({err.msg})", line_no) from None
+        if not isinstance(row, dict):
+            raise DataFormatError(path, "expected a JSON object", line_no)
+        yield line_no, row
+
+
+def _field(row: dict[str, Any], key: str, path: Path, line_no: int) -> Any:
+    if key not in row or row[key] is None:
+        raise DataFormatError(path, f"missing field {key!r}", line_no)
+    return row[key]
+
+
+def _text_field(row: dict[str, Any], key: str, path: Path, line_no: int) -> str:
+    """A text field; a list (CSL's keywords) is joined with the ideographic comma."""
+    value = _field(row, key, path, line_no)
+    if isinstance(value, list):
+        return "、".join(str(v) for v in value)
+    return str(value)
+
+
+def _fewclue_label(task: TaskSpec, row: dict[str, Any], key: str, path: Path, line_no: int,
+                   skipped: Skipped | None, labelled: bool) -> str | None:
+    """The row's label as the task names it, or None (reported in ``skipped``) if it has none.
+
+    Unlabelled rows (no label, ``-``, anything outside the task's label set)
+    are never mapped to a label: they are left out and reported. With
+    ``labelled=False`` (files to predict) labels are not needed and not read.
+    """
+    if not labelled:
+        return ""
+    raw = row.get(key)
+    label = "" if raw is None else str(raw).strip()
+    if label in task.labels:
+        return label
+    if skipped is None:
+        raise DataFormatError(path, f"label {label or raw!r} is not a label of task {task.name}",
+                              line_no)
+    skipped.append((path.name, line_no, label or repr(raw)))
+    return None
+
+
+def read_fewclue_json(path: Path, task: TaskSpec, skipped: Skipped | None = None,
+                      labelled: bool = True) -> list[TextExample]:
+    """FewCLUE's single-text and pair tasks: one JSON object per line, keys in ``data.fields``."""
+    fields = task.data.fields
+    examples = []
+    for line_no, row in _json_rows(path):
+        text_a = _text_field(row, fields.get("text_a", "sentence"), path, line_no)
+        text_b = (_text_field(row, fields["text_b"], path, line_no)
+                  if task.input == "pair" else None)
+        label = _fewclue_label(task, row, fields.get("label", "label"), path, line_no,
+                               skipped, labelled)
+        if label is not None:
+            examples.append(TextExample(f"{path.name}:{line_no}", text_a, text_b, label))
+    return examples
+
+
+def mark_spans(text: str, spans: list[tuple[int, str]], path: Path, line_no: int) -> str:
+    """``text`` with each (offset, span text) wrapped in its marks (:data:`WSC_MARKS`).
+
+    The offsets are checked against the span texts; a mismatch is an error
+    naming the file and line, since a shifted mark would teach the model the
+    wrong words.
+    """
+    for number, (offset, span) in enumerate(spans, start=1):
+        if not isinstance(offset, int) or text[offset:offset + len(span)] != span:
+            found = text[offset:offset + len(span)] if isinstance(offset, int) else offset
+            raise DataFormatError(path, f"span{number}_text {span!r} is not at span{number}_index "
+                                  f"{offset} (the text there is {found!r})", line_no)
+    order = sorted(range(len(spans)), key=lambda i: spans[i][0], reverse=True)
+    for i in order:  # from the end, so earlier offsets stay valid
+        offset, span = spans[i]
+        left, right = WSC_MARKS[i]
+        text = text[:offset] + left + span + right + text[offset + len(span):]
+    return text
+
+
+def read_fewclue_wsc(path: Path, task: TaskSpec, skipped: Skipped | None = None,
+                     labelled: bool = True) -> list[TextExample]:
+    """CLUEWSC: ``text`` and ``target`` (two spans with character offsets), label true/false.
+
+    The noun phrase is marked ``[...]`` and the pronoun ``<...>`` in the text
+    the model reads.
+    """
+    examples = []
+    for line_no, row in _json_rows(path):
+        text = str(_field(row, "text", path, line_no))
+        target = _field(row, "target", path, line_no)
+        try:
+            spans = [(target[f"span{n}_index"], str(target[f"span{n}_text"])) for n in (1, 2)]
+        except (KeyError, TypeError) as err:
+            raise DataFormatError(path, f"target lacks {err}", line_no) from None
+        marked = mark_spans(text, spans, path, line_no)
+        label = _fewclue_label(task, row, "label", path, line_no, skipped, labelled)
+        if label is not None:
+            examples.append(TextExample(f"{path.name}:{line_no}", marked, None, label))
+    return examples
+
+
+def read_fewclue_chid(path: Path, task: TaskSpec, skipped: Skipped | None = None,
+                      labelled: bool = True) -> list[ChoiceExample]:
+    """ChID: ``content`` with one ``#idiom#`` blank, ``candidates`` and the ``answer`` position."""
+    examples = []
+    for line_no, row in _json_rows(path):
+        content = str(_field(row, "content", path, line_no))
+        if content.count(CHID_BLANK) != 1:
+            raise DataFormatError(path, f"content must hold exactly one {CHID_BLANK} blank, "
+                                  f"found {content.count(CHID_BLANK)}", line_no)
+        candidates = _field(row, "candidates", path, line_no)
+        if not isinstance(candidates, list) or len(candidates) != task.n_choices:
+            raise DataFormatError(path, f"expected {task.n_choices} candidates", line_no)
+        label = _fewclue_label(task, row, "answer", path, line_no, skipped, labelled)
+        if label is not None:
+            examples.append(ChoiceExample(f"{path.name}:{line_no}", content,
+                                          tuple(str(c) for c in candidates), label))
+    return examples
+
+
+FEWCLUE_READERS = {"fewclue_json": read_fewclue_json, "fewclue_wsc": read_fewclue_wsc,
+                   "fewclue_chid": read_fewclue_chid}
+
+
+def source_ids(path: str | Path, task: TaskSpec) -> dict[int, Any]:
+    """Line number -> the id a JSON-lines file gives the example (for submission files)."""
+    key = task.data.fields.get("id", "id")
+    return {line_no: row.get(key) for line_no, row in _json_rows(Path(path))}
+
+
 READERS = {
     "tsv_pair": read_pair_tsv,
     "mldoc": read_mldoc,
     "marc_jsonl": read_marc_jsonl,
     "conll": read_conll,
     "conllu": read_conllu,
+    **FEWCLUE_READERS,
 }
 
 
@@ -278,12 +452,26 @@ def file_format(path: Path, task: TaskSpec) -> str:
     return task.data.format
 
 
-def read_examples(path: str | Path, task: str | TaskSpec) -> list[Example]:
-    """Read every example of a local data file in the task's format."""
+def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | None = None,
+                  labelled: bool = True) -> list[Example]:
+    """Read every example of a local data file in the task's format.
+
+    FewCLUE formats leave out examples without a label of the task and list
+    them in ``skipped`` (without it, such an example is an error);
+    ``labelled=False`` reads a file to predict (labels neither needed nor
+    read; every example gets the empty label).
+    """
     task, path = get_task(task), Path(path)
-    examples = READERS[file_format(path, task)](path, task)
+    fmt = file_format(path, task)
+    if fmt in FEWCLUE_READERS:
+        examples = FEWCLUE_READERS[fmt](path, task, skipped, labelled)
+    elif not labelled:
+        raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE formats only")
+    else:
+        examples = READERS[fmt](path, task)
     if not examples:
-        raise DataFormatError(path, "file holds no examples")
+        raise DataFormatError(path, "file holds no examples" if not skipped else
+                              "file holds no example with a label of the task")
     return examples
 
 
@@ -375,7 +563,7 @@ def load_split(task: str | TaskSpec, language: str, split: str, *,
     task = get_task(task)
     task.check_language(language)
     if path is None and data_dir is not None:
-        path = Path(data_dir) / task.data.pattern.format(split=split, lang=language)
+        path = Path(data_dir) / task.data.file_name(split, language)
         if not path.is_file() and path.with_suffix(".conllu").is_file():
             path = path.with_suffix(".conllu")
     if path is None:

@@ -189,7 +189,7 @@ class EvalSet:
     @property
     def n_outputs(self) -> int:
         """Predictions per pass: one per example, or one per word of every sentence."""
-        if self.encoded.kind == "classification":
+        if self.encoded.kind != "tagging":
             return self.encoded.n_examples
         return sum(self.encoded.word_counts)
 
@@ -202,7 +202,7 @@ class EvalSet:
         """
         if self._slots is None:
             rows = self.encoded.rows
-            if self.encoded.kind == "classification":
+            if self.encoded.kind != "tagging":
                 where = [[rows[i].example for i in batch] for batch in self.batch_rows]
             else:
                 offsets = [0]
@@ -232,7 +232,8 @@ def make_eval_set(encoded: EncodedSplit, pad_id: int, device: torch.device | str
     batch_rows: list[list[int]] = []
     current: list[int] = []
     for index in order:
-        length = len(encoded.rows[index].input_ids)
+        row = encoded.rows[index]
+        length = len(row.input_ids) * row.n_sequences  # a multiple-choice row is c sequences
         if current and ((len(current) + 1) * length > max_tokens or len(current) >= max_rows):
             batch_rows.append(current)
             current = []
@@ -267,7 +268,7 @@ def predict_ids(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> li
         model.train(was_training)
     if ids and min(ids) < 0:
         raise RuntimeError("some example or word got no prediction (broken EvalSet)")
-    if encoded.kind == "classification":
+    if encoded.kind != "tagging":
         return ids
     out, start = [], 0
     for count in encoded.word_counts:
@@ -280,7 +281,7 @@ def predict_labels(model: FsxltModel, eval_set: EvalSet, labels: Sequence[str], 
                    amp: bool = True) -> list[Any]:
     """Like :func:`predict_ids` but with label names."""
     ids = predict_ids(model, eval_set, amp=amp)
-    if eval_set.encoded.kind == "classification":
+    if eval_set.encoded.kind != "tagging":
         return [labels[i] for i in ids]
     return [[labels[i] for i in sentence] for sentence in ids]
 

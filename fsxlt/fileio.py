@@ -41,6 +41,19 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def text_lines(text: str) -> list[str]:
+    """``text`` split at newlines only (``\n``, ``\r\n``), without the line ends.
+
+    ``str.splitlines`` also splits at Unicode separators (U+2028, U+0085,
+    ...) that real data carries inside its texts (IFLYTEK's app
+    descriptions do), which would cut a JSON line or a TSV row in two.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def dumps_json(obj: Any) -> str:
     """Deterministic pretty JSON: sorted keys, UTF-8 kept readable, trailing newline."""
     return json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True) + "\n"

@@ -26,7 +26,8 @@ The contract (attributes and hooks; only :meth:`Method.prepare` is required):
     option values go into every run record and the sweep's config hash, so
     changing either reruns the method's runs.
 ``kinds``
-    The task kinds it supports (``classification``, ``tagging``).
+    The task kinds it supports (``classification``, ``tagging``,
+    ``multiple_choice``; default: all three).
 ``options``
     Typed :class:`Option` declarations with defaults; ``--method-opt
     key=value`` and a sweep config's ``method_options`` set them, and a
@@ -76,7 +77,7 @@ from fsxlt.errors import FsxltError
 
 DEFAULT_MODEL = "bert-base-multilingual-cased"
 ENTRY_POINT_GROUP = "fsxlt.methods"
-KINDS = ("classification", "tagging")
+KINDS = ("classification", "tagging", "multiple_choice")
 
 
 @dataclass(frozen=True)
@@ -229,14 +230,14 @@ class Fc(_HeadOnly):
 class FcPooler(_HeadOnly):
     name = "fc-pooler"
     summary = "classifier and pooler (frozen encoder; features cached)"
-    kinds = ("classification",)
+    kinds = ("classification", "multiple_choice")
     train_pooler = True
 
 
 class CosPooler(_HeadOnly):
     name = "cos-pooler"
     summary = "new cosine classifier (scale 10) and pooler (frozen encoder)"
-    kinds = ("classification",)
+    kinds = ("classification", "multiple_choice")
     train_pooler = True
     classifier = "cos"
 
@@ -244,7 +245,7 @@ class CosPooler(_HeadOnly):
 class FcResetPooler(_HeadOnly):
     name = "fc-reset-pooler"
     summary = "re-initialised classifier and pooler (frozen encoder)"
-    kinds = ("classification",)
+    kinds = ("classification", "multiple_choice")
     train_pooler = True
     classifier = "reset"
 

@@ -51,7 +51,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fsxlt.data import Example, TaggedSentence, TextExample
+from fsxlt.data import CHID_BLANK, ChoiceExample, Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
 from fsxlt.methods import (  # noqa: F401  (re-exported for older imports)
     DEFAULT_MODEL,
@@ -113,18 +113,21 @@ class FsxltModel(nn.Module):
 
     def __init__(self, encoder: nn.Module, kind: str, num_labels: int, *, seed: int = 0):
         super().__init__()
-        if kind not in ("classification", "tagging"):
+        if kind not in ("classification", "tagging", "multiple_choice"):
             raise ValueError(f"unknown task kind {kind!r}")
         config = encoder.config
         self.kind = kind
         self.num_labels = num_labels
+        # multiple choice: the classifier scores each (text, candidate) row with one
+        # number; classify() lays the scores out as (examples, candidates) logits
+        self.n_outputs = 1 if kind == "multiple_choice" else num_labels
         self.hidden_size = int(config.hidden_size)
         self.init_std = float(getattr(config, "initializer_range", 0.02) or 0.02)
         native = getattr(encoder, "pooler", None)
         self.native_pooler = native is not None and isinstance(
             getattr(native, "dense", None), nn.Linear)
         self.pooler: Pooler | None = None
-        if kind == "classification":
+        if kind != "tagging":
             self.pooler = Pooler(self.hidden_size)
             if self.native_pooler:
                 self.pooler.load_state_dict(native.dense.state_dict(prefix="dense."))
@@ -137,7 +140,7 @@ class FsxltModel(nn.Module):
         if dropout is None:
             dropout = getattr(config, "dropout", 0.1)
         self.dropout = nn.Dropout(float(dropout))
-        self.classifier: nn.Module = nn.Linear(self.hidden_size, num_labels)
+        self.classifier: nn.Module = nn.Linear(self.hidden_size, self.n_outputs)
         self.reset_classifier(seed)
         self.head_kind = "linear"
         # A method may replace the head: ``output_head`` maps the hidden state at each
@@ -148,7 +151,7 @@ class FsxltModel(nn.Module):
 
     def reset_classifier(self, seed: int) -> None:
         """A fresh linear classifier: N(0, initializer_range) weights, zero bias."""
-        classifier = nn.Linear(self.hidden_size, self.num_labels)
+        classifier = nn.Linear(self.hidden_size, self.n_outputs)
         classifier.to(self._device_dtype()[0])
         _normal_(classifier.weight, self.init_std, _generator(seed))
         nn.init.zeros_(classifier.bias)
@@ -163,7 +166,7 @@ class FsxltModel(nn.Module):
 
     def use_cosine_head(self, seed: int) -> None:
         """Replace the classifier by a new random cosine head (scale 10)."""
-        head = CosineClassifier(self.hidden_size, self.num_labels)
+        head = CosineClassifier(self.hidden_size, self.n_outputs)
         head.to(self._device_dtype()[0])
         _normal_(head.weight, 1.0 / math.sqrt(self.hidden_size), _generator(seed))
         self.classifier = head
@@ -208,7 +211,7 @@ class FsxltModel(nn.Module):
         grad = torch.is_grad_enabled() and self.encoder_trainable
         with torch.set_grad_enabled(grad):
             hidden = self.encoder(**inputs).last_hidden_state
-        if self.kind == "classification" and not positions:
+        if self.kind != "tagging" and not positions:
             return hidden[:, 0]
         flat = hidden.reshape(-1, hidden.shape[-1])
         return flat.index_select(0, batch["word_index"])
@@ -218,8 +221,16 @@ class FsxltModel(nn.Module):
         return self.pooler(features) if self.pooler is not None else features
 
     def classify(self, pooled: torch.Tensor) -> torch.Tensor:
-        """Pooled features -> logits: dropout, classifier."""
-        return self.classifier(self.dropout(pooled))
+        """Pooled features -> logits: dropout, classifier.
+
+        Multiple choice: the rows of a batch are each example's candidates in
+        order, so the one score per row is reshaped to (examples, candidates)
+        and a softmax (in the loss) runs over an example's candidates.
+        """
+        logits = self.classifier(self.dropout(pooled))
+        if self.kind == "multiple_choice":
+            return logits.reshape(-1, self.num_labels)
+        return logits
 
     def head(self, features: torch.Tensor) -> torch.Tensor:
         """Features -> logits: (pooler,) dropout, classifier."""
@@ -301,6 +312,12 @@ class Row:
     labels: list[int]
     positions: list[int] = field(default_factory=list)
     words: list[int] = field(default_factory=list)
+    choices: list[tuple[list[int], list[int] | None]] | None = None
+
+    @property
+    def n_sequences(self) -> int:
+        """Encoder inputs this row stands for (its candidates, for multiple choice)."""
+        return len(self.choices) if self.choices is not None else 1
 
 
 @dataclass
@@ -347,7 +364,49 @@ class Featurizer:
         """Tokenize ``examples``; ``windows=True`` keeps every word of long sentences."""
         if self.task.is_tagging:
             return self._encode_tagged(examples, windows)
+        if self.task.is_multiple_choice:
+            return self._encode_choices(examples)
         return self._encode_text(examples)
+
+    def blank_window(self, text: str) -> str:
+        """The part of a passage around its blank that fits the input (ChID's ``#idiom#``).
+
+        Passages are longer than ``max_seq_length``; cutting from the end
+        could drop the blank, the one place the candidates are about. Keeps
+        about ``max_seq_length`` characters centred on the blank (a Chinese
+        character is about one wordpiece); the tokenizer trims the rest.
+        """
+        at = text.find(CHID_BLANK)
+        if at < 0 or len(text) <= self.max_len:
+            return text
+        half = self.max_len // 2
+        start = max(0, min(at - half, len(text) - self.max_len))
+        return text[start:start + self.max_len]
+
+    def _encode_choices(self, examples: Sequence[Example]) -> EncodedSplit:
+        """One row per example holding every (text, candidate) pair, candidates in order."""
+        items = [ex for ex in examples if isinstance(ex, ChoiceExample)]
+        if len(items) != len(examples):
+            raise FsxltError(f"task {self.task.name} expects multiple-choice examples")
+        n = self.task.n_choices
+        for ex in items:
+            if len(ex.choices) != n:
+                raise FsxltError(f"{ex.id}: {len(ex.choices)} candidates, task {self.task.name} "
+                                 f"has {n}")
+        texts = [self.blank_window(ex.text) for ex in items for _ in range(n)]
+        candidates = [choice for ex in items for choice in ex.choices]
+        enc = self.tokenizer(texts, candidates, truncation="longest_first",
+                             max_length=self.max_len) if items else {"input_ids": []}
+        types = enc.get("token_type_ids") if self.uses_token_types else None
+        rows = []
+        for i, ex in enumerate(items):
+            pairs = [(list(enc["input_ids"][i * n + c]),
+                      list(types[i * n + c]) if types is not None else None) for c in range(n)]
+            longest = max(pairs, key=lambda p: len(p[0]))
+            rows.append(Row(example=i, input_ids=longest[0], token_type_ids=longest[1],
+                            labels=[self._label(ex.label)], choices=pairs))
+        return EncodedSplit("multiple_choice", rows, len(items), [ex.label for ex in items],
+                            [1] * len(items))
 
     def _encode_text(self, examples: Sequence[Example]) -> EncodedSplit:
         texts = [ex for ex in examples if isinstance(ex, TextExample)]
@@ -417,27 +476,35 @@ class Featurizer:
 
 def collate(rows: Sequence[Row], pad_id: int, device: torch.device | str = "cpu",
             ) -> dict[str, torch.Tensor]:
-    """Pad ``rows`` to their longest member (dynamic padding) and build tensors."""
-    length = max(len(r.input_ids) for r in rows)
-    n = len(rows)
+    """Pad ``rows`` to their longest member (dynamic padding) and build tensors.
+
+    Multiple-choice rows are laid out as their candidates, example after
+    example (``n_examples * n_choices`` sequences), with one label per example.
+    """
+    if rows[0].choices is not None:
+        sequences = [pair for row in rows for pair in row.choices]
+    else:
+        sequences = [(row.input_ids, row.token_type_ids) for row in rows]
+    length = max(len(ids) for ids, _types in sequences)
+    n = len(sequences)
     input_ids = torch.full((n, length), pad_id, dtype=torch.long)
     mask = torch.zeros((n, length), dtype=torch.long)
-    with_types = rows[0].token_type_ids is not None
+    with_types = sequences[0][1] is not None
     types = torch.zeros((n, length), dtype=torch.long) if with_types else None
+    for b, (ids, type_ids) in enumerate(sequences):
+        input_ids[b, :len(ids)] = torch.tensor(ids, dtype=torch.long)
+        mask[b, :len(ids)] = 1
+        if types is not None:
+            types[b, :len(ids)] = torch.tensor(type_ids, dtype=torch.long)
     word_index: list[int] = []
     labels: list[int] = []
     for b, row in enumerate(rows):
-        size = len(row.input_ids)
-        input_ids[b, :size] = torch.tensor(row.input_ids, dtype=torch.long)
-        mask[b, :size] = 1
-        if types is not None:
-            types[b, :size] = torch.tensor(row.token_type_ids, dtype=torch.long)
         word_index.extend(b * length + p for p in row.positions)
         labels.extend(row.labels)
     batch = {"input_ids": input_ids, "attention_mask": mask,
              "labels": torch.tensor(labels, dtype=torch.long)}
     if types is not None:
         batch["token_type_ids"] = types
-    if rows[0].positions or any(r.positions for r in rows):
+    if any(r.positions for r in rows):
         batch["word_index"] = torch.tensor(word_index, dtype=torch.long)
     return {k: v.to(device) for k, v in batch.items()}

@@ -28,7 +28,7 @@ from typing import Any
 
 from fsxlt.data import Example, TaggedSentence
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.fileio import atomic_write_text, dumps_jsonl
+from fsxlt.fileio import atomic_write_text, dumps_jsonl, text_lines
 
 PREDICTIONS_FORMAT = "fsxlt-predictions/1"
 SUFFIX = ".predictions.jsonl"
@@ -99,7 +99,7 @@ def read_predictions(path: str | Path, hint: str = "") -> Predictions:
     path = Path(path)
     if not path.is_file():
         raise FsxltError(f"{path}: no predictions" + (f"; {hint}" if hint else ""))
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = text_lines(path.read_text(encoding="utf-8"))
     try:
         header = json.loads(lines[0]) if lines else None
         rows = [json.loads(line) for line in lines[1:] if line.strip()]

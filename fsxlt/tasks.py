@@ -24,10 +24,12 @@ import yaml
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import parse_yaml
 
-TaskKind = Literal["classification", "tagging"]
-InputKind = Literal["single", "pair", "tokens"]
-SAMPLERS = ("nway-kshot", "minimum-including")
-DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu")
+TaskKind = Literal["classification", "tagging", "multiple_choice"]
+KINDS = ("classification", "tagging", "multiple_choice")
+InputKind = Literal["single", "pair", "tokens", "choices"]
+SAMPLERS = ("nway-kshot", "minimum-including", "k-examples")
+DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu", "fewclue_json",
+                "fewclue_wsc", "fewclue_chid")
 METRICS = ("accuracy", "seqeval_f1", "token_accuracy")
 
 
@@ -43,11 +45,25 @@ class HubSource:
 
 @dataclass(frozen=True)
 class DataSpec:
-    """How to find and parse a task's data files."""
+    """How to find and parse a task's data files.
+
+    ``files`` names the file of a split where the pattern does not
+    (FewCLUE's test split is ``test_public.json``); ``fields`` maps the
+    example's parts (``text_a``, ``text_b``, ``label``, ...) to the keys of a
+    JSON-lines format.
+    """
 
     format: str
     pattern: str
     hf: HubSource | None
+    files: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)
+
+    def file_name(self, split: str, language: str) -> str:
+        """The file name of ``split`` in ``language`` (the split's own name, else the pattern)."""
+        if split in self.files:
+            return self.files[split].format(split=split, lang=language)
+        return self.pattern.format(split=split, lang=language)
 
 
 @dataclass(frozen=True)
@@ -109,10 +125,22 @@ class TaskSpec:
     label_unit: str = "tag"
     config_path: str = field(default="", compare=False)
     pet: PetSpec | None = field(default=None, compare=False)
+    label_names: dict[str, str] = field(default_factory=dict, compare=False)
+    source_task: str | None = None
+    submission: str | None = None
 
     @property
     def is_tagging(self) -> bool:
         return self.kind == "tagging"
+
+    @property
+    def is_multiple_choice(self) -> bool:
+        """Multiple choice: ``labels`` are the candidate positions ("0", "1", ...)."""
+        return self.kind == "multiple_choice"
+
+    @property
+    def n_choices(self) -> int:
+        return len(self.labels)
 
     @property
     def sampling_labels(self) -> tuple[str, ...]:
@@ -122,6 +150,8 @@ class TaskSpec:
         the tags. Tagging with ``label_unit: entity``: the entity types of the
         BIO tags (``B-PER`` -> ``PER``), each mention counted once.
         """
+        if self.kind == "multiple_choice":
+            return ()  # K examples, no per-label quota
         if self.kind == "tagging" and self.label_unit == "entity":
             types: list[str] = []
             for tag in self.labels:
@@ -205,12 +235,22 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
     data = _require(raw, "data", where)
     sampling = _require(raw, "sampling", where)
     kind = _require(raw, "kind", where)
-    if kind not in ("classification", "tagging"):
-        raise FsxltError(f"{where}: kind must be classification or tagging, got {kind!r}")
+    if kind not in KINDS:
+        raise FsxltError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if data.get("format") not in DATA_FORMATS:
         raise FsxltError(f"{where}: data.format must be one of {', '.join(DATA_FORMATS)}")
     if sampling.get("sampler") not in SAMPLERS:
         raise FsxltError(f"{where}: sampling.sampler must be one of {', '.join(SAMPLERS)}")
+    if kind == "multiple_choice" and raw.get("input") != "choices":
+        raise FsxltError(f"{where}: a multiple_choice task needs input: choices")
+    if kind == "multiple_choice" and sampling.get("sampler") == "nway-kshot":
+        raise FsxltError(f"{where}: multiple-choice buckets have no per-label quota; "
+                         "use sampler: k-examples")
+    labels = tuple(str(label) for label in _require(raw, "labels", where))
+    names = {str(k): str(v) for k, v in (raw.get("label_names") or {}).items()}
+    if set(names) - set(labels):
+        raise FsxltError(f"{where}: label_names for labels the task does not have: "
+                         f"{', '.join(sorted(set(names) - set(labels)))}")
     training = dict(raw.get("training") or {})
     if "lr_grid" in training:
         training["lr_grid"] = tuple(float(x) for x in training["lr_grid"])
@@ -219,12 +259,14 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         description=str(raw.get("description", "")),
         kind=kind,
         input=_require(raw, "input", where),
-        labels=tuple(str(label) for label in _require(raw, "labels", where)),
+        labels=labels,
         metric=str(_require(raw, "metric", where)),
         source_language=str(raw.get("source_language", "en")),
         languages=tuple(str(lang) for lang in _require(raw, "languages", where)),
         data=DataSpec(format=data["format"], pattern=data.get("pattern", "{split}-{lang}.tsv"),
-                      hf=_parse_hub(data.get("hf"))),
+                      hf=_parse_hub(data.get("hf")),
+                      files={str(k): str(v) for k, v in (data.get("files") or {}).items()},
+                      fields={str(k): str(v) for k, v in (data.get("fields") or {}).items()}),
         sampling=SamplingSpec(
             sampler=sampling["sampler"],
             split=sampling.get("split", "train"),
@@ -237,6 +279,9 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         config_path=where,
         pet=_parse_pet(raw.get("pet"), tuple(str(x) for x in raw["labels"]), raw["input"], where)
         if kind == "classification" else None,
+        label_names=names,
+        source_task=None if raw.get("source_task") is None else str(raw["source_task"]),
+        submission=None if raw.get("submission") is None else str(raw["submission"]),
     )
 
 

@@ -20,7 +20,10 @@ from fsxlt.tasks import builtin_tasks, get_task, language_code, languages
 def test_registry_has_the_six_tasks_with_their_label_sets():
     tasks = builtin_tasks()
     synthetic = {"synth-pos", "synth-ner", "synth-topic", "synth-pair"}  # fsxlt.synthetic
-    assert set(tasks) == {"xnli", "pawsx", "mldoc", "marc", "panx", "udpos"} | synthetic
+    fewclue = {"eprstmt", "csldcp", "tnews", "iflytek", "ocnli", "bustm", "chid", "csl",
+               "cluewsc"}
+    assert set(tasks) == {"xnli", "pawsx", "mldoc", "marc", "panx", "udpos"} | synthetic \
+        | fewclue
     assert len(tasks["udpos"].labels) == 17
     assert tasks["panx"].sampling_labels == ("PER", "ORG", "LOC")
     assert tasks["xnli"].sampling.split == "dev" and tasks["marc"].sampling.split == "train"
@@ -29,7 +32,7 @@ def test_registry_has_the_six_tasks_with_their_label_sets():
 
 
 def test_unknown_task_and_language_list_the_valid_ones():
-    with pytest.raises(FsxltError, match="unknown task 'nli'; valid: marc, mldoc, panx"):
+    with pytest.raises(FsxltError, match="unknown task 'nli'; valid: bustm, chid, cluewsc"):
         get_task("nli")
     with pytest.raises(FsxltError, match="unknown language 'xx' for task xnli; valid: ar, bg"):
         get_task("xnli").check_language("xx")

@@ -107,6 +107,56 @@ def import_published_command(
         raise typer.Exit(1)
 
 
+@buckets_app.command("import-fewclue")
+def import_fewclue_command(
+    src: Annotated[Path, typer.Argument(help="FewCLUE's datasets: one folder per task.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Bucket store root.")] = Path("buckets"),
+    task: Annotated[list[str] | None, typer.Option(
+        "--task", "-t", help="Only these FewCLUE tasks (repeatable).")] = None,
+) -> None:
+    """Turn FewCLUE's fixed splits into bucket sets, one per task.
+
+    Split i (train_i.json) becomes bucket i with dev_i.json as its own dev
+    set; train_few_all/dev_few_all become bucket `all`; test_public.json is
+    kept with the set as its test set. Sets are filed under
+    <task>/zh/k<N>, N = the examples of train_0. Examples without a label of
+    the task are left out and counted; a missing or unreadable task folder
+    is reported and skipped (exit status 1).
+
+    Example:
+
+      fsxlt buckets import-fewclue FewCLUE/datasets --out buckets/fewclue
+    """
+    from fsxlt.sampling.fewclue import import_fewclue
+
+    check_output_dir(out, "bucket store")
+    result = import_fewclue(src, out, tasks=task, progress=bar("importing", "task"))
+    for s in result.sets:
+        sizes = " ".join(f"{name}:{len(b)}" for name, b in zip(s.names, s.buckets, strict=True))
+        typer.echo(f"{s.task}/zh/k{s.k}: splits {sizes}; test {len(s.test)}")
+    for line in result.unlabelled:
+        typer.echo(line, err=True)
+    for line in result.skipped_tasks:
+        typer.echo(f"skipped {line}", err=True)
+    typer.echo(f"wrote {len(result.sets)} bucket sets under {out}; "
+               f"run 'fsxlt buckets check {out}' to verify them")
+    if result.skipped_tasks:
+        raise typer.Exit(1)
+
+
+def _print_label_counts(report, shown: int = 6) -> None:
+    """Per-label counts of each bucket of a set of fixed splits (no K to demand)."""
+    for name, counts in report.label_counts.items():
+        items = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        text = ", ".join(f"{label} {n}" for label, n in items[:shown])
+        if len(items) > shown:
+            rest = [n for _label, n in items[shown:]]
+            text += f", {len(rest)} more labels {min(rest)}-{max(rest)} each"
+        typer.echo(f"    {name:>4}  {sum(counts.values())} examples: {text}")
+    for note in report.notes:
+        typer.echo(f"    note: {note}")
+
+
 def _print_report(report, max_rows: int) -> None:
     """One summary line per set, then up to ``max_rows`` violations (a SetReport)."""
     name = f"{report.task}/{report.language}/k{report.k}"
@@ -118,9 +168,11 @@ def _print_report(report, max_rows: int) -> None:
         gap = f"  ({len(report.missing_buckets)} published buckets missing: {numbers})"
     if report.ok:
         typer.echo(head + "ok" + gap)
+        _print_label_counts(report)
         return
     kinds = ", ".join(f"{kind} in {n}" for kind, n in sorted(report.kinds().items()))
     typer.echo(head + f"VIOLATIONS: {kinds}" + gap)
+    _print_label_counts(report)
     rows = sorted(report.violations, key=lambda v: (-1 if v.bucket is None else v.bucket))
     for v in rows[:max_rows]:
         where = "set" if v.bucket is None else f"{v.bucket:02d}"

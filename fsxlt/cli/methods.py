@@ -6,6 +6,8 @@ import typer
 
 from fsxlt.cli.app import app
 
+KIND_ABBREVIATIONS = {"classification": "cls", "tagging": "tag", "multiple_choice": "mc"}
+
 
 def _default(value: object) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
@@ -18,6 +20,8 @@ def methods_cmd() -> None:
     Plug-ins register under the entry-point group 'fsxlt.methods'; a class that
     is not installed is used as --method package.module:Class.
 
+    Kinds: cls = classification, tag = tagging, mc = multiple choice.
+
     Example:
 
       fsxlt methods
@@ -27,9 +31,9 @@ def methods_cmd() -> None:
     installed = plugins()
     for name, cls in available().items():
         origin = "" if name in BUILTIN else f"  [{installed[name]}]"
-        kinds = "+".join("cls" if k == "classification" else "tag" for k in cls.kinds)
+        kinds = "+".join(KIND_ABBREVIATIONS.get(k, k) for k in cls.kinds)
         summary = cls.summary or next(iter((cls.__doc__ or "").strip().splitlines()), "")
-        typer.echo(f"{name:<16} {kinds:<8} {summary}{origin}")
+        typer.echo(f"{name:<16} {kinds:<11} {summary}{origin}")
         for option in cls.options:
-            typer.echo(f"{'':<16} {'':<8}   --method-opt {option.name}="
+            typer.echo(f"{'':<16} {'':<11}   --method-opt {option.name}="
                        f"{_default(option.default)}  {option.help}")

@@ -414,7 +414,7 @@ def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Pa
     """The task's ``{split}-{lang}`` file under ``data_dir`` (a ``.conllu`` one as fallback)."""
     if data_dir is None:
         raise FsxltError(f"{spec.name}: the sweep needs data_dir (target {split} files)")
-    path = Path(data_dir) / spec.data.pattern.format(split=split, lang=lang)
+    path = Path(data_dir) / spec.data.file_name(split, lang)
     if not path.is_file() and path.with_suffix(".conllu").is_file():
         path = path.with_suffix(".conllu")
     if not path.is_file():

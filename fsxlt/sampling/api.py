@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from fsxlt.data import Split, TaggedSentence, TextExample, load_split
+from fsxlt.data import ChoiceExample, Split, TaggedSentence, TextExample, load_split
 from fsxlt.errors import FsxltError
 from fsxlt.sampling.samplers import (
     check_k,
     derive_rng,
+    k_examples,
     minimum_including,
     nway_kshot,
     present_labels,
@@ -25,7 +26,8 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
     """Draw all buckets of one (task, language, K) from a loaded split.
 
     Classification uses N-way K-shot (disjoint buckets; when the task samples
-    from its dev split, the unused dev examples are kept as the new dev set).
+    from its dev split, the unused dev examples are kept as the new dev set);
+    multiple choice draws disjoint buckets of K examples (no per-label quota).
     Tagging uses Minimum-Including, one independent draw per bucket; labels
     that never occur in the pool are left out of the label set and recorded
     in ``missing_labels``.
@@ -51,9 +53,13 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
             buckets.append([sentences[i] for i in picked])
         return BucketSet(**common, labels=labels, missing_labels=missing, buckets=buckets)
 
-    examples = [ex for ex in split.examples if isinstance(ex, TextExample)]
     rng = derive_rng(seed, task.name, split.language, k)
-    buckets = nway_kshot(examples, task.labels, k, n_buckets, rng, context)
+    if task.is_multiple_choice:
+        examples = [ex for ex in split.examples if isinstance(ex, ChoiceExample)]
+        buckets = k_examples(examples, k, n_buckets, rng, context)
+    else:
+        examples = [ex for ex in split.examples if isinstance(ex, TextExample)]
+        buckets = nway_kshot(examples, task.labels, k, n_buckets, rng, context)
     remaining = remaining_examples(examples, buckets) if split.split == "dev" else None
     return BucketSet(**common, labels=list(task.labels), buckets=buckets, dev_remaining=remaining)
 

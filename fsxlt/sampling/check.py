@@ -10,6 +10,12 @@ bucket:
   its provenance matches the set;
 * classification: exactly K examples of every label, no other labels,
   buckets pairwise disjoint, the remaining dev set disjoint from all buckets;
+* multiple choice: exactly K examples per bucket (no per-label quota),
+  buckets pairwise disjoint;
+* fixed splits (FewCLUE): no K to demand; each bucket's per-label counts are
+  reported, and its examples must carry labels of the task and occur neither
+  in its own dev set nor in the set's test set; every dev file and the test
+  file must match their manifest hashes;
 * tagging (Minimum-Including): every label of the set occurs at least K
   times, and the bucket is minimal: no sentence can be removed while every
   label that reaches K still reaches K;
@@ -29,12 +35,13 @@ from typing import Any
 
 from fsxlt.data import Example, TaggedSentence, read_examples
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import sha256_file
+from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.sampling.samplers import bucket_label_counts, present_labels, sentence_label_counts
 from fsxlt.sampling.store import Bucket, find_sets, read_set
 from fsxlt.tasks import get_task
 
 _WHITESPACE = re.compile(r"\s+")
+FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 
 
 @dataclass
@@ -59,6 +66,8 @@ class SetReport:
     mean_size: float
     violations: list[Violation] = field(default_factory=list)
     missing_buckets: list[dict[str, Any]] = field(default_factory=list)
+    label_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -74,7 +83,8 @@ class SetReport:
                 "k": self.k, "sampler": self.sampler, "n_buckets": self.n_buckets,
                 "mean_size": self.mean_size, "ok": self.ok,
                 "violations": [vars(v) for v in self.violations],
-                "missing_buckets": self.missing_buckets}
+                "missing_buckets": self.missing_buckets, "label_counts": self.label_counts,
+                "notes": self.notes}
 
 
 def _check_integrity(manifest: dict[str, Any], buckets: list[Bucket]) -> list[Violation]:
@@ -98,7 +108,6 @@ def _check_classification(manifest: dict[str, Any], buckets: list[Bucket],
                           remaining: list[Example] | None) -> list[Violation]:
     k, labels = manifest["k"], manifest["labels"]
     found = []
-    owner: dict[str, int] = {}
     for bucket in buckets:
         counts = Counter(ex.label for ex in bucket.examples)
         for label in labels:
@@ -107,6 +116,23 @@ def _check_classification(manifest: dict[str, Any], buckets: list[Bucket],
                                        f"label {label!r} has {counts[label]} examples, not {k}"))
         for label in sorted(set(counts) - set(labels)):
             found.append(Violation(bucket.index, "count", f"unexpected label {label!r}"))
+    return found + _overlaps(buckets, remaining)
+
+
+def _check_k_examples(manifest: dict[str, Any], buckets: list[Bucket],
+                      remaining: list[Example] | None) -> list[Violation]:
+    """Multiple choice: exactly K examples per bucket, buckets pairwise disjoint."""
+    k = manifest["k"]
+    found = [Violation(b.index, "count", f"{len(b.examples)} examples, not {k}")
+             for b in buckets if len(b.examples) != k]
+    found += _overlaps(buckets, remaining)
+    return found
+
+
+def _overlaps(buckets: list[Bucket], remaining: list[Example] | None) -> list[Violation]:
+    found = []
+    owner: dict[str, int] = {}
+    for bucket in buckets:
         for ex in bucket.examples:
             other = owner.setdefault(ex.id, bucket.index)
             if other != bucket.index:
@@ -117,6 +143,62 @@ def _check_classification(manifest: dict[str, Any], buckets: list[Bucket],
         if leaked:
             found.append(Violation(None, "dev-leak", f"{len(leaked)} remaining-dev examples are "
                                    f"also in buckets (e.g. {leaked[0]})"))
+    return found
+
+
+def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
+                 labels: list[str],
+                 ) -> tuple[list[Violation], dict[str, dict[str, int]], list[str]]:
+    """Fixed splits (FewCLUE): no K to demand. Report each bucket's per-label counts and
+    check that its examples carry labels of the task, are not in its own dev set, and
+    are not in the test set (by content: the files number their examples apart).
+    A dev set sharing examples with the test set is noted, not a violation.
+    """
+    from fsxlt.sampling.store import read_examples_jsonl
+
+    found: list[Violation] = []
+    notes: list[str] = []
+    counts: dict[str, dict[str, int]] = {}
+    test_keys: set[tuple] = set()
+    if manifest.get("test"):
+        test_path = directory / manifest["test"]["file"]
+        test_keys = {loose_key(ex) for ex in read_examples_jsonl(test_path)}
+    entries = {int(e["index"]): e for e in manifest["buckets"]}
+    for bucket in buckets:
+        tally = Counter(ex.label for ex in bucket.examples)
+        counts[bucket.name] = {label: tally[label] for label in labels if tally[label]}
+        for label in sorted(set(tally) - set(labels)):
+            found.append(Violation(bucket.index, "count", f"unexpected label {label!r}"))
+        keys = {loose_key(ex) for ex in bucket.examples}
+        in_test = len(keys & test_keys)
+        if in_test:
+            found.append(Violation(bucket.index, "test-leak",
+                                   f"{in_test} examples also occur in the test set"))
+        dev = (entries.get(bucket.index) or {}).get("dev")
+        if dev:
+            dev_keys = {loose_key(ex) for ex in read_examples_jsonl(directory / dev["file"])}
+            if keys & dev_keys:
+                found.append(Violation(bucket.index, "dev-leak", f"{len(keys & dev_keys)} "
+                                       "examples also occur in the bucket's dev set"))
+            if dev_keys & test_keys:  # selection, not training: worth knowing, not a violation
+                notes.append(f"{bucket.name}: {len(dev_keys & test_keys)} examples of its dev "
+                             "set also occur in the test set")
+    return found, counts, notes
+
+
+def _check_dev_files(directory: Path, manifest: dict[str, Any]) -> list[Violation]:
+    """Every per-bucket dev file and the test file exist and match their manifest hashes."""
+    found = []
+    files = [(int(e["index"]), e["dev"]) for e in manifest["buckets"] if e.get("dev")]
+    if manifest.get("test"):
+        files.append((None, manifest["test"]))
+    for index, entry in files:
+        path = directory / entry["file"]
+        if not path.is_file():
+            found.append(Violation(index, "integrity", f"{entry['file']} is missing"))
+        elif sha256_text(path.read_text(encoding="utf-8")) != entry.get("sha256"):
+            found.append(Violation(index, "integrity", f"{entry['file']} differs from the "
+                                   "hash in the manifest"))
     return found
 
 
@@ -205,8 +287,17 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
     if source is not None:
         source = Path(source)
         pool = read_examples(source, task)
-    violations = _check_integrity(manifest, buckets)
-    if task.is_tagging:
+    violations = _check_integrity(manifest, buckets) + _check_dev_files(directory, manifest)
+    label_counts: dict[str, dict[str, int]] = {}
+    notes: list[str] = []
+    if manifest.get("sampler") == FIXED_SAMPLER:
+        if not any(v.kind == "integrity" and "dev" not in v.detail for v in violations):
+            fixed, label_counts, notes = _check_fixed(directory, manifest, buckets,
+                                                      list(manifest["labels"]))
+            violations += fixed
+    elif task.is_multiple_choice:
+        violations += _check_k_examples(manifest, buckets, remaining)
+    elif task.is_tagging:
         labels = list(manifest["labels"])
         if pool is not None:  # labels absent from the pool cannot be asked of a bucket
             counts = [sentence_label_counts(s, task.label_unit) for s in pool]
@@ -221,7 +312,8 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
                      k=manifest["k"], sampler=manifest["sampler"], n_buckets=len(buckets),
                      mean_size=sum(sizes) / len(sizes) if sizes else 0.0,
                      violations=violations,
-                     missing_buckets=list(manifest.get("missing_buckets") or []))
+                     missing_buckets=list(manifest.get("missing_buckets") or []),
+                     label_counts=label_counts, notes=notes)
 
 
 def check_store(root: str | Path, source: str | Path | None = None) -> list[SetReport]:

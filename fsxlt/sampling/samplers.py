@@ -1,7 +1,9 @@
-"""The two bucket samplers of METHOD.md §3, pure functions of their inputs and a seed.
+"""The bucket samplers of METHOD.md §3, pure functions of their inputs and a seed.
 
 * :func:`nway_kshot` (classification): 40 pairwise disjoint buckets, each
   with exactly K examples of every label.
+* :func:`k_examples` (multiple choice): disjoint buckets of exactly K
+  examples each, no per-label quota (the labels are candidate positions).
 * :func:`minimum_including` (tagging, Hou et al. 2020): one bucket in which
   every label occurs at least K times and no sentence can be dropped without
   breaking that. Buckets are drawn independently, so two buckets may share
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fsxlt.data import TaggedSentence, TextExample
+from fsxlt.data import Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError, InsufficientDataError
 
 
@@ -34,6 +36,24 @@ def _stable_int(part: str | int) -> int:
 def derive_rng(seed: int, *coordinates: str | int) -> np.random.Generator:
     """An RNG that depends only on ``seed`` and ``coordinates``, stable across runs and machines."""
     return np.random.default_rng([_stable_int(seed), *(_stable_int(c) for c in coordinates)])
+
+
+# --------------------------------------------------------------------------- multiple choice
+
+def k_examples(examples: Sequence[Example], k: int, n_buckets: int, rng: np.random.Generator,
+               context: str = "") -> list[list[Example]]:
+    """Draw ``n_buckets`` disjoint buckets of exactly ``k`` examples, with no per-label quota.
+
+    Used for multiple-choice tasks, whose "labels" are candidate positions
+    and say nothing about the example: a random permutation of the pool is
+    cut into consecutive runs of ``k``.
+    """
+    needed = k * n_buckets
+    if len(examples) < needed:
+        raise FsxltError(f"{context}: {n_buckets} buckets of {k} examples need {needed} "
+                         f"examples, the data has {len(examples)}")
+    order = rng.permutation(len(examples))
+    return [[examples[int(i)] for i in order[b * k:(b + 1) * k]] for b in range(n_buckets)]
 
 
 # --------------------------------------------------------------------------- classification

@@ -7,6 +7,14 @@ Layout (``ROOT`` is e.g. ``buckets/``)::
         00.json ... 39.json   one bucket each: provenance + its examples (text and labels)
         dev-remaining.jsonl   XNLI/PAWS-X only: the dev examples in no bucket (model selection)
 
+A set of fixed splits (FewCLUE, ``fsxlt buckets import-fewclue``) names its
+buckets after the splits and keeps what the benchmark ships with them::
+
+        00.json ... 04.json   splits train_0 ... train_4
+        all.json              train_few_all, the union of the splits (marked ``union``)
+        00.dev.jsonl ...      each bucket's own dev set (dev_0 ..., all.dev.jsonl)
+        test.jsonl            the labelled test set every bucket is scored on
+
 A bucket file is a JSON object whose ``examples`` list holds one compact
 example per line, so it diffs and greps well. Training needs nothing but
 these files. Every file is deterministic (sorted keys, no timestamps), so the
@@ -24,7 +32,14 @@ from typing import Any
 from fsxlt import __version__
 from fsxlt.data import Example, example_from_dict
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.fileio import atomic_replace_dir, dumps_json, dumps_jsonl, read_json, sha256_text
+from fsxlt.fileio import (
+    atomic_replace_dir,
+    dumps_json,
+    dumps_jsonl,
+    read_json,
+    sha256_text,
+    text_lines,
+)
 
 STORE_FORMAT = "fsxlt-buckets/1"
 MANIFEST = "manifest.json"
@@ -59,10 +74,21 @@ class BucketSet:
     notes: dict[str, Any] = field(default_factory=dict)
     indices: list[int] | None = None
     missing_buckets: list[dict[str, Any]] = field(default_factory=list)
+    names: list[str] | None = None
+    devs: list[list[Example]] | None = None
+    union: int | None = None
+    test: list[Example] | None = None
+    test_source: dict[str, Any] | None = None
 
     def bucket_indices(self) -> list[int]:
         """The index of each bucket, in order."""
         return list(self.indices) if self.indices is not None else list(range(len(self.buckets)))
+
+    def bucket_names(self) -> list[str]:
+        """The name of each bucket (its file stem): ``00``, ``01``, ... unless named."""
+        if self.names is not None:
+            return list(self.names)
+        return [bucket_name(index) for index in self.bucket_indices()]
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -86,16 +112,33 @@ class Bucket:
     sha256: str
 
     @property
+    def name(self) -> str:
+        """The bucket's name: a fixed split's (``all``), else its two-digit index."""
+        return str(self.meta.get("name") or bucket_name(self.index))
+
+    @property
+    def union(self) -> bool:
+        """True for a set's union of the other buckets (FewCLUE's ``all``)."""
+        return bool(self.meta.get("union"))
+
+    @property
     def id(self) -> str:
-        return f"{self.task}/{self.language}/k{self.k}/{self.index:02d}"
+        return f"{self.task}/{self.language}/k{self.k}/{self.name}"
 
 
 def bucket_dir(root: str | Path, task: str, language: str, k: int) -> Path:
     return Path(root) / task / language / f"k{k}"
 
 
-def bucket_file_name(index: int) -> str:
-    return f"{index:02d}.json"
+def bucket_name(index: int) -> str:
+    return f"{index:02d}"
+
+
+def bucket_file_name(index: int, name: str | None = None) -> str:
+    return f"{name or bucket_name(index)}.json"
+
+
+TEST_FILE = "test.jsonl"
 
 
 def render_bucket(bucket_set: BucketSet, position: int) -> str:
@@ -103,6 +146,10 @@ def render_bucket(bucket_set: BucketSet, position: int) -> str:
     examples = bucket_set.buckets[position]
     index = bucket_set.bucket_indices()[position]
     meta = dict(bucket_set.provenance(), index=index, ids=[ex.id for ex in examples])
+    if bucket_set.names is not None:
+        meta["name"] = bucket_set.names[position]
+    if bucket_set.union == position:
+        meta["union"] = True
     head = dumps_json({"bucket": meta}).rstrip()[:-1].rstrip()  # drop the closing brace
     rows = ",\n".join("  " + json.dumps(ex.to_dict(), ensure_ascii=False, sort_keys=True)
                       for ex in examples)
@@ -113,17 +160,33 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
     """All files of a bucket set, name -> text."""
     files: dict[str, str] = {}
     entries = []
+    names = bucket_set.bucket_names()
     for position, index in enumerate(bucket_set.bucket_indices()):
-        name = bucket_file_name(index)
+        name = bucket_file_name(index, names[position])
         files[name] = render_bucket(bucket_set, position)
-        entries.append({"index": index, "file": name, "sha256": sha256_text(files[name]),
-                        "ids": [ex.id for ex in bucket_set.buckets[position]]})
+        entry = {"index": index, "file": name, "sha256": sha256_text(files[name]),
+                 "ids": [ex.id for ex in bucket_set.buckets[position]]}
+        if bucket_set.names is not None:
+            entry["name"] = names[position]
+        if bucket_set.union == position:
+            entry["union"] = True
+        if bucket_set.devs is not None:
+            dev_name = f"{names[position]}.dev.jsonl"
+            files[dev_name] = dumps_jsonl(ex.to_dict() for ex in bucket_set.devs[position])
+            entry["dev"] = {"file": dev_name, "n": len(bucket_set.devs[position]),
+                            "sha256": sha256_text(files[dev_name])}
+        entries.append(entry)
     manifest: dict[str, Any] = dict(
         bucket_set.provenance(), format=STORE_FORMAT, n_buckets=len(entries),
         labels=bucket_set.labels, missing_labels=bucket_set.missing_labels,
         buckets=entries, dev_remaining=None, notes=bucket_set.notes)
     if bucket_set.missing_buckets:
         manifest["missing_buckets"] = bucket_set.missing_buckets
+    if bucket_set.test is not None:
+        files[TEST_FILE] = dumps_jsonl(ex.to_dict() for ex in bucket_set.test)
+        manifest["test"] = {"file": TEST_FILE, "n": len(bucket_set.test),
+                            "sha256": sha256_text(files[TEST_FILE]),
+                            "source": bucket_set.test_source}
     if bucket_set.dev_remaining is not None:
         files[DEV_REMAINING] = dumps_jsonl(ex.to_dict() for ex in bucket_set.dev_remaining)
         manifest["dev_remaining"] = {"file": DEV_REMAINING, "n": len(bucket_set.dev_remaining),
@@ -178,7 +241,7 @@ def read_examples_jsonl(path: str | Path) -> list[Example]:
     if not path.is_file():
         raise DataFormatError(path, "file not found")
     examples = []
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line_no, line in enumerate(text_lines(path.read_text(encoding="utf-8")), start=1):
         if not line.strip():
             continue
         try:

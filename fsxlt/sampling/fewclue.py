@@ -1,0 +1,118 @@
+"""Import FewCLUE's fixed few-shot splits as bucket sets.
+
+FewCLUE ships each task as a directory of JSON-lines files::
+
+    <task>/train_0.json ... train_4.json    five fixed few-shot training splits
+    <task>/dev_0.json ... dev_4.json        the dev set that goes with each split
+    <task>/train_few_all.json               the splits' union (deduplicated)
+    <task>/dev_few_all.json                 the dev sets' union
+    <task>/test_public.json                 the labelled public test set
+
+Each task becomes one bucket set (``<task>/zh/k<N>``, N = the examples of
+``train_0``): bucket i is ``train_i`` with ``dev_i`` as **its own** dev set
+(FewCLUE selects models on the split's dev set, not on a shared one), bucket
+``all`` (index 5, marked ``union``) is ``train_few_all`` with
+``dev_few_all``, and the set carries ``test_public`` as its test set, so a
+sweep needs nothing but the store.
+
+Examples without a label of the task (missing, ``-``, anything outside the
+task's label set) are left out and counted per file, never mapped to a
+label. A task directory that is missing or unreadable is reported and
+skipped; the other tasks are imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fsxlt.data import Example, Skipped, read_examples
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import sha256_file
+from fsxlt.sampling.store import BucketSet, write_sets
+from fsxlt.tasks import TaskSpec, get_task
+
+FEWCLUE_TASKS = ("eprstmt", "csldcp", "tnews", "iflytek", "ocnli", "bustm", "chid", "csl",
+                 "cluewsc")
+SPLITS = ("0", "1", "2", "3", "4", "all")
+LANGUAGE = "zh"
+SAMPLER = "fewclue-fixed"
+UNION = SPLITS.index("all")
+
+
+@dataclass
+class FewClueImport:
+    """What an import did: sets written, tasks skipped (with why), examples left out."""
+
+    sets: list[BucketSet] = field(default_factory=list)
+    skipped_tasks: list[str] = field(default_factory=list)
+    unlabelled: list[str] = field(default_factory=list)
+
+
+def split_files(split: str) -> tuple[str, str]:
+    """The training and dev file names of a split (``0`` ... ``4``, ``all``)."""
+    if split == "all":
+        return "train_few_all.json", "dev_few_all.json"
+    return f"train_{split}.json", f"dev_{split}.json"
+
+
+def _read(path: Path, task: TaskSpec, unlabelled: list[str]) -> list[Example]:
+    skipped = Skipped()
+    examples = read_examples(path, task, skipped=skipped)
+    if skipped:
+        lines = ", ".join(f"{line} ({label})" for _file, line, label in skipped[:3])
+        more = "" if len(skipped) <= 3 else f" and {len(skipped) - 3} more"
+        unlabelled.append(f"{task.name}/{path.name}: left out {len(skipped)} examples without "
+                          f"a label of the task: lines {lines}{more}")
+    return examples
+
+
+def import_task(directory: Path, task: TaskSpec, unlabelled: list[str]) -> BucketSet:
+    """One task directory as a bucket set (raises on a missing or malformed file)."""
+    buckets, devs = [], []
+    for split in SPLITS:
+        train_name, dev_name = split_files(split)
+        buckets.append(_read(directory / train_name, task, unlabelled))
+        devs.append(_read(directory / dev_name, task, unlabelled))
+    test_name = task.data.file_name("test", LANGUAGE)
+    test_path = directory / test_name
+    test = _read(test_path, task, unlabelled)
+    return BucketSet(
+        task=task.name, language=LANGUAGE, k=len(buckets[0]), sampler=SAMPLER, seed=None,
+        split="train", source_file=directory.name, source_sha256=None,
+        labels=list(task.labels), buckets=buckets, indices=list(range(len(SPLITS))),
+        names=[name if name == "all" else f"{int(name):02d}" for name in SPLITS],
+        devs=devs, union=UNION, test=test,
+        test_source={"file": test_name, "sha256": sha256_file(test_path)},
+        notes={"benchmark": "FewCLUE", "splits": {
+            (name if name == "all" else f"{int(name):02d}"): dict(
+                zip(("train", "dev"), split_files(name), strict=True)) for name in SPLITS}})
+
+
+def import_fewclue(src: str | Path, out: str | Path, *, tasks: Sequence[str] | None = None,
+                   progress: Callable[[Iterable], Iterable] = lambda it: it) -> FewClueImport:
+    """Import every FewCLUE task found under ``src`` (or just ``tasks``) into the store ``out``.
+
+    A task whose directory is missing or unreadable is reported in
+    ``skipped_tasks`` (one line each) and left out; the others are written.
+    """
+    src = Path(src)
+    if not src.is_dir():
+        raise FsxltError(f"{src}: no such directory (FewCLUE's datasets: one folder per task)")
+    wanted = list(tasks or FEWCLUE_TASKS)
+    for name in wanted:
+        if name not in FEWCLUE_TASKS:
+            raise FsxltError(f"unknown FewCLUE task {name!r}; valid: {', '.join(FEWCLUE_TASKS)}")
+    result = FewClueImport()
+    for name in progress(wanted):
+        directory = src / name
+        if not directory.is_dir():
+            result.skipped_tasks.append(f"{name}: {directory} not found")
+            continue
+        try:
+            result.sets.append(import_task(directory, get_task(name), result.unlabelled))
+        except (FsxltError, OSError) as err:
+            result.skipped_tasks.append(f"{name}: {err}")
+    write_sets(out, result.sets)
+    return result
