@@ -188,6 +188,19 @@ def source_train_cmd(
         _print_scores(f"zero-shot {lang} test", scores)
 
 
+def _own_files(directory: Path, buckets: list) -> tuple[dict[int, Path], Path | None]:
+    """A fixed-split set's per-bucket dev files and test file (FewCLUE), when it has them."""
+    from fsxlt.sampling.store import MANIFEST, read_manifest
+
+    if not (directory / MANIFEST).is_file():
+        return {}, None
+    manifest = read_manifest(directory)
+    devs = {int(e["index"]): directory / e["dev"]["file"]
+            for e in manifest["buckets"] if e.get("dev")}
+    test = directory / manifest["test"]["file"] if manifest.get("test") else None
+    return {b.index: devs[b.index] for b in buckets if b.index in devs}, test
+
+
 def _buckets(path: Path):
     """The buckets to adapt on (a set directory or one bucket file), verified against their
     manifest, with the set's remaining dev examples when it has them."""
@@ -223,11 +236,12 @@ def run_path(out: Path, record: dict) -> Path:
     from fsxlt.execution.plan import arm_name
 
     bucket = record["bucket"]
-    name = (
-        f"{bucket['index']:02d}.json"
-        if bucket.get("index") is not None
-        else f"{bucket['sha256'][:12]}.json"
-    )
+    if bucket.get("name"):
+        name = f"{bucket['name']}.json"
+    elif bucket.get("index") is not None:
+        name = f"{bucket['index']:02d}.json"
+    else:
+        name = f"{bucket['sha256'][:12]}.json"
     k = f"k{record['k']}" if record.get("k") is not None else "k-"
     arm = arm_name(record["method"], True, bool(record.get("select_start")))
     return Path(out) / record["task"] / record["language"] / k / arm / name
@@ -302,6 +316,7 @@ def adapt_cmd(
     """
     from tqdm.auto import tqdm
 
+    from fsxlt.sampling.store import read_examples_jsonl
     from fsxlt.training import AdaptEngine
     from fsxlt.training.checkpoint import quiet_transformers
 
@@ -310,7 +325,11 @@ def adapt_cmd(
     method_obj = get_method(method, spec.kind, parse_method_options(method_opt))  # fail early
     check_output_dir(out, "runs directory")
     buckets, remaining, where = _buckets(Path(bucket))
-    if dev_file is not None or (data_dir is not None and spec.sampling.split != "dev"):
+    own_devs, own_test = _own_files(where, buckets)
+    if dev_file is None and own_devs:  # fixed splits: each bucket selects on its own dev set
+        dev_src = str(own_devs[buckets[0].index])
+        dev = read_examples_jsonl(dev_src)
+    elif dev_file is not None or (data_dir is not None and spec.sampling.split != "dev"):
         dev, dev_src = _split(spec, lang, "dev", dev_file, data_dir)
     elif remaining is not None:
         dev, dev_src = remaining, str(where / "dev-remaining.jsonl")
@@ -325,9 +344,12 @@ def adapt_cmd(
     if save_predictions and no_test:
         raise FsxltError("--save-predictions saves test predictions; it cannot go with --no-test")
     if not no_test:
-        if test_file is None and data_dir is None:
+        if test_file is None and data_dir is None and own_test is not None:
+            test, test_src = read_examples_jsonl(own_test), str(own_test)
+        elif test_file is None and data_dir is None:
             raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
-        test, test_src = _split(spec, lang, "test", test_file, data_dir)
+        else:
+            test, test_src = _split(spec, lang, "test", test_file, data_dir)
     quiet_transformers()
     engine = AdaptEngine.from_start(
         spec,
@@ -345,12 +367,15 @@ def adapt_cmd(
         buckets, desc=f"adapt {spec.name}/{lang} {method_obj.name}", unit="bucket",
         disable=len(buckets) < 2,
     ):
+        if dev_file is None and item.index in own_devs and str(own_devs[item.index]) != dev_src:
+            dev_src = str(own_devs[item.index])
+            engine.replace_dev(read_examples_jsonl(dev_src), dev_src)
         record = engine.adapt(
             item, method=method_obj, lrs=lrs, seed=seed, max_epochs=max_epochs,
             patience=patience, predictions=save_predictions, select_start=select_start,
         )
         record["bucket"]["path"] = (
-            str(where / f"{item.index:02d}.json") if Path(bucket).is_dir() else str(bucket)
+            str(where / f"{item.name}.json") if Path(bucket).is_dir() else str(bucket)
         )
         path = run_path(out, record)
         if save_predictions:  # first, so a record on disk implies its predictions are there

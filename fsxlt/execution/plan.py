@@ -209,8 +209,8 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         or list(spec.sampling.k_values)
     for k in ks:
         spec.check_k(k)
-    methods = [_text(m, where, "methods") for m in _as_list(merged["methods"], where,
-                                                           "methods")] or ["full"]
+    methods = ["full"] if merged["methods"] is None else [
+        _text(m, where, "methods") for m in _as_list(merged["methods"], where, "methods")]
     options = _method_options(merged["method_options"], where)
     for method in methods:
         get_method(method, spec.kind, options.get(method))
@@ -337,6 +337,7 @@ class RunSpec:
     record_path: str
     config_hash: str
     sweep_name: str = ""
+    name: str = ""            # the bucket's name when it has one (FewCLUE's splits: 00 ... all)
     method_ref: str = ""      # how the worker loads the method (name or package.module:Class)
     method_options: str = "{}"  # its options, as sorted JSON
     select_start: bool = False
@@ -353,13 +354,17 @@ class RunSpec:
         return arm_name(self.method, self.source_training, self.select_start)
 
     @property
-    def id(self) -> str:
-        return f"{self.task}/{self.language}/k{self.k}/{self.arm}/{self.index:02d}"
+    def bucket_name(self) -> str:
+        return self.name or f"{self.index:02d}"
 
     @property
-    def group_key(self) -> tuple[str, str, str]:
+    def id(self) -> str:
+        return f"{self.task}/{self.language}/k{self.k}/{self.arm}/{self.bucket_name}"
+
+    @property
+    def group_key(self) -> tuple[str, str, str, str]:
         """Runs sharing a key share one worker: data tokenized and weights loaded once."""
-        return (self.task, self.language, self.start)
+        return (self.task, self.language, self.start, self.test_path)
 
 
 @dataclass(frozen=True)
@@ -422,8 +427,16 @@ def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Pa
     return path
 
 
-def _bucket_files(plan: TaskPlan, lang: str, k: int,
-                  hashes: _Hashes) -> tuple[Path, list[tuple[int, Path]]]:
+@dataclass(frozen=True)
+class SetFiles:
+    """What a sweep reads of one bucket set: the buckets it runs and the set's own data."""
+
+    directory: Path
+    buckets: list[tuple[int, str, Path, Path | None]]  # index, name, file, its own dev set
+    test: Path | None  # the set's test set (fixed splits), else the task's test file
+
+
+def _bucket_files(plan: TaskPlan, lang: str, k: int, hashes: _Hashes) -> SetFiles:
     """The set's bucket files the sweep runs, each checked against its manifest's hash."""
     from fsxlt.sampling.store import MANIFEST, bucket_dir, check_bucket_hash, read_manifest
 
@@ -443,18 +456,38 @@ def _bucket_files(plan: TaskPlan, lang: str, k: int,
                              f"{plan.n_buckets}")
         wanted = set(numbers[:plan.n_buckets])
         entries = [e for e in entries if int(e["index"]) in wanted]
+    buckets = []
     for entry in entries:
         path = directory / entry["file"]
         if not path.is_file():
             raise DataFormatError(path, "bucket file listed in the manifest is missing")
         check_bucket_hash(path, hashes.text(path), entry)
-    return directory, [(int(e["index"]), directory / e["file"]) for e in entries]
+        dev = _own_file(directory, entry.get("dev"), hashes, "its dev set")
+        buckets.append((int(entry["index"]), str(entry.get("name") or ""), path, dev))
+    test = _own_file(directory, manifest.get("test"), hashes, "the set's test set")
+    return SetFiles(directory, buckets, test)
+
+
+def _own_file(directory: Path, entry: dict[str, Any] | None, hashes: _Hashes,
+              what: str) -> Path | None:
+    """A data file a bucket set carries (a bucket's dev set, the test set), hash-checked."""
+    if not entry:
+        return None
+    path = directory / entry["file"]
+    if not path.is_file():
+        raise DataFormatError(path, f"{what}, listed in the manifest, is missing")
+    if hashes.text(path) != entry.get("sha256"):
+        raise DataFormatError(path, "differs from the hash in its manifest (changed after it "
+                              "was written); 'fsxlt buckets check' shows what changed")
+    return path
 
 
 def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: _Hashes) -> ZeroShotSpec | None:
     if plan.start is None or not (Path(plan.start) / CHECKPOINT_FILE).is_file():
         return None
     meta = json.loads((Path(plan.start) / CHECKPOINT_FILE).read_text(encoding="utf-8"))
+    if meta.get("task") != plan.task:  # e.g. an XNLI checkpoint starting OCNLI: its zh
+        return None                    # zero-shot score is XNLI's, not this task's
     scores = (meta.get("zero_shot") or {}).get(lang)
     if not scores:
         return None
@@ -491,34 +524,43 @@ def expand(config: SweepConfig) -> Plan:
         if plan.no_source and plan.no_source["methods"]:
             starts.append((plan.no_source["encoder"], False, tuple(plan.no_source["methods"])))
         for lang in plan.languages:
-            test = data_file(spec, plan.data_dir, "test", lang)
             zero = _zero_shot(plan, lang, out, hashes)
             if zero is not None:
                 result.zero_shot.append(zero)
             for k in plan.k:
-                directory, files = _bucket_files(plan, lang, k, hashes)
-                if spec.sampling.split == "dev":
-                    from fsxlt.sampling.store import DEV_REMAINING
-
-                    dev = directory / DEV_REMAINING
-                    if not dev.is_file():
-                        raise FsxltError(f"{dev}: not found; {plan.task} samples buckets from "
-                                         "dev and selects models on the remaining dev set")
-                else:
-                    dev = data_file(spec, plan.data_dir, "dev", lang)
+                files = _bucket_files(plan, lang, k, hashes)
+                test = files.test or data_file(spec, plan.data_dir, "test", lang)
+                shared_dev = None
+                if any(dev is None for *_rest, dev in files.buckets):
+                    shared_dev = _shared_dev(spec, plan, lang, files.directory)
                 for start, source_training, methods in starts:
                     for method in methods:
-                        for index, bucket in files:
-                            result.runs.append(_run(plan, lang, k, index, method, start,
-                                                    source_training, bucket, dev, test, out,
-                                                    hashes, config.name))
+                        for index, name, bucket, dev in files.buckets:
+                            result.runs.append(_run(plan, lang, k, (index, name), method,
+                                                    start, source_training, bucket,
+                                                    dev or shared_dev, test, out, hashes,
+                                                    config.name))
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
     return result
 
 
-def _run(plan: TaskPlan, lang: str, k: int, index: int, ref: str, start: str,
+def _shared_dev(spec: TaskSpec, plan: TaskPlan, lang: str, directory: Path) -> Path:
+    """The dev set of buckets without their own: the remaining dev set, or the task's file."""
+    if spec.sampling.split == "dev":
+        from fsxlt.sampling.store import DEV_REMAINING
+
+        dev = directory / DEV_REMAINING
+        if not dev.is_file():
+            raise FsxltError(f"{dev}: not found; {plan.task} samples buckets from "
+                             "dev and selects models on the remaining dev set")
+        return dev
+    return data_file(spec, plan.data_dir, "dev", lang)
+
+
+def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str, start: str,
          source_training: bool, bucket: Path, dev: Path, test: Path, out: Path,
          hashes: _Hashes, sweep_name: str = "") -> RunSpec:
+    index, name = bucket_id
     bucket_sha = hashes.text(bucket)
     method = plan.method(ref)
     identity = {
@@ -534,14 +576,15 @@ def _run(plan: TaskPlan, lang: str, k: int, index: int, ref: str, start: str,
         identity["select_start"] = True
     digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
     record = out / plan.task / lang / f"k{k}" \
-        / arm_name(method.name, source_training, plan.select_start) / f"{index:02d}.json"
+        / arm_name(method.name, source_training, plan.select_start) \
+        / f"{name or f'{index:02d}'}.json"
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start, bucket_path=str(bucket),
                    bucket_sha256=bucket_sha, dev_path=str(dev), test_path=str(test),
                    lrs=plan.lrs, seed=plan.seed, max_epochs=plan.max_epochs,
                    patience=plan.patience, max_seq_length=plan.max_seq_length,
                    record_path=str(record), config_hash=f"sweep:{digest}",
-                   sweep_name=sweep_name, method_ref=ref,
+                   sweep_name=sweep_name, name=name, method_ref=ref,
                    method_options=json.dumps(method.config, sort_keys=True),
                    select_start=plan.select_start)
 

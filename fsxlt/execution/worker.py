@@ -48,17 +48,18 @@ def write_error(run: RunSpec, err: BaseException, stage: str) -> Outcome:
         "format": ERROR_FORMAT, "status": "error", "stage": stage, "error": _error_text(err),
         "traceback": traceback.format_exception(type(err), err, err.__traceback__)[-6:],
         "task": run.task, "language": run.language, "k": run.k, "method": run.method,
-        "bucket": {"index": run.index, "path": run.bucket_path},
+        "bucket": {"index": run.index, "name": run.bucket_name, "path": run.bucket_path},
         "sweep": {"config_hash": run.config_hash, "arm": run.arm, "name": run.sweep_name},
     })
     return Outcome(run.id, False, _error_text(err))
 
 
 def _read_examples(path: str, task: Any) -> list:
+    """A dev or test set: a data file in the task's format, or a bucket set's own file."""
     from fsxlt.data import read_examples
-    from fsxlt.sampling.store import DEV_REMAINING, read_examples_jsonl
+    from fsxlt.sampling.store import MANIFEST, read_examples_jsonl
 
-    if Path(path).name == DEV_REMAINING:
+    if Path(path).suffix == ".jsonl" and (Path(path).parent / MANIFEST).is_file():
         return read_examples_jsonl(path)
     return read_examples(path, task)
 

@@ -332,10 +332,14 @@ class AdaptEngine:
             if bucket.language != self.language:
                 raise FsxltError(f"bucket {bucket.id} is for language {bucket.language}, "
                                  f"not {self.language}")
-            return list(bucket.examples), {
-                "id": bucket.id, "index": bucket.index, "k": bucket.k,
-                "sha256": bucket.sha256, "n_examples": len(bucket.examples),
-                "sampler": bucket.meta.get("sampler")}
+            info = {"id": bucket.id, "index": bucket.index, "k": bucket.k,
+                    "sha256": bucket.sha256, "n_examples": len(bucket.examples),
+                    "sampler": bucket.meta.get("sampler")}
+            if bucket.meta.get("name"):
+                info["name"] = bucket.name
+            if bucket.union:
+                info["union"] = True  # FewCLUE's all: reported beside the splits, not among
+            return list(bucket.examples), info
         examples = list(bucket)
         return examples, {"id": None, "index": None, "k": None,
                           "sha256": examples_digest(examples), "n_examples": len(examples)}
