@@ -286,6 +286,15 @@ def adapt_cmd(
         ),
     ] = None,
     test_file: Annotated[Path | None, typer.Option("--test", help="Target test file.")] = None,
+    predict: Annotated[
+        Path | None,
+        typer.Option(
+            "--predict",
+            help="An unlabelled file of the task (FewCLUE formats): each run also writes "
+            "its predictions beside its record, in FewCLUE's submission format "
+            "(<task>_predict_<split>.json).",
+        ),
+    ] = None,
     data_dir: DataDir = None,
     no_test: Annotated[bool, typer.Option("--no-test", help="Skip the test set.")] = False,
     max_epochs: MaxEpochs = None,
@@ -313,6 +322,8 @@ def adapt_cmd(
           --from ckpt/panx-mbert --data-dir data/panx --out runs
       fsxlt adapt --task panx --lang zh --bucket buckets/panx/zh/k1 --method lora \\
           --method-opt rank=4 --select-start --from ckpt/panx-mbert --data-dir data/panx --out runs
+      fsxlt adapt --task eprstmt --lang zh --bucket buckets/fewclue/eprstmt/zh/k32 \\
+          --from bert-base-multilingual-cased --predict FewCLUE/eprstmt/test.json --out runs
     """
     from tqdm.auto import tqdm
 
@@ -350,6 +361,11 @@ def adapt_cmd(
             raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
         else:
             test, test_src = _split(spec, lang, "test", test_file, data_dir)
+    unlabelled = None
+    if predict is not None:
+        from fsxlt.submission import read_unlabelled, write_submission
+
+        unlabelled = read_unlabelled(predict, spec)
     quiet_transformers()
     engine = AdaptEngine.from_start(
         spec,
@@ -373,6 +389,7 @@ def adapt_cmd(
         record = engine.adapt(
             item, method=method_obj, lrs=lrs, seed=seed, max_epochs=max_epochs,
             patience=patience, predictions=save_predictions, select_start=select_start,
+            predict=unlabelled[0] if unlabelled else None,
         )
         record["bucket"]["path"] = (
             str(where / f"{item.name}.json") if Path(bucket).is_dir() else str(bucket)
@@ -382,6 +399,8 @@ def adapt_cmd(
             from fsxlt.predictions import save_run_predictions
 
             save_run_predictions(path, record, test, spec)
+        if unlabelled is not None:
+            write_submission(path.parent, spec, record, unlabelled[1])
         atomic_write_json(path, record)
         test_part = (
             f", test {100 * record['test_score']:.2f}" if record["test_score"] is not None else ""

@@ -11,6 +11,8 @@ A sweep config (YAML) names a grid; :func:`expand` turns it into one
     methods: [full]                 # adapting methods (fsxlt methods; or package.module:Class)
     method_options: {}              # e.g. {lora: {rank: 4}}: options per method
     select_start: false             # true: the start model competes as epoch 0
+    predict: null                   # an unlabelled file: each run writes its predictions
+                                    # beside its record in FewCLUE's submission format
     n_buckets: 40                   # bucket indices 0..n-1 (null: every bucket of the set)
     lrs: null                       # null: the task's lr grid
     seed: null                      # null: the task's seed (one seed for all buckets)
@@ -66,7 +68,7 @@ HEAD_FILE = "fsxlt_head.safetensors"
 
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
             "max_epochs", "patience", "max_seq_length", "no_source_training",
-            "method_options", "select_start")
+            "method_options", "select_start", "predict")
 
 TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
@@ -104,6 +106,7 @@ class TaskPlan:
     no_source: dict[str, Any] | None
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     select_start: bool = False
+    predict: str | None = None
 
     def method(self, ref: str) -> Any:
         """The configured :class:`~fsxlt.methods.Method` for a method reference of this task."""
@@ -253,7 +256,8 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         patience=pick("patience", training.adapt_patience, 1),
         max_seq_length=pick("max_seq_length", training.max_seq_length, 8),
         no_source=no_source, method_options=options,
-        select_start=_flag(merged["select_start"], where, "select_start"))
+        select_start=_flag(merged["select_start"], where, "select_start"),
+        predict=path("predict"))
 
 
 def _method_options(raw: Any, where: str) -> dict[str, dict[str, Any]]:
@@ -341,6 +345,7 @@ class RunSpec:
     method_ref: str = ""      # how the worker loads the method (name or package.module:Class)
     method_options: str = "{}"  # its options, as sorted JSON
     select_start: bool = False
+    predict_path: str = ""    # an unlabelled file to predict (FewCLUE submission files)
 
     def load_method(self) -> Any:
         """The configured method this run adapts with."""
@@ -574,6 +579,11 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
         identity["method_info"] = method.describe()  # version and options rerun on change
     if plan.select_start:
         identity["select_start"] = True
+    predict = Path(plan.predict) if plan.predict else None
+    if predict is not None:
+        if not predict.is_file():
+            raise FsxltError(f"{predict}: file to predict for {plan.task} not found")
+        identity["predict"] = hashes.file(predict)
     digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
     record = out / plan.task / lang / f"k{k}" \
         / arm_name(method.name, source_training, plan.select_start) \
@@ -586,7 +596,8 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
                    record_path=str(record), config_hash=f"sweep:{digest}",
                    sweep_name=sweep_name, name=name, method_ref=ref,
                    method_options=json.dumps(method.config, sort_keys=True),
-                   select_start=plan.select_start)
+                   select_start=plan.select_start,
+                   predict_path=str(predict) if predict is not None else "")
 
 
 # --------------------------------------------------------------------------- resume

@@ -64,23 +64,29 @@ def _read_examples(path: str, task: Any) -> list:
     return read_examples(path, task)
 
 
-def _adapt_one(engine: Any, run: RunSpec, test: list | None = None) -> Outcome:
-    """Adapt one run and write its record (with ``test``: its predictions first)."""
+def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
+               unlabelled: tuple[list, list] | None = None) -> Outcome:
+    """Adapt one run and write its record (with ``test``: its predictions first; with
+    ``unlabelled`` (examples, ids): its submission file first)."""
     from fsxlt.errors import FsxltError
     from fsxlt.predictions import save_run_predictions
     from fsxlt.sampling.store import read_bucket
+    from fsxlt.submission import write_submission
 
     bucket = read_bucket(run.bucket_path)
     if bucket.sha256 != run.bucket_sha256:
         raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
     record = engine.adapt(bucket, method=run.load_method(), lrs=list(run.lrs), seed=run.seed,
                           max_epochs=run.max_epochs, patience=run.patience,
-                          predictions=test is not None, select_start=run.select_start)
+                          predictions=test is not None, select_start=run.select_start,
+                          predict=unlabelled[0] if unlabelled else None)
     record["bucket"]["path"] = run.bucket_path
     record["status"] = "ok"
     record["sweep"] = {"config_hash": run.config_hash, "arm": run.arm, "name": run.sweep_name}
     if test is not None:
         save_run_predictions(run.record_path, record, test, engine.task)
+    if unlabelled is not None:
+        write_submission(Path(run.record_path).parent, engine.task, record, unlabelled[1])
     atomic_write_json(run.record_path, record)
     return Outcome(run.id, True)
 
@@ -121,6 +127,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
             report(write_error(run, err, "load"))
         return outcomes
     engine, engine_max_len = None, None
+    to_predict: dict[str, tuple[list, list]] = {}  # unlabelled files, read once per group
     ordered = sorted(runs, key=lambda r: (r.dev_path, r.max_seq_length, r.k, r.arm, r.index))
     for (dev_path, max_len), batch in groupby(ordered, key=lambda r: (r.dev_path,
                                                                       r.max_seq_length)):
@@ -146,10 +153,23 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
             if should_stop is not None and should_stop():
                 return outcomes
             try:
-                report(_adapt_one(engine, run, test if save_predictions else None))
+                unlabelled = _unlabelled(run.predict_path, task, to_predict)
+                report(_adapt_one(engine, run, test if save_predictions else None, unlabelled))
             except Exception as err:
                 report(write_error(run, err, "adapt"))
     return outcomes
+
+
+def _unlabelled(path: str, task: Any, cache: dict[str, tuple[list, list]],
+                ) -> tuple[list, list] | None:
+    """The examples and ids of a run's file to predict (read once per group), or None."""
+    from fsxlt.submission import read_unlabelled
+
+    if not path:
+        return None
+    if path not in cache:
+        cache[path] = read_unlabelled(path, task)
+    return cache[path]
 
 
 def die_with_parent() -> Callable[[], bool]:

@@ -243,7 +243,8 @@ class AdaptEngine:
               lrs: Sequence[float] | None = None, seed: int | None = None, *,
               max_epochs: int | None = None, patience: int | None = None,
               predictions: bool = False, method_options: dict[str, Any] | None = None,
-              select_start: bool = False) -> dict[str, Any]:
+              select_start: bool = False,
+              predict: Sequence[Example] | None = None) -> dict[str, Any]:
         """Adapt on one bucket over a learning-rate grid; return the run record (a dict).
 
         ``method`` is a name (built-in or installed plug-in), a
@@ -254,7 +255,9 @@ class AdaptEngine:
         With ``predictions`` the record also holds ``test_predictions``: the
         selected model's predicted labels for every test example, in test
         order. Callers write them beside the record (``fsxlt.predictions``)
-        and drop the key, so saved records stay small.
+        and drop the key, so saved records stay small. ``predict``: examples
+        of an unlabelled file; the record's ``predict`` then holds the
+        selected model's label for each (``fsxlt.submission`` writes them).
         """
         began = time.perf_counter()
         task = self.task
@@ -290,6 +293,10 @@ class AdaptEngine:
             test = compute_scores(task, test_set.encoded.gold, predicted)
         elif test_set:
             test = score(self.model, test_set, task, amp=self.amp)
+        predicted_extra = None
+        if predict is not None:
+            predicted_extra = predict_labels(self.model, self._extra_set(method, predict),
+                                             task.labels, amp=self.amp)
         config = {
             "task": task.name, "labels": list(task.labels), "metric": task.metric,
             "language": self.language, "method": method.describe(), "lrs": lrs, "seed": seed,
@@ -321,7 +328,20 @@ class AdaptEngine:
         }
         if predictions:
             record["test_predictions"] = predicted
+        if predicted_extra is not None:
+            record["predict"] = predicted_extra
         return record
+
+    def _extra_set(self, method: Method, examples: Sequence[Example]) -> EvalSet:
+        """An unlabelled file's examples as ``method`` reads them, tokenized once per engine."""
+        key = (f"{method.name}:{json.dumps(method.config, sort_keys=True)}",
+               "predict:" + examples_digest(examples))
+        if key not in self.custom:
+            encoded = method.encode(self.featurizer, examples)
+            self.custom[key] = make_eval_set(
+                encoded or self.featurizer.encode(examples, windows=True),
+                self.featurizer.pad_id, self.device, max_tokens=self.eval_max_tokens)
+        return self.custom[key]
 
     def _bucket_info(self, bucket: Bucket | Sequence[Example],
                      ) -> tuple[list[Example], dict[str, Any]]:
