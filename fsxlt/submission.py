@@ -8,7 +8,9 @@ YAML's ``submission`` key), holding one JSON object per line: the example's
 candidate's position as a number).
 
 ``fsxlt adapt --predict FILE`` and a sweep's ``predict: FILE`` write such a
-file beside each run record, from the model the run selected.
+file for each run, from the model the run selected, into ``submission/``
+beside the run records (``RUNS/<task>/zh/k32/full-nosource/submission/``):
+the folder holds one arm's files, ready to be zipped.
 """
 
 from __future__ import annotations
@@ -66,10 +68,14 @@ def render_submission(task: TaskSpec, ids: Sequence[Any], labels: Sequence[str])
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
+SUBMISSION_DIR = "submission"
+
+
 def write_submission(directory: str | Path, task: TaskSpec, record: dict[str, Any],
                      ids: Sequence[Any]) -> Path:
-    """Move a record's ``predict`` labels into its submission file in ``directory``."""
-    path = Path(directory) / submission_file(task, record["bucket"])
+    """Move a record's ``predict`` labels into its submission file under ``directory``
+    (the folder of the run records): ``directory/submission/<task>_predict_<x>.json``."""
+    path = Path(directory) / SUBMISSION_DIR / submission_file(task, record["bucket"])
     atomic_write_text(path, render_submission(task, ids, record.pop("predict")))
-    record["submission"] = {"file": path.name, "n": len(ids)}
+    record["submission"] = {"file": f"{SUBMISSION_DIR}/{path.name}", "n": len(ids)}
     return path

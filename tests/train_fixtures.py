@@ -37,26 +37,28 @@ HEAD_ONLY_TRAINABLE = {
 }
 
 
-def write_vocab(directory: Path) -> Path:
+def write_vocab(directory: Path, extra: tuple[str, ...] = ()) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "vocab.txt"
-    path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    path.write_text("\n".join(VOCAB + list(extra)) + "\n", encoding="utf-8")
     return path
 
 
-def make_tokenizer(directory: Path):
+def make_tokenizer(directory: Path, extra: tuple[str, ...] = ()):
     from transformers import BertTokenizer  # the fast (tokenizers) backend in transformers 5
 
-    return BertTokenizer(vocab=str(write_vocab(directory)), do_lower_case=True)
+    return BertTokenizer(vocab=str(write_vocab(directory, extra)), do_lower_case=True)
 
 
-def _save_tiny_bert(directory: Path, model_class: type, seed: int) -> Path:
-    """A 2-layer, 32-dim BERT of ``model_class`` (seeded) and its tokenizer, saved."""
+def _save_tiny_bert(directory: Path, model_class: type, seed: int,
+                    extra: tuple[str, ...] = ()) -> Path:
+    """A 2-layer, 32-dim BERT of ``model_class`` (seeded) and its tokenizer, saved;
+    ``extra``: more vocabulary (e.g. the Chinese characters of FewCLUE fixtures)."""
     from transformers import BertConfig
 
     directory = Path(directory)
-    tokenizer = make_tokenizer(directory / "_vocab")
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
+    tokenizer = make_tokenizer(directory / "_vocab", extra)
+    config = BertConfig(vocab_size=len(VOCAB) + len(extra), hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=64,
                         max_position_embeddings=128, hidden_dropout_prob=0.1,
                         attention_probs_dropout_prob=0.1)
@@ -66,11 +68,11 @@ def _save_tiny_bert(directory: Path, model_class: type, seed: int) -> Path:
     return directory
 
 
-def make_encoder_dir(directory: Path, seed: int = 0) -> Path:
+def make_encoder_dir(directory: Path, seed: int = 0, extra: tuple[str, ...] = ()) -> Path:
     """Save a tiny random BERT + tokenizer under ``directory`` and return it."""
     from transformers import BertModel
 
-    return _save_tiny_bert(directory, BertModel, seed)
+    return _save_tiny_bert(directory, BertModel, seed, extra)
 
 
 # --------------------------------------------------------------------------- toy data

@@ -447,8 +447,8 @@ def _bucket_files(plan: TaskPlan, lang: str, k: int, hashes: _Hashes) -> SetFile
 
     directory = bucket_dir(plan.buckets, plan.task, lang, k)
     if not (directory / MANIFEST).is_file():
-        raise FsxltError(f"{directory}: no bucket set for {plan.task}/{lang}/k{k} "
-                         "(draw it with fsxlt sample)")
+        raise FsxltError(f"{directory}: no bucket set for {plan.task}/{lang}/k{k} (draw it "
+                         "with fsxlt sample, or fsxlt buckets import-published/import-fewclue)")
     manifest = read_manifest(directory)
     entries = sorted(manifest["buckets"], key=lambda e: int(e["index"]))
     if plan.n_buckets is not None:

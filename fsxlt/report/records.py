@@ -10,13 +10,18 @@ sorted into:
 - ``curves``: the dev score of every epoch of the selected learning rate's
   run (task, language, k, arm, bucket, epoch, dev_score);
 - ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep;
+- ``unions``: runs on a set's union bucket (FewCLUE's ``all``, the union of
+  its five splits): reported beside the splits' mean, never among them;
+  ``scores`` marks runs on fixed splits (``fixed``), which have five
+  buckets, not 40;
 - ``failed``: error records (relative paths), never counted;
 - ``unreadable``: files that exist but do not parse (truncated, corrupt,
   not UTF-8), each with the reason; never counted, and named by ``fsxlt
   report`` on stderr (``fsxlt sweep`` reruns them);
 - ``skipped``: JSON files that are not records, never counted. ``fsxlt
   evaluate`` outputs kept beside the runs (e.g. ``k0/zero-shot-test.json``
-  for the analyses) are known, not runs, and left out silently.
+  for the analyses) are known, not runs, and left out silently, as are
+  FewCLUE submission files (``submission/`` folders).
 
 Scores stay in the records' unit (0-1); the tables show points (x100).
 """
@@ -36,7 +41,10 @@ from fsxlt.execution.plan import RUN_FORMAT, ZERO_SHOT_FORMAT, arm_name
 
 KEY = ["task", "language", "k", "arm", "bucket"]
 SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score", "best_epoch",
-                       "metric"]
+                       "metric", "fixed"]
+UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
+FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
+SUBMISSION_DIR = "submission"  # fsxlt.submission.SUBMISSION_DIR
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
 ZERO_COLUMNS = ["task", "language", "test_score", "metric"]
 
@@ -46,6 +54,7 @@ class Records:
     scores: pd.DataFrame
     curves: pd.DataFrame
     zero_shot: pd.DataFrame
+    unions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=UNION_COLUMNS))
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
@@ -75,11 +84,13 @@ def load_records(runs_dir: str | Path) -> Records:
     root = Path(runs_dir)
     if not root.is_dir():
         raise FsxltError(f"{root}: no such directory")
-    scores, curves, zero = [], [], []
+    scores, curves, zero, unions = [], [], [], []
     failed, skipped, duplicates, unreadable = [], [], [], []
     seen: set[tuple] = set()
     for path in sorted(root.rglob("*.json")):
         rel = path.relative_to(root).as_posix()
+        if SUBMISSION_DIR in path.relative_to(root).parts[:-1]:
+            continue  # FewCLUE submission files (fsxlt.submission), not records
         record, problem = _parse(path)
         if problem is not None:
             unreadable.append((rel, problem))
@@ -109,11 +120,16 @@ def load_records(runs_dir: str | Path) -> Records:
                 duplicates.append(rel)
                 continue
             seen.add(key)
+            if record["bucket"].get("union"):
+                unions.append(dict(zip(UNION_COLUMNS, key[:4] + (float(record["test_score"]),),
+                                       strict=True)))
+                continue
             scores.append(dict(zip(KEY, key, strict=True), method=record["method"],
                                source_training=source, test_score=float(record["test_score"]),
                                dev_score=record.get("dev_score"),
                                best_epoch=record.get("best_epoch"),
-                               metric=record.get("metric")))
+                               metric=record.get("metric"),
+                               fixed=record["bucket"].get("sampler") == FIXED_SAMPLER))
             selected = record.get("selected_lr")
             for run in record.get("runs") or []:
                 if run.get("lr") != selected:
@@ -130,4 +146,6 @@ def load_records(runs_dir: str | Path) -> Records:
             KEY + ["epoch"], ignore_index=True),
         zero_shot=pd.DataFrame(zero, columns=ZERO_COLUMNS).drop_duplicates(
             ["task", "language"]).sort_values(["task", "language"], ignore_index=True),
+        unions=pd.DataFrame(unions, columns=UNION_COLUMNS).sort_values(
+            UNION_COLUMNS[:4], ignore_index=True),
         failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable)

@@ -30,6 +30,7 @@ from fsxlt.modeling import METHODS
 from fsxlt.report.records import Records
 
 EXPECTED_BUCKETS = 40
+FIXED_SPLITS = 5  # FewCLUE: splits 0-4 (its union "all" is shown beside them)
 METHOD_LABELS = {"full": "Full FT", "fc": "FC only", "fc-pooler": "FC+Pooler",
                  "cos-pooler": "COS+Pooler", "fc-reset-pooler": "FC(reset)+Pooler"}
 FORMATS = ("md", "latex", "csv")
@@ -59,7 +60,7 @@ def aggregate(records: Records, *, ddof: int = 1,
     """
     scores = records.scores
     columns = ["task", "arm", "language", "k", "n", "mean", "std", "zero_shot", "gain",
-               "missing"]
+               "missing", "expected", "union"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
@@ -68,8 +69,14 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["mean"] *= 100.0
     cells["std"] *= 100.0
     present = grouped["bucket"].apply(lambda s: set(int(x) for x in s)).reset_index(drop=True)
-    cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(expected)) - have))
-                        for have in present]
+    fixed = grouped["fixed"].apply(lambda s: bool(s.astype(bool).any())).reset_index(drop=True)
+    cells["expected"] = [FIXED_SPLITS if f else expected for f in fixed]
+    cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(n)) - have))
+                        for have, n in zip(present, cells["expected"], strict=True)]
+    union = {(r.task, r.language, int(r.k), r.arm): 100.0 * r.test_score
+             for r in records.unions.itertuples(index=False)}
+    cells["union"] = [union.get((t, lang, int(k), arm), np.nan) for t, lang, k, arm in zip(
+        cells["task"], cells["language"], cells["k"], cells["arm"], strict=True)]
     zero = {(r.task, r.language): 100.0 * r.test_score
             for r in records.zero_shot.itertuples(index=False)}
     source_arms = set(scores.loc[scores["source_training"], "arm"])
@@ -89,12 +96,13 @@ def aggregate(records: Records, *, ddof: int = 1,
                 zero_rows.append({"task": task, "arm": arm, "language": lang, "k": 0, "n": 1,
                                   "mean": zero[(task, lang)], "std": np.nan,
                                   "zero_shot": zero[(task, lang)], "gain": 0.0,
-                                  "missing": ""})
+                                  "missing": "", "expected": 1, "union": np.nan})
     if zero_rows:
         cells = pd.concat([pd.DataFrame(zero_rows, columns=columns), cells[columns]],
                           ignore_index=True)
     cells["k"] = cells["k"].astype(int)
     cells["n"] = cells["n"].astype(int)
+    cells["expected"] = cells["expected"].astype(int)
     cells["order"] = cells["arm"].map(arm_order)
     cells = cells.sort_values(["task", "order", "language", "k"], ignore_index=True)
     return cells[columns]
@@ -109,13 +117,16 @@ def fmt(value: float | None, signed: bool = False) -> str:
 
 
 def cell_text(row: pd.Series, expected: int) -> str:
+    """``mean ± std``, ``(n=…)`` when buckets are missing, ``; all x`` for a union split."""
     if row["k"] == 0:
         return fmt(row["mean"])
     text = fmt(row["mean"])
     if row["n"] > 1 and not np.isnan(row["std"]):
         text += f" ± {fmt(row['std'])}"
-    if row["n"] != expected:
+    if row["n"] != row.get("expected", expected):
         text += f" (n={row['n']})"
+    if not np.isnan(row.get("union", np.nan)):
+        text += f"; all {fmt(row['union'])}"
     return text
 
 
@@ -150,9 +161,39 @@ def latex_escape(text: str) -> str:
     return out.replace("±", "$\\pm$").replace("–", "--").replace("−", "$-$")
 
 
+def fixed_split_table(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> Table | None:
+    """FewCLUE's view: one row per arm, one column per task, and the average over tasks.
+
+    A cell is the mean ± std over the fixed splits 0-4, with the ``all``
+    split's score beside it; the average is the mean of the task means over
+    the tasks the arm ran (named in the header when an arm lacks some).
+    """
+    fixed = cells[(cells["expected"] == FIXED_SPLITS) & (cells["k"] > 0)]
+    if fixed.empty:
+        return None
+    tasks = sorted(set(fixed["task"]))
+    rows = []
+    for arm in sorted(set(fixed["arm"]), key=arm_order):
+        row, means = [arm_label(arm)], []
+        for task in tasks:
+            hit = fixed[(fixed["arm"] == arm) & (fixed["task"] == task)]
+            row.append(cell_text(hit.iloc[0], expected) if len(hit) else "–")
+            if len(hit):
+                means.append(float(hit.iloc[0]["mean"]))
+        average = fmt(float(np.mean(means)))
+        row.append(average if len(means) == len(tasks) else f"{average} ({len(means)} tasks)")
+        rows.append(row)
+    return Table("FewCLUE: test accuracy, mean ± std over splits 0-4 (all: the union split)",
+                 ["arm"] + tasks + ["average"], rows)
+
+
 def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[Table]:
-    """Main, gain, variants-side-by-side and no-source-drop tables, task by task."""
+    """Main, gain, variants-side-by-side and no-source-drop tables, task by task, and the
+    FewCLUE overview when runs on fixed splits are there."""
     tables: list[Table] = []
+    overview = fixed_split_table(cells, expected)
+    if overview is not None:
+        tables.append(overview)
     for task in sorted(set(cells["task"])):
         part = cells[cells["task"] == task]
         arms = sorted(set(part["arm"]), key=arm_order)
@@ -221,7 +262,8 @@ def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[
 def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int) -> list[str]:
     lines = [f"Scores in points (x100). std over buckets with ddof={ddof} "
              f"({'sample' if ddof == 1 else 'population' if ddof == 0 else 'custom'} "
-             f"standard deviation); (n=…) marks a bucket count other than {expected}."]
+             f"standard deviation); (n=…) marks a bucket count other than {expected} "
+             f"({FIXED_SPLITS} for fixed splits such as FewCLUE's)."]
     missing = cells[(cells["k"] > 0) & (cells["missing"] != "")]
     if len(missing):
         lines.append("Missing buckets:")
