@@ -1,11 +1,15 @@
 """Encoders, heads and the freezing policy of every target-adapting method.
 
-One model class, :class:`FsxltModel`, serves both task kinds (METHOD.md §4):
+One model class, :class:`FsxltModel`, serves every task kind (METHOD.md §4):
 
 - **classification**: the encoder's [CLS] hidden state goes through a pooler
   (linear + tanh; the encoder's own pretrained pooler when it has one, e.g.
   BERT and XLM-R, otherwise a freshly initialised one), dropout and a linear
   classifier. Pair inputs are fed as a segment pair.
+- **multiple choice**: every (text, candidate) pair is one encoder input; its
+  [CLS] state goes through the pooler, dropout and a linear layer with one
+  output, and the scores of an example's candidates are its logits (a
+  softmax over the candidates in the loss, argmax to predict).
 - **tagging**: dropout and a linear classifier on the hidden state of each
   word's **last** wordpiece. Other pieces and special tokens never reach the
   loss or the metric because only the last-piece positions are gathered.

@@ -1,9 +1,13 @@
 """The task registry: what each FS-XLT task is, read from one YAML file per task.
 
 A task spec says what kind of problem a task is (sentence or pair
-classification, or word tagging), its label set, metric, languages, where its
-data comes from (local files or the Hugging Face hub) and the default
-sampling and training hyperparameters of METHOD.md. The built-in specs live
+classification, word tagging, or multiple choice, whose labels are the
+candidate positions), its label set, metric, languages, where its data comes
+from (local files or the Hugging Face hub) and the default sampling and
+training hyperparameters of METHOD.md. FewCLUE's tasks add ``label_names``
+(descriptions of numeric label ids), ``source_task`` (the English counterpart
+whose checkpoint starts the FS-XLT arm) and ``submission`` (the task's name in
+FewCLUE's submission files). The built-in specs live
 in ``configs/<task>.yaml``; a path to another YAML file with the same fields
 defines a new task without touching the code.
 

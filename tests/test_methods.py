@@ -85,7 +85,8 @@ def test_fsxlt_methods_lists_builtins_and_plugins(plugin, capsys):
     lines = {line.split()[0]: line for line in out.splitlines() if not line.startswith(" ")}
     assert set(lines) == {*BUILTIN, "bias-only"}
     assert "fsxlt_bias_only:BiasOnly" in lines["bias-only"]
-    assert "cls+tag" in lines["full"] and "cls " in lines["cos-pooler"]
+    assert " cls+tag+mc " in lines["full"] and " cls+mc " in lines["cos-pooler"]
+    assert " cls " in lines["pet"]
     assert "--method-opt rank=8" in out
 
 
