@@ -120,7 +120,8 @@ def test_option_values_are_typed():
     (["--method", "lora", "--method-opt", "rank"], "--method-opt expects key=value"),
     (["--method", "lora", "--method-opt", "rnk=4"], "method lora: unknown option(s) rnk"),
     (["--method", "lora", "--method-opt", "rank=four"], "option rank must be an integer"),
-    (["--method", "cos-pooler"], "method cos-pooler supports classification tasks, not tagging"),
+    (["--method", "cos-pooler"],
+     "method cos-pooler supports classification and multiple_choice tasks, not tagging"),
     (["--method", "nowhere.module:Cls"], "method nowhere.module:Cls: cannot import it"),
 ])
 def test_cli_method_errors_are_one_line(study, tmp_path, capsys, args, message):

@@ -67,8 +67,9 @@ def test_expansion_grouping_and_hashes(study, tmp_path):
     plan = expand(config)
     assert len(plan.runs) == 2 * N_RUNS
     assert len({r.config_hash for r in plan.runs}) == len(plan.runs)
-    assert {r.group_key for r in plan.runs} == {("xnli", lang, str(study["checkpoint"]))
-                                               for lang in LANGS}
+    assert {r.group_key[:3] for r in plan.runs} == {("xnli", lang, str(study["checkpoint"]))
+                                                   for lang in LANGS}
+    assert all(r.group_key[3] == r.test_path for r in plan.runs)
     assert plan.runs[0].record_path.endswith("runs/xnli/de/k1/fc/00.json")
     assert plan.runs[0].dev_path.endswith("k1/dev-remaining.jsonl")
     assert [z.language for z in plan.zero_shot] == list(LANGS)
