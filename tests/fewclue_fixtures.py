@@ -22,7 +22,7 @@ CUES = tuple("好差是或不猫它他")
 FEWCLUE_VOCAB = CHARS + CUES + ("[", "]", "<", ">", "#", "idiom", "、")
 SPLITS = ("0", "1", "2", "3", "4")
 TRAIN_SIZE = 8  # examples per split
-TASKS = ("eprstmt", "ocnli", "csl", "cluewsc", "chid")
+TASKS = ("eprstmt", "tnews", "iflytek", "csldcp", "ocnli", "bustm", "chid", "csl", "cluewsc")
 
 
 def _text(rng: random.Random, n: int = 6) -> str:
@@ -33,6 +33,38 @@ def eprstmt_row(rng: random.Random, i: int) -> dict[str, Any]:
     label = ("Negative", "Positive")[i % 2]
     cue = "好" if label == "Positive" else "差"
     return {"id": i, "sentence": _text(rng) + cue + _text(rng, 3), "label": label}
+
+
+def _labelled_text(task: str, rng: random.Random, i: int) -> tuple[str, str]:
+    """A label of the task (cycled, from its YAML) and a text whose cue character says it."""
+    from fsxlt.tasks import get_task
+
+    labels = get_task(task).labels
+    label = labels[(i * 7) % len(labels)]
+    return label, _text(rng) + CHARS[labels.index(label) % len(CHARS)]
+
+
+def tnews_row(rng: random.Random, i: int) -> dict[str, Any]:
+    label, text = _labelled_text("tnews", rng, i)
+    return {"label": int(label), "label_desc": "news_story", "sentence": text,
+            "keywords": "天,地", "id": i}
+
+
+def iflytek_row(rng: random.Random, i: int) -> dict[str, Any]:
+    label, text = _labelled_text("iflytek", rng, i)
+    return {"label": int(label), "label_des": "打车", "sentence": text, "id": i}
+
+
+def csldcp_row(rng: random.Random, i: int) -> dict[str, Any]:
+    label, text = _labelled_text("csldcp", rng, i)
+    return {"content": text, "label": label, "id": i}
+
+
+def bustm_row(rng: random.Random, i: int) -> dict[str, Any]:
+    label = str(i % 2)
+    first = _text(rng)
+    second = first[:4] + "是" if label == "1" else _text(rng) + "不"
+    return {"id": i, "sentence1": first, "sentence2": second, "label": label}
 
 
 def ocnli_row(rng: random.Random, i: int) -> dict[str, Any]:
@@ -68,8 +100,9 @@ def chid_row(rng: random.Random, i: int) -> dict[str, Any]:
     return {"id": i, "candidates": candidates, "content": content, "answer": answer}
 
 
-ROWS = {"eprstmt": eprstmt_row, "ocnli": ocnli_row, "csl": csl_row, "cluewsc": cluewsc_row,
-        "chid": chid_row}
+ROWS = {"eprstmt": eprstmt_row, "tnews": tnews_row, "iflytek": iflytek_row,
+        "csldcp": csldcp_row, "ocnli": ocnli_row, "bustm": bustm_row, "csl": csl_row,
+        "cluewsc": cluewsc_row, "chid": chid_row}
 
 
 def _write(path: Path, rows: list[dict[str, Any]]) -> None:

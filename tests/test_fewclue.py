@@ -139,7 +139,7 @@ def test_import_makes_six_buckets_with_their_own_dev_sets_and_the_test(store, fe
 def test_check_passes_and_reports_label_counts(store, capsys):
     assert run_app(["buckets", "check", str(store)]) == 0
     out = capsys.readouterr().out
-    assert "5 bucket sets checked: 5 ok" in out
+    assert "9 bucket sets checked: 9 ok" in out
     assert "      00  8 examples: Negative 4, Positive 4" in out
 
 
@@ -265,6 +265,33 @@ def test_feature_cache_gives_the_same_multiple_choice_run(store, encoder):
 
 
 # --------------------------------------------------------------------------- sweep, report, predict
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_task_adapts_on_its_splits_and_writes_its_submission_file(
+        task, store, fewclue, encoder, tmp_path, capsys):
+    """Import (the module's store), adapt on split 00 and all, predict an unlabelled file."""
+    directory = store / task / "zh" / f"k{TRAIN_SIZE}"
+    to_predict = unlabelled_copy(fewclue / task / "test_public.json", tmp_path / "test.json")
+    out = tmp_path / "runs"
+    for bucket in ("00.json", "all.json"):
+        assert run_app(["adapt", "--task", task, "--lang", "zh", "--bucket",
+                        str(directory / bucket), "--from", str(encoder), "--out", str(out),
+                        "--lr", "1e-3", "--max-epochs", "1", "--max-seq-length", "32",
+                        "--device", "cpu", "--predict", str(to_predict)]) == 0
+    runs = out / task / "zh" / f"k{TRAIN_SIZE}" / "full"
+    record = json.loads((runs / "all.json").read_text(encoding="utf-8"))
+    assert record["bucket"]["union"] is True and record["test"]["n"] == 21
+    assert record["data"]["dev"]["source"].endswith("all.dev.jsonl")
+    prefix = get_task(task).submission
+    files = sorted(p.name for p in (runs / "submission").iterdir())
+    assert files == [f"{prefix}_predict_0.json", f"{prefix}_predict_all.json"]
+    rows = [json.loads(line) for line in (runs / "submission" / files[0])
+            .read_text(encoding="utf-8").splitlines()]
+    key = "answer" if task == "chid" else "label"
+    assert len(rows) == 21 and all(set(row) == {"id", key} for row in rows)
+    labels = get_task(task).labels
+    assert all(str(row[key]) in labels for row in rows)
+
 
 def test_submission_names_and_lines():
     ocnli, chid = get_task("ocnli"), get_task("chid")
