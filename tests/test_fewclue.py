@@ -358,3 +358,13 @@ def test_sweep_runs_both_arms_and_report_shows_fewclue_table(store, fewclue, enc
     assert run_app(["report", str(runs), "--compare", "full", "full-nosource"]) == 0
     compared = capsys.readouterr().out
     assert "| ocnli | zh | 8 | 5 |" in compared  # paired over the five splits, not all
+
+
+def test_predict_is_refused_for_a_task_without_submission_files(tmp_path, capsys):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"tasks": {"xnli": {"predict": "x.json"}}}),
+                    encoding="utf-8")
+    assert run_app(["sweep", str(path), "--dry-run"]) == 2  # a config error
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("predict writes FewCLUE submission files; task xnli is not a FewCLUE "
+                        "task") and "\n" not in err

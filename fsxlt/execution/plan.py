@@ -245,6 +245,12 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
 
     n_buckets = merged["n_buckets"]
     n_buckets = None if n_buckets is None else _number(n_buckets, where, "n_buckets", int, 1)
+    if merged["predict"] is not None:
+        from fsxlt.data import FEWCLUE_READERS
+
+        if spec.data.format not in FEWCLUE_READERS:
+            raise FsxltError(f"{where}: predict writes FewCLUE submission files; task {name} "
+                             "is not a FewCLUE task")
     return TaskPlan(
         task=spec.name, languages=tuple(dict.fromkeys(languages)), k=tuple(dict.fromkeys(ks)),
         buckets=path("buckets") or "buckets", data_dir=path("data_dir"), start=path("start"),
