@@ -289,6 +289,34 @@ def read_conllu(path: Path, task: TaskSpec) -> list[TaggedSentence]:
     return sentences
 
 
+def read_xglue_tsv(path: Path, task: TaskSpec, skipped: Any = None,
+                   labelled: bool = True) -> list[TextExample]:
+    """XGLUE's headerless TSV files (``xglue.qadsm.de.dev``): one column per ``data.columns``.
+
+    Columns of one part are joined with `` . `` (QADSM: ad title . ad
+    description). Test files have no label column: read them with
+    ``labelled=False``.
+    """
+    columns = task.data.columns if labelled else task.data.columns[:-1]
+    examples = []
+    for line_no, line in enumerate(_open_lines(path), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(columns):
+            raise DataFormatError(path, f"expected {len(columns)} tab-separated fields "
+                                  f"({', '.join(columns)}), found {len(fields)}", line_no)
+        parts: dict[str, list[str]] = {}
+        for role, value in zip(columns, fields, strict=True):
+            parts.setdefault(role, []).append(value.strip())
+        label = (_check_label(task, parts["label"][0], path, line_no) if labelled
+                 else task.labels[0])
+        text_b = " . ".join(parts["text_b"]) if "text_b" in parts else None
+        examples.append(TextExample(f"{path.name}:{line_no}", " . ".join(parts["text_a"]),
+                                    text_b, label))
+    return examples
+
+
 # --------------------------------------------------------------------------- FewCLUE
 
 WSC_MARKS = (("[", "]"), ("<", ">"))  # around the noun phrase (span 1) and the pronoun (span 2)
@@ -435,12 +463,16 @@ def source_ids(path: str | Path, task: TaskSpec) -> dict[int, Any]:
     return {line_no: row.get(key) for line_no, row in _json_rows(Path(path))}
 
 
+# readers that can also read files without labels (files to predict)
+UNLABELLED_READERS = {"xglue_tsv": read_xglue_tsv, **FEWCLUE_READERS}
+
 READERS = {
     "tsv_pair": read_pair_tsv,
     "mldoc": read_mldoc,
     "marc_jsonl": read_marc_jsonl,
     "conll": read_conll,
     "conllu": read_conllu,
+    "xglue_tsv": read_xglue_tsv,
     **FEWCLUE_READERS,
 }
 
@@ -463,10 +495,11 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     """
     task, path = get_task(task), Path(path)
     fmt = file_format(path, task)
-    if fmt in FEWCLUE_READERS:
-        examples = FEWCLUE_READERS[fmt](path, task, skipped, labelled)
+    if fmt in UNLABELLED_READERS:
+        examples = UNLABELLED_READERS[fmt](path, task, skipped, labelled)
     elif not labelled:
-        raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE formats only")
+        raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE and XGLUE "
+                         "formats only")
     else:
         examples = READERS[fmt](path, task)
     if not examples:

@@ -33,7 +33,8 @@ KINDS = ("classification", "tagging", "multiple_choice")
 InputKind = Literal["single", "pair", "tokens", "choices"]
 SAMPLERS = ("nway-kshot", "minimum-including", "k-examples")
 DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu", "fewclue_json",
-                "fewclue_wsc", "fewclue_chid")
+                "fewclue_wsc", "fewclue_chid", "xglue_tsv")
+COLUMN_ROLES = ("text_a", "text_b", "label")
 METRICS = ("accuracy", "seqeval_f1", "token_accuracy")
 
 
@@ -54,7 +55,8 @@ class DataSpec:
     ``files`` names the file of a split where the pattern does not
     (FewCLUE's test split is ``test_public.json``); ``fields`` maps the
     example's parts (``text_a``, ``text_b``, ``label``, ...) to the keys of a
-    JSON-lines format.
+    JSON-lines format; ``columns`` says what each column of a headerless TSV
+    is (``text_a``, ``text_b`` or ``label``; columns of one part are joined).
     """
 
     format: str
@@ -62,6 +64,7 @@ class DataSpec:
     hf: HubSource | None
     files: dict[str, str] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)
+    columns: tuple[str, ...] = ()
 
     def file_name(self, split: str, language: str) -> str:
         """The file name of ``split`` in ``language`` (the split's own name, else the pattern)."""
@@ -232,6 +235,21 @@ def _parse_pet(raw: Any, labels: tuple[str, ...], input_kind: str,
     return PetSpec(pattern=pattern, verbalizers=parsed)
 
 
+def _parse_columns(raw: Any, fmt: str, where: str) -> tuple[str, ...]:
+    """``data.columns`` of a headerless TSV: one role per column, the label last."""
+    if raw is None:
+        if fmt == "xglue_tsv":
+            raise FsxltError(f"{where}: format xglue_tsv needs data.columns")
+        return ()
+    if not isinstance(raw, list) or any(str(c) not in COLUMN_ROLES for c in raw):
+        raise FsxltError(f"{where}: data.columns must list column roles "
+                         f"({', '.join(COLUMN_ROLES)})")
+    columns = tuple(str(c) for c in raw)
+    if "text_a" not in columns or columns.count("label") != 1 or columns[-1] != "label":
+        raise FsxltError(f"{where}: data.columns needs text_a and exactly one label, the last")
+    return columns
+
+
 def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
     """Build a :class:`TaskSpec` from the mapping a task YAML file holds."""
     if not isinstance(raw, dict):
@@ -270,7 +288,8 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         data=DataSpec(format=data["format"], pattern=data.get("pattern", "{split}-{lang}.tsv"),
                       hf=_parse_hub(data.get("hf")),
                       files={str(k): str(v) for k, v in (data.get("files") or {}).items()},
-                      fields={str(k): str(v) for k, v in (data.get("fields") or {}).items()}),
+                      fields={str(k): str(v) for k, v in (data.get("fields") or {}).items()},
+                      columns=_parse_columns(data.get("columns"), data["format"], where)),
         sampling=SamplingSpec(
             sampler=sampling["sampler"],
             split=sampling.get("split", "train"),

@@ -22,8 +22,9 @@ def test_registry_has_the_six_tasks_with_their_label_sets():
     synthetic = {"synth-pos", "synth-ner", "synth-topic", "synth-pair"}  # fsxlt.synthetic
     fewclue = {"eprstmt", "csldcp", "tnews", "iflytek", "ocnli", "bustm", "chid", "csl",
                "cluewsc"}
+    xglue = {"nc", "qadsm", "qam", "xglue-ner", "xglue-pos"}
     assert set(tasks) == {"xnli", "pawsx", "mldoc", "marc", "panx", "udpos"} | synthetic \
-        | fewclue
+        | fewclue | xglue
     assert len(tasks["udpos"].labels) == 17
     assert tasks["panx"].sampling_labels == ("PER", "ORG", "LOC")
     assert tasks["xnli"].sampling.split == "dev" and tasks["marc"].sampling.split == "train"

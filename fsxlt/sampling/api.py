@@ -30,7 +30,8 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
     multiple choice draws disjoint buckets of K examples (no per-label quota).
     Tagging uses Minimum-Including, one independent draw per bucket; labels
     that never occur in the pool are left out of the label set and recorded
-    in ``missing_labels``.
+    in ``missing_labels`` (from a dev split, the sentences in no bucket are
+    kept as the new dev set, as for classification).
     """
     task = get_task(task)
     n_buckets = task.sampling.n_buckets if n_buckets is None else n_buckets
@@ -51,7 +52,9 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
             rng = derive_rng(seed, task.name, split.language, k, index)
             picked = minimum_including(counts, labels, k, rng, context)
             buckets.append([sentences[i] for i in picked])
-        return BucketSet(**common, labels=labels, missing_labels=missing, buckets=buckets)
+        remaining = remaining_examples(sentences, buckets) if split.split == "dev" else None
+        return BucketSet(**common, labels=labels, missing_labels=missing, buckets=buckets,
+                         dev_remaining=remaining)
 
     rng = derive_rng(seed, task.name, split.language, k)
     if task.is_multiple_choice:

@@ -18,7 +18,8 @@ bucket:
   file must match their manifest hashes;
 * tagging (Minimum-Including): every label of the set occurs at least K
   times, and the bucket is minimal: no sentence can be removed while every
-  label that reaches K still reaches K;
+  label that reaches K still reaches K; a remaining dev set (XGLUE's tagging
+  tasks sample from dev) shares no sentence with the buckets;
 * against the source data (optional): the source hash, and that every
   bucket example is in the source with the same content (by id for buckets
   sampled by fsxlt, by content for published ones), and that the remaining
@@ -138,12 +139,19 @@ def _overlaps(buckets: list[Bucket], remaining: list[Example] | None) -> list[Vi
             if other != bucket.index:
                 found.append(Violation(bucket.index, "overlap",
                                        f"example {ex.id} is also in bucket {other}"))
-    if remaining is not None:
-        leaked = [ex.id for ex in remaining if ex.id in owner]
-        if leaked:
-            found.append(Violation(None, "dev-leak", f"{len(leaked)} remaining-dev examples are "
-                                   f"also in buckets (e.g. {leaked[0]})"))
-    return found
+    return found + _dev_leak(buckets, remaining)
+
+
+def _dev_leak(buckets: list[Bucket], remaining: list[Example] | None) -> list[Violation]:
+    """The remaining dev set (what selects models) must share nothing with the buckets."""
+    if remaining is None:
+        return []
+    used = {ex.id for bucket in buckets for ex in bucket.examples}
+    leaked = [ex.id for ex in remaining if ex.id in used]
+    if not leaked:
+        return []
+    return [Violation(None, "dev-leak", f"{len(leaked)} remaining-dev examples are also in "
+                      f"buckets (e.g. {leaked[0]})")]
 
 
 def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
@@ -303,6 +311,7 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
             counts = [sentence_label_counts(s, task.label_unit) for s in pool]
             labels, _absent = present_labels(counts, labels)
         violations += _check_tagging(manifest, buckets, labels)
+        violations += _dev_leak(buckets, remaining)
     else:
         violations += _check_classification(manifest, buckets, remaining)
     if source is not None:
