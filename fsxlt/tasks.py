@@ -7,7 +7,7 @@ from (local files or the Hugging Face hub) and the default sampling and
 training hyperparameters of METHOD.md. FewCLUE's tasks add ``label_names``
 (descriptions of numeric label ids), ``source_task`` (the English counterpart
 whose checkpoint starts the FS-XLT arm) and ``submission`` (the task's name in
-FewCLUE's submission files). The built-in specs live
+its benchmark's prediction files; ``submission_format``: fewclue or xglue). The built-in specs live
 in ``configs/<task>.yaml``; a path to another YAML file with the same fields
 defines a new task without touching the code.
 
@@ -135,6 +135,7 @@ class TaskSpec:
     label_names: dict[str, str] = field(default_factory=dict, compare=False)
     source_task: str | None = None
     submission: str | None = None
+    submission_format: str = "fewclue"
 
     @property
     def is_tagging(self) -> bool:
@@ -235,6 +236,17 @@ def _parse_pet(raw: Any, labels: tuple[str, ...], input_kind: str,
     return PetSpec(pattern=pattern, verbalizers=parsed)
 
 
+SUBMISSION_FORMATS = ("fewclue", "xglue")
+
+
+def _submission_format(raw: dict[str, Any], where: str) -> str:
+    value = str(raw.get("submission_format", "fewclue"))
+    if value not in SUBMISSION_FORMATS:
+        raise FsxltError(f"{where}: submission_format must be one of "
+                         f"{', '.join(SUBMISSION_FORMATS)}")
+    return value
+
+
 def _parse_columns(raw: Any, fmt: str, where: str) -> tuple[str, ...]:
     """``data.columns`` of a headerless TSV: one role per column, the label last."""
     if raw is None:
@@ -305,6 +317,7 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         label_names=names,
         source_task=None if raw.get("source_task") is None else str(raw["source_task"]),
         submission=None if raw.get("submission") is None else str(raw["submission"]),
+        submission_format=_submission_format(raw, where),
     )
 
 

@@ -366,5 +366,5 @@ def test_predict_is_refused_for_a_task_without_submission_files(tmp_path, capsys
                     encoding="utf-8")
     assert run_app(["sweep", str(path), "--dry-run"]) == 2  # a config error
     err = capsys.readouterr().err.strip()
-    assert err.endswith("predict writes FewCLUE submission files; task xnli is not a FewCLUE "
-                        "task") and "\n" not in err
+    assert err.endswith("predict writes a benchmark's submission files (FewCLUE, XGLUE); "
+                        "task xnli has none") and "\n" not in err

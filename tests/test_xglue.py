@@ -109,3 +109,30 @@ def test_adapt_on_a_qadsm_bucket_selects_on_the_remaining_dev(tmp_path):
                     "--test", str(labelled_test), "--out", str(tmp_path / "runs"),
                     "--max-epochs", "1", "--lr", "1e-3", "--device", "cpu"]) == 0
     assert (tmp_path / "runs" / "qadsm" / "de" / "k1" / "full" / "00.json").is_file()
+
+
+def test_prediction_files_in_xglue_format(tmp_path):
+    """One label per input line; tags one per word line, a blank line between sentences."""
+    data = tmp_path / "data"
+    write_qadsm(data, "fr", "dev", 30)
+    to_predict = write_qadsm(tmp_path / "in", "fr", "test", 7)
+    write_ner(data, "es", "dev", 40)
+    ner_test = write_ner(tmp_path / "in", "es", "test", 5)
+    encoder = make_encoder_dir(tmp_path / "enc")
+    for task, lang, k, file in (("qadsm", "fr", "1", to_predict),
+                                ("xglue-ner", "es", "1", ner_test)):
+        out = tmp_path / "buckets"
+        assert run_app(["sample", "--task", task, "--lang", lang, "-k", k, "--n-buckets", "2",
+                        "--data-dir", str(data), "--out", str(out)]) == 0
+        assert run_app(["adapt", "--task", task, "--lang", lang, "--bucket",
+                        str(out / task / lang / f"k{k}" / "01.json"), "--from", str(encoder),
+                        "--no-test", "--predict", str(file), "--out", str(tmp_path / "runs"),
+                        "--max-epochs", "1", "--lr", "1e-3", "--device", "cpu"]) == 0
+    qadsm = tmp_path / "runs/qadsm/fr/k1/full/submission/01/QADSM/fr.prediction"
+    lines = qadsm.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 7 and set(lines) <= {"Good", "Bad"}
+    ner = tmp_path / "runs/xglue-ner/es/k1/full/submission/01/NER/es.prediction"
+    predicted = ner.read_text(encoding="utf-8").split("\n\n")
+    gold = ner_test.read_text(encoding="utf-8").split("\n\n")
+    assert [len(p.split()) for p in predicted] == [len(g.splitlines()) for g in gold]
+    assert set(ner.read_text(encoding="utf-8").split()) <= set(get_task("xglue-ner").labels)

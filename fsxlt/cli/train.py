@@ -290,9 +290,9 @@ def adapt_cmd(
         Path | None,
         typer.Option(
             "--predict",
-            help="An unlabelled file of the task (FewCLUE formats): each run also writes "
-            "its predictions beside its record, in FewCLUE's submission format "
-            "(<task>_predict_<split>.json).",
+            help="A file of the task to predict (FewCLUE and XGLUE tasks): each run also "
+            "writes its predictions under submission/ beside its record, in the "
+            "benchmark's format (<task>_predict_<split>.json; <bucket>/<TASK>/<lang>.prediction).",
         ),
     ] = None,
     data_dir: DataDir = None,

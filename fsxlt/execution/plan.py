@@ -11,8 +11,8 @@ A sweep config (YAML) names a grid; :func:`expand` turns it into one
     methods: [full]                 # adapting methods (fsxlt methods; or package.module:Class)
     method_options: {}              # e.g. {lora: {rank: 4}}: options per method
     select_start: false             # true: the start model competes as epoch 0
-    predict: null                   # an unlabelled file: each run writes its predictions
-                                    # beside its record in FewCLUE's submission format
+    predict: null                   # a file to predict: each run writes its predictions
+                                    # beside its record, in FewCLUE's or XGLUE's format
     n_buckets: 40                   # bucket indices 0..n-1 (null: every bucket of the set)
     lrs: null                       # null: the task's lr grid
     seed: null                      # null: the task's seed (one seed for all buckets)
@@ -245,12 +245,9 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
 
     n_buckets = merged["n_buckets"]
     n_buckets = None if n_buckets is None else _number(n_buckets, where, "n_buckets", int, 1)
-    if merged["predict"] is not None:
-        from fsxlt.data import FEWCLUE_READERS
-
-        if spec.data.format not in FEWCLUE_READERS:
-            raise FsxltError(f"{where}: predict writes FewCLUE submission files; task {name} "
-                             "is not a FewCLUE task")
+    if merged["predict"] is not None and spec.submission is None:
+        raise FsxltError(f"{where}: predict writes a benchmark's submission files (FewCLUE, "
+                         f"XGLUE); task {name} has none")
     return TaskPlan(
         task=spec.name, languages=tuple(dict.fromkeys(languages)), k=tuple(dict.fromkeys(ks)),
         buckets=path("buckets") or "buckets", data_dir=path("data_dir"), start=path("start"),
@@ -351,7 +348,7 @@ class RunSpec:
     method_ref: str = ""      # how the worker loads the method (name or package.module:Class)
     method_options: str = "{}"  # its options, as sorted JSON
     select_start: bool = False
-    predict_path: str = ""    # an unlabelled file to predict (FewCLUE submission files)
+    predict_path: str = ""    # a file to predict (FewCLUE/XGLUE submission files)
 
     def load_method(self) -> Any:
         """The configured method this run adapts with."""
