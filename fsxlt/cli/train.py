@@ -61,6 +61,26 @@ def _print_scores(label: str, scores: dict | None) -> None:
         typer.echo(f"{label}: {scores['metric']} {100 * scores['score']:.2f}")
 
 
+def _source_languages(spec: TaskSpec, value: str | None, data_dir: Path | None) -> list[str]:
+    """``--source-lang``: one language, a comma list, or ``all`` (train files in data_dir)."""
+    if value is None:
+        return [spec.source_language]
+    if value.strip() == "all":
+        if data_dir is None:
+            raise FsxltError("--source-lang all reads every train file in --data-dir; pass it")
+        langs = [lang for lang in spec.languages
+                 if (Path(data_dir) / spec.data.file_name("train", lang)).is_file()]
+        if not langs:
+            raise FsxltError(f"{data_dir}: no train file of {spec.name} in any language")
+        return langs
+    langs = [lang.strip() for lang in value.split(",") if lang.strip()]
+    if not langs:
+        raise FsxltError("--source-lang needs a language, a comma-separated list or all")
+    for lang in langs:
+        spec.check_language(lang)
+    return list(dict.fromkeys(langs))
+
+
 @app.command("source-train")
 def source_train_cmd(
     task: Annotated[
@@ -71,8 +91,26 @@ def source_train_cmd(
         str, typer.Option("--model", help="Hugging Face encoder name or dir.")
     ] = DEFAULT_MODEL,
     data_dir: DataDir = None,
-    train_file: Annotated[Path | None, typer.Option("--train", help="English train file.")] = None,
-    dev_file: Annotated[Path | None, typer.Option("--dev", help="English dev file.")] = None,
+    train_file: Annotated[Path | None, typer.Option(
+        "--train", help="Source train file (one source language).")] = None,
+    dev_file: Annotated[Path | None, typer.Option(
+        "--dev", help="Source dev file (one source language).")] = None,
+    source_lang: Annotated[
+        str | None,
+        typer.Option(
+            "--source-lang",
+            help="Source language(s): a pivot (de), several joined (de,es), or all (every "
+            "language with a train file in --data-dir). Default: the task's (en).",
+        ),
+    ] = None,
+    select: Annotated[
+        str,
+        typer.Option(
+            "--select",
+            help="Checkpoint selection: source-dev (mean over the source languages' dev "
+            "sets) or all-dev (over every language with a dev set: XGLUE's).",
+        ),
+    ] = "source-dev",
     train_limit: Annotated[
         int | None, typer.Option("--train-limit", help="Use only the first N training examples.")
     ] = None,
@@ -117,32 +155,45 @@ def source_train_cmd(
                           "English verbalizer; needs an encoder with a masked-LM head).")
     ] = "full",
 ) -> None:
-    """Source-train on English over the lr grid; keep the checkpoint with the best English dev.
+    """Source-train over the lr grid; keep the checkpoint with the best source dev score.
 
-    Records the English and target dev scores of every epoch of every lr and the
-    zero-shot (K=0) test scores of the selected checkpoint.
+    The source is English unless --source-lang names a pivot language or several
+    (their train sets joined). Records the source and target dev scores of every
+    epoch of every lr and the zero-shot (K=0) test scores of the selected
+    checkpoint; a target that was also a source is marked, not zero-shot.
 
     Example:
 
     \b
       fsxlt source-train --task panx --data-dir data/panx \\
           --target de --target zh --out ckpt/panx-mbert
+      fsxlt source-train --task panx --data-dir data/panx --source-lang en,de,es \\
+          --target zh --target ar --out ckpt/panx-en-de-es
     """
     from fsxlt.training import save_checkpoint, source_train
     from fsxlt.training.checkpoint import quiet_transformers
 
     spec = get_task(task)
-    src = spec.source_language
+    source_langs = _source_languages(spec, source_lang, data_dir)
     if method not in ("full", "pet"):
         raise FsxltError(f"source-train --method is full or pet, not {method!r}")
     get_method(method, spec.kind)
     out = check_output_dir(out, "checkpoint directory")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
-    train, train_src = _split(spec, src, "train", train_file, data_dir)
-    dev, dev_src = _split(spec, src, "dev", dev_file, data_dir)
-    train = _limit(train, train_limit)
-    sources = {"train": train_src, "dev": dev_src}
+    if len(source_langs) > 1 and (train_file or dev_file):
+        raise FsxltError("several source languages read their files from --data-dir, "
+                         "not --train/--dev")
+    train, source_dev, sources = [], {}, {}
+    for src in source_langs:
+        part, train_src = _split(spec, src, "train", train_file, data_dir)
+        train += _limit(part, train_limit)  # the limit applies per source language
+        source_dev[src], sources[f"dev-{src}"] = _split(spec, src, "dev", dev_file, data_dir)
+        sources.setdefault("train", train_src)
+        sources.setdefault("dev", sources[f"dev-{src}"])
+    if len(source_langs) > 1:
+        sources["train"] = " + ".join(str(Path(data_dir) / spec.data.file_name("train", lang))
+                                      for lang in source_langs)
     dev_files, test_files = (
         _lang_files(target_dev, "--target-dev"),
         _lang_files(target_test, "--target-test"),
@@ -163,8 +214,10 @@ def source_train_cmd(
     result = source_train(
         spec,
         train,
-        dev,
+        source_dev,
         model_name=model,
+        source_languages=source_langs,
+        select=select,
         target_dev=tdev,
         target_test=ttest,
         sources=sources,
@@ -180,12 +233,15 @@ def source_train_cmd(
     )
     save_checkpoint(out, result.model, result.tokenizer, result.record, overwrite=overwrite)
     sel = result.record["selection"]
+    on = "English" if source_langs == ["en"] and select == "source-dev" else \
+        "+".join(sel["languages"])
     typer.echo(
         f"selected lr {sel['lr']:g} epoch {sel['epoch']} "
-        f"(English dev {100 * sel['dev_score']:.2f}) in {result.wall_time_s:.1f}s; wrote {out}"
+        f"({on} dev {100 * sel['dev_score']:.2f}) in {result.wall_time_s:.1f}s; wrote {out}"
     )
     for lang, scores in result.record["zero_shot"].items():
-        _print_scores(f"zero-shot {lang} test", scores)
+        what = "test (a source language, not zero-shot)" if scores.get("in_source") else "test"
+        _print_scores(f"zero-shot {lang} {what}", scores)
 
 
 def _own_files(directory: Path, buckets: list) -> tuple[dict[int, Path], Path | None]:

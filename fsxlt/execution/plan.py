@@ -506,7 +506,10 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: _Hashes) -> ZeroSho
         "start": {"fingerprint": hashes.start(plan.start), "encoder": meta.get("encoder"),
                   "source_config_hash": meta.get("config_hash")},
         "selection": meta.get("selection"), "oracle": (meta.get("oracle") or {}).get(lang),
+        "source_languages": meta.get("source_languages") or [meta.get("source_language", "en")],
     }
+    if scores.get("in_source"):
+        record["in_source"] = True  # trained on this language: not a zero-shot score
     return ZeroShotSpec(plan.task, lang, str(out / plan.task / lang / "k0" / ZERO_SHOT_FILE),
                         record)
 

@@ -194,7 +194,9 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0)
     mlm = {k[len("mlm_head."):]: v for k, v in head.items() if k.startswith("mlm_head.")}
     digest = hashlib.sha256(meta_text.encode("utf-8") + head_path.read_bytes()).hexdigest()
     info = {"kind": "source-trained", "encoder": meta.get("encoder"), "path": str(path),
-            "id": f"sha256:{digest[:16]}"}
+            "id": f"sha256:{digest[:16]}",
+            "source_languages": meta.get("source_languages")
+            or [meta.get("source_language", task.source_language)]}
     return Start(model, tokenizer, info, fresh_head=False, record=meta,
                  extra={"mlm_head": mlm} if mlm else {})
 

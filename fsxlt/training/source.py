@@ -1,5 +1,11 @@
 """Source-training (METHOD.md §4): fine-tune on English, pick a checkpoint, score K=0.
 
+The source need not be English: a pivot language, or several languages at
+once (their training sets joined), selected on the source dev sets or on
+every language's dev set (XGLUE's protocol); the record says which
+(``source_languages``, ``selection``), and zero-shot scores of a target that
+was itself a source are marked ``in_source`` (they are not zero-shot).
+
 For every learning rate of the grid (each a separate run from the same
 pretrained weights and the same seed): ``epochs`` epochs over the English
 training data in shuffled batches of ``batch_size`` (Adam, default betas, no
@@ -58,8 +64,13 @@ class SourceResult:
     wall_time_s: float = 0.0
 
 
-def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[Example], *,
+SELECTIONS = ("source-dev", "all-dev")
+
+
+def source_train(task: str | TaskSpec, train: Sequence[Example],
+                 dev: Sequence[Example] | dict[str, Sequence[Example]], *,
                  model_name: str = DEFAULT_MODEL,
+                 source_languages: Sequence[str] | None = None, select: str = "source-dev",
                  target_dev: dict[str, Sequence[Example]] | None = None,
                  target_test: dict[str, Sequence[Example]] | None = None,
                  sources: dict[str, str] | None = None,
@@ -68,7 +79,14 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
                  max_seq_length: int | None = None, device: str | torch.device | None = None,
                  amp: bool = True, checkpoint_test_scores: bool = False,
                  progress: bool = False, method: str = "full") -> SourceResult:
-    """Source-train ``model_name`` on ``train``; select by English ``dev``.
+    """Source-train ``model_name`` on ``train``; select by the source ``dev`` score.
+
+    ``source_languages`` (default: the task's, English) are the languages of
+    ``train`` (a pivot language, or the union of several); ``dev`` is one
+    dev set, or one per source language. ``select``: ``source-dev`` (the
+    mean dev score over the source languages; the study's English dev) or
+    ``all-dev`` (XGLUE's choice: the mean over every language with a dev
+    set, targets included).
 
     ``target_dev``/``target_test`` map target languages to their examples;
     ``sources`` maps ``"train"``, ``"dev"``, ``"dev-<lang>"``, ``"test-<lang>"`` to
@@ -89,8 +107,15 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
         raise FsxltError(f"learning rates must be > 0 (got {lrs}), epochs and batch size >= 1")
     target_dev, target_test, sources = dict(target_dev or {}), dict(target_test or {}), \
         dict(sources or {})
-    if not train or not dev:
-        raise FsxltError("source-training needs non-empty English train and dev sets")
+    sources_langs = list(source_languages or [task.source_language])
+    if select not in SELECTIONS:
+        raise FsxltError(f"unknown selection {select!r}; valid: {', '.join(SELECTIONS)}")
+    source_dev = dict(dev) if isinstance(dev, dict) else {sources_langs[0]: dev}
+    if not train or not source_dev or not all(source_dev.values()):
+        raise FsxltError("source-training needs non-empty source train and dev sets")
+    if set(source_dev) - set(sources_langs):
+        raise FsxltError(f"dev sets for {', '.join(sorted(set(source_dev) - set(sources_langs)))}"
+                         ", which are not source languages")
     if epochs < 1 or batch_size < 1:
         raise FsxltError("epochs and batch size must be at least 1")
     began = time.perf_counter()
@@ -101,7 +126,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
     trainer = get_method(method, task.kind)
     if trainer.name not in ("full", "pet"):
         raise FsxltError(f"source-training uses full or pet, not {trainer.name}")
-    trainer.bind(task, task.source_language, start.tokenizer, dict(start.info))
+    trainer.bind(task, sources_langs[0], start.tokenizer, dict(start.info))
 
     def inputs(examples: Sequence[Example]) -> Any:
         return trainer.encode(featurizer, examples) or featurizer.encode(examples, windows=True)
@@ -110,9 +135,14 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
         return make_eval_set(inputs(examples), featurizer.pad_id, device)
 
     rows = inputs(train).rows
-    dev_sets = {task.source_language: eval_set(dev)}
+    dev_sets = {lang: eval_set(examples) for lang, examples in source_dev.items()}
     for lang, examples in target_dev.items():
-        dev_sets[lang] = eval_set(examples)
+        if lang not in dev_sets:
+            dev_sets[lang] = eval_set(examples)
+    selecting = list(source_dev) if select == "source-dev" else list(dev_sets)
+
+    def selection_score(scores: dict[str, float]) -> float:
+        return sum(scores[lang] for lang in selecting) / len(selecting)
     test_sets = {lang: eval_set(ex) for lang, ex in target_test.items()}
     initial = snapshot(model, device="cpu")
 
@@ -148,8 +178,9 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
                 entry["test"] = {lang: score(model, es, task, amp=amp)["score"]
                                  for lang, es in test_sets.items()}
             checkpoints.append(entry)
-            bar.set_postfix(lr=lr, epoch=epoch, dev=round(dev_scores[task.source_language], 4))
-            en = dev_scores[task.source_language]
+            en = selection_score(dev_scores)
+            entry["selection_score"] = en
+            bar.set_postfix(lr=lr, epoch=epoch, dev=round(en, 4))
             if en > run_best[0]:
                 run_best = (en, epoch)
             if best is None or en > best[0]:
@@ -159,15 +190,18 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
     bar.close()
     assert best is not None and best_state is not None
     restore(model, best_state)  # the masked-LM head too: best_state holds every weight
-    english_dev = score(model, dev_sets[task.source_language], task, amp=amp)
-    zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in test_sets.items()}
+    source_scores = {lang: score(model, dev_sets[lang], task, amp=amp) for lang in source_dev}
+    zero_shot = {lang: dict(score(model, es, task, amp=amp), in_source=lang in sources_langs)
+                 if lang in sources_langs else score(model, es, task, amp=amp)
+                 for lang, es in test_sets.items()}
     oracle = {}
     for lang in target_dev:
         top = max(checkpoints, key=lambda c, lang=lang: c["dev"][lang])  # first best wins
         oracle[lang] = {"lr": top["lr"], "epoch": top["epoch"], "dev_score": top["dev"][lang],
                         "test_score": top.get("test", {}).get(lang)}
+    first = sources_langs[0]
     data = {"train": data_info(train, sources.get("train")),
-            "dev": data_info(dev, sources.get("dev")),
+            "dev": data_info(source_dev[first], sources.get("dev")),
             "target_dev": {lang: data_info(ex, sources.get(f"dev-{lang}"))
                            for lang, ex in target_dev.items()},
             "target_test": {lang: data_info(ex, sources.get(f"test-{lang}"))
@@ -179,16 +213,25 @@ def source_train(task: str | TaskSpec, train: Sequence[Example], dev: Sequence[E
               "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
                            {lang: d["sha256"] for lang, d in v.items()})
                        for k, v in data.items()}}
+    if sources_langs != [task.source_language] or select != "source-dev" or len(source_dev) > 1:
+        # the English-only study keeps the config hash it always had
+        data["source_dev"] = {lang: data_info(ex, sources.get(f"dev-{lang}"))
+                              for lang, ex in source_dev.items()}
+        config.update(source_languages=sources_langs, select=select,
+                      source_dev={lang: d["sha256"] for lang, d in data["source_dev"].items()})
     record = {
         "format": SOURCE_FORMAT, "task": task.name, "kind": task.kind,
         "labels": list(task.labels), "metric": task.metric, "encoder": model_name,
-        "method": trainer.describe(), "source_language": task.source_language, "lrs": lrs,
+        "method": trainer.describe(), "source_language": "+".join(sources_langs),
+        "source_languages": sources_langs, "lrs": lrs,
         "epochs": epochs,
         "batch_size": batch_size, "seed": seed, "max_seq_length": featurizer.max_len,
         "data": data, "checkpoints": checkpoints, "lr_results": lr_results,
-        "selection": {"protocol": "english-dev", "lr": best[1], "epoch": best[2],
-                      "dev_score": best[0]},
-        "english_dev": english_dev, "zero_shot": zero_shot, "oracle": oracle,
+        "selection": {"protocol": "english-dev" if sources_langs == ["en"] and
+                      select == "source-dev" else select, "languages": selecting,
+                      "lr": best[1], "epoch": best[2], "dev_score": best[0]},
+        "english_dev": source_scores[first], "source_dev": source_scores,
+        "zero_shot": zero_shot, "oracle": oracle,
         "device": device.type, "versions": versions(), "config_hash": config_hash(config),
     }
     return SourceResult(model, start.tokenizer, record,
