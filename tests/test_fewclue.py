@@ -368,3 +368,17 @@ def test_predict_is_refused_for_a_task_without_submission_files(tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert err.endswith("predict writes a benchmark's submission files (FewCLUE, XGLUE); "
                         "task xnli has none") and "\n" not in err
+
+
+def test_micro_batches_count_candidates_not_examples(store, encoder):
+    """A ChID bucket of 8 examples is 56 encoder inputs; micro_batch=14 means 2 examples."""
+    from fsxlt.sampling.store import read_examples_jsonl
+    from fsxlt.training import AdaptEngine
+
+    directory = store / "chid" / "zh" / f"k{TRAIN_SIZE}"
+    engine = AdaptEngine.from_start(
+        "chid", "zh", str(encoder), dev=read_examples_jsonl(directory / "00.dev.jsonl"),
+        device="cpu", micro_batch=14, max_seq_length=32)
+    batches = engine._bucket_batches(read_bucket(directory / "00.json").examples)
+    assert [b["labels"].numel() for b in batches] == [2, 2, 2, 2]
+    assert all(b["input_ids"].shape[0] == 14 for b in batches)

@@ -172,8 +172,11 @@ class AdaptEngine:
         rows = (encoded or self.featurizer.encode(examples, windows=False)).rows
         if not rows:
             raise FsxltError("the bucket holds no examples")
-        return [collate(rows[i:i + self.micro_batch], self.featurizer.pad_id, self.device)
-                for i in range(0, len(rows), self.micro_batch)]
+        # ``micro_batch`` counts encoder inputs: a multiple-choice row is one per candidate
+        # (ChID: 7), so 64 of its rows at once would be 448 sequences in one backward pass
+        step = max(1, self.micro_batch // rows[0].n_sequences)
+        return [collate(rows[i:i + step], self.featurizer.pad_id, self.device)
+                for i in range(0, len(rows), step)]
 
     def _reset(self, method: str | Method, seed: int) -> list[str]:
         """Undo the last run's method, restore the start, let ``method`` prepare the model."""
