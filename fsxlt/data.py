@@ -309,8 +309,7 @@ def read_xglue_tsv(path: Path, task: TaskSpec, skipped: Any = None,
         parts: dict[str, list[str]] = {}
         for role, value in zip(columns, fields, strict=True):
             parts.setdefault(role, []).append(value.strip())
-        label = (_check_label(task, parts["label"][0], path, line_no) if labelled
-                 else task.labels[0])
+        label = _check_label(task, parts["label"][0], path, line_no) if labelled else ""
         text_b = " . ".join(parts["text_b"]) if "text_b" in parts else None
         examples.append(TextExample(f"{path.name}:{line_no}", " . ".join(parts["text_a"]),
                                     text_b, label))

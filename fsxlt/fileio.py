@@ -46,7 +46,7 @@ def text_lines(text: str) -> list[str]:
 
     ``str.splitlines`` also splits at Unicode separators (U+2028, U+0085,
     ...) that real data carries inside its texts (IFLYTEK's app
-    descriptions do), which would cut a JSON line or a TSV row in two.
+    descriptions hold U+2028), which would cut a JSON line or a TSV row in two.
     """
     lines = text.split("\n")
     if lines and lines[-1] == "":

@@ -382,3 +382,18 @@ def test_micro_batches_count_candidates_not_examples(store, encoder):
     batches = engine._bucket_batches(read_bucket(directory / "00.json").examples)
     assert [b["labels"].numel() for b in batches] == [2, 2, 2, 2]
     assert all(b["input_ids"].shape[0] == 14 for b in batches)
+
+
+def test_a_missing_dev_or_test_file_is_a_violation_not_a_crash(store, tmp_path):
+    import shutil
+
+    copy = tmp_path / "buckets"
+    shutil.copytree(store / "bustm", copy / "bustm")
+    directory = copy / "bustm" / "zh" / f"k{TRAIN_SIZE}"
+    (directory / "02.dev.jsonl").unlink()
+    (directory / "test.jsonl").unlink()
+    [report] = check_store(copy)
+    assert {(v.bucket, v.kind, v.detail) for v in report.violations} == {
+        (2, "integrity", "02.dev.jsonl is missing"),
+        (None, "integrity", "test.jsonl is missing")}
+    assert set(report.label_counts) == {"00", "01", "02", "03", "04", "all"}

@@ -55,6 +55,7 @@ from typing import Any
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import parse_yaml, sha256_file, sha256_text
 from fsxlt.methods import METHODS
+from fsxlt.sampling.store import bucket_name
 from fsxlt.tasks import TaskSpec, get_task
 
 RUN_FORMAT = "fsxlt-adapt-run/1"  # the engine's record format (fsxlt.training.adapt)
@@ -363,7 +364,7 @@ class RunSpec:
 
     @property
     def bucket_name(self) -> str:
-        return self.name or f"{self.index:02d}"
+        return self.name or bucket_name(self.index)
 
     @property
     def id(self) -> str:
@@ -593,7 +594,7 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
     digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
     record = out / plan.task / lang / f"k{k}" \
         / arm_name(method.name, source_training, plan.select_start) \
-        / f"{name or f'{index:02d}'}.json"
+        / f"{name or bucket_name(index)}.json"
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start, bucket_path=str(bucket),
                    bucket_sha256=bucket_sha, dev_path=str(dev), test_path=str(test),

@@ -160,7 +160,8 @@ def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket
     """Fixed splits (FewCLUE): no K to demand. Report each bucket's per-label counts and
     check that its examples carry labels of the task, are not in its own dev set, and
     are not in the test set (by content: the files number their examples apart).
-    A dev set sharing examples with the test set is noted, not a violation.
+    A dev set sharing examples with the test set is noted, not a violation; a
+    missing dev or test file is :func:`_check_dev_files`' violation, not read here.
     """
     from fsxlt.sampling.store import read_examples_jsonl
 
@@ -168,8 +169,8 @@ def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket
     notes: list[str] = []
     counts: dict[str, dict[str, int]] = {}
     test_keys: set[tuple] = set()
-    if manifest.get("test"):
-        test_path = directory / manifest["test"]["file"]
+    test_path = directory / manifest["test"]["file"] if manifest.get("test") else None
+    if test_path is not None and test_path.is_file():
         test_keys = {loose_key(ex) for ex in read_examples_jsonl(test_path)}
     entries = {int(e["index"]): e for e in manifest["buckets"]}
     for bucket in buckets:
@@ -183,7 +184,7 @@ def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket
             found.append(Violation(bucket.index, "test-leak",
                                    f"{in_test} examples also occur in the test set"))
         dev = (entries.get(bucket.index) or {}).get("dev")
-        if dev:
+        if dev and (directory / dev["file"]).is_file():
             dev_keys = {loose_key(ex) for ex in read_examples_jsonl(directory / dev["file"])}
             if keys & dev_keys:
                 found.append(Violation(bucket.index, "dev-leak", f"{len(keys & dev_keys)} "
@@ -299,10 +300,9 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
     label_counts: dict[str, dict[str, int]] = {}
     notes: list[str] = []
     if manifest.get("sampler") == FIXED_SAMPLER:
-        if not any(v.kind == "integrity" and "dev" not in v.detail for v in violations):
-            fixed, label_counts, notes = _check_fixed(directory, manifest, buckets,
-                                                      list(manifest["labels"]))
-            violations += fixed
+        fixed, label_counts, notes = _check_fixed(directory, manifest, buckets,
+                                                  list(manifest["labels"]))
+        violations += fixed
     elif task.is_multiple_choice:
         violations += _check_k_examples(manifest, buckets, remaining)
     elif task.is_tagging:

@@ -50,6 +50,11 @@ class FewClueImport:
     unlabelled: list[str] = field(default_factory=list)
 
 
+def bucket_name(split: str) -> str:
+    """The bucket a split becomes: ``0`` -> ``00``, ``all`` -> ``all``."""
+    return split if split == "all" else f"{int(split):02d}"
+
+
 def split_files(split: str) -> tuple[str, str]:
     """The training and dev file names of a split (``0`` ... ``4``, ``all``)."""
     if split == "all":
@@ -82,12 +87,12 @@ def import_task(directory: Path, task: TaskSpec, unlabelled: list[str]) -> Bucke
         task=task.name, language=LANGUAGE, k=len(buckets[0]), sampler=SAMPLER, seed=None,
         split="train", source_file=directory.name, source_sha256=None,
         labels=list(task.labels), buckets=buckets, indices=list(range(len(SPLITS))),
-        names=[name if name == "all" else f"{int(name):02d}" for name in SPLITS],
+        names=[bucket_name(split) for split in SPLITS],
         devs=devs, union=UNION, test=test,
         test_source={"file": test_name, "sha256": sha256_file(test_path)},
         notes={"benchmark": "FewCLUE", "splits": {
-            (name if name == "all" else f"{int(name):02d}"): dict(
-                zip(("train", "dev"), split_files(name), strict=True)) for name in SPLITS}})
+            bucket_name(split): dict(zip(("train", "dev"), split_files(split), strict=True))
+            for split in SPLITS}})
 
 
 def import_fewclue(src: str | Path, out: str | Path, *, tasks: Sequence[str] | None = None,

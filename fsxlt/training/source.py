@@ -191,9 +191,9 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     assert best is not None and best_state is not None
     restore(model, best_state)  # the masked-LM head too: best_state holds every weight
     source_scores = {lang: score(model, dev_sets[lang], task, amp=amp) for lang in source_dev}
-    zero_shot = {lang: dict(score(model, es, task, amp=amp), in_source=lang in sources_langs)
-                 if lang in sources_langs else score(model, es, task, amp=amp)
-                 for lang, es in test_sets.items()}
+    zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in test_sets.items()}
+    for lang in set(zero_shot) & set(sources_langs):
+        zero_shot[lang]["in_source"] = True  # trained on it: not a zero-shot score
     oracle = {}
     for lang in target_dev:
         top = max(checkpoints, key=lambda c, lang=lang: c["dev"][lang])  # first best wins
