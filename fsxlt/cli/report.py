@@ -38,6 +38,10 @@ def report_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     n_boot: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples.")] = 10_000,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Tables only.")] = False,
+    sources: Annotated[
+        bool, typer.Option("--sources", help="Only the source x target table of zero-shot "
+                           "scores (from K=0 records and source-train checkpoints).")
+    ] = False,
 ) -> None:
     """Per task and method: rows = languages, columns = K (K=0 zero-shot), mean ± std over buckets.
 
@@ -46,18 +50,28 @@ def report_cmd(
     per (task, language, K), the mean paired difference over the buckets both ran,
     a bootstrap 95% CI and the Wilcoxon signed-rank p-value.
 
+    Runs adapted from a model source-trained on anything but English are arms of
+    their own (full@de, full@en+de+es), never averaged with English's. --sources
+    gives the source x target table of zero-shot scores; RUNS_DIR may also hold
+    source-train checkpoint directories.
+
     Example:
 
     \b
       fsxlt report runs --format md --out report
       fsxlt report runs --compare full fc-pooler
+      fsxlt report runs --compare full@de full
+      fsxlt report ckpt --sources
     """
-    from fsxlt.report import report_text, write_compare, write_report
+    from fsxlt.report import report_text, sources_text, write_compare, write_report
 
     if ddof < 0 or expected < 1:
         raise FsxltError("--ddof must be >= 0 and --expected-buckets >= 1")
     if out is not None:
         check_output_dir(out, "report directory")
+    if sources:
+        typer.echo(sources_text(runs_dir, fmt, out, warn=_warn), nl=False)
+        return
     if compare:
         typer.echo(write_compare(runs_dir, compare[0], compare[1], out, fmt, seed=seed,
                                  n_boot=n_boot, warn=_warn), nl=False)

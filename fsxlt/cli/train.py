@@ -288,7 +288,8 @@ def _buckets(path: Path):
 
 
 def run_path(out: Path, record: dict) -> Path:
-    """Where a run record goes: ``OUT/<task>/<lang>/k<K>/<method>[-epoch0]/<index>.json``."""
+    """Where a run record goes: ``OUT/<task>/<lang>/k<K>/<arm>/<index>.json``, the arm
+    being the method, ``-epoch0`` and ``@SOURCE`` for a start not trained on English."""
     from fsxlt.execution.plan import arm_name
 
     bucket = record["bucket"]
@@ -299,7 +300,9 @@ def run_path(out: Path, record: dict) -> Path:
     else:
         name = f"{bucket['sha256'][:12]}.json"
     k = f"k{record['k']}" if record.get("k") is not None else "k-"
-    arm = arm_name(record["method"], True, bool(record.get("select_start")))
+    start = (record.get("model") or {}).get("start") or {}
+    arm = arm_name(record["method"], True, bool(record.get("select_start")),
+                   start.get("source_languages"))
     return Path(out) / record["task"] / record["language"] / k / arm / name
 
 

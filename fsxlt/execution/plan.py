@@ -64,6 +64,8 @@ ZERO_SHOT_FORMAT = "fsxlt-zero-shot/1"
 ZERO_SHOT_FILE = "zero-shot.json"
 NOSOURCE_SUFFIX = "-nosource"
 EPOCH0_SUFFIX = "-epoch0"
+SOURCE_MARK = "@"          # full@de: adapted from a model source-trained on German
+DEFAULT_SOURCE = "en"      # the study's source; its arms carry no mark
 CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # written by fsxlt.training.checkpoint
 HEAD_FILE = "fsxlt_head.safetensors"
 
@@ -75,16 +77,47 @@ TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
 
 
-def arm_name(method: str, source_training: bool, select_start: bool = False) -> str:
+def arm_name(method: str, source_training: bool, select_start: bool = False,
+             source_languages: Sequence[str] | None = None) -> str:
     """The directory (and report label) of a run: its method, ``-epoch0`` when the start
-    model competed as epoch 0, ``-nosource`` for the no-source-training ablation.
+    model competed as epoch 0, ``-nosource`` for the no-source-training ablation,
+    ``@de`` / ``@en+de+es`` when the start was source-trained on anything but English.
 
-    Epoch-0 runs get an arm of their own so that they sit beside the study's
-    protocol in one runs directory and ``fsxlt report --compare full-epoch0
-    full`` pairs them bucket by bucket.
+    Epoch-0 runs and runs from other sources get an arm of their own so that
+    they sit beside the study's protocol in one runs directory, are never
+    averaged with it, and ``fsxlt report --compare full@de full`` pairs them
+    bucket by bucket.
     """
     arm = f"{method}{EPOCH0_SUFFIX}" if select_start else method
-    return arm if source_training else f"{arm}{NOSOURCE_SUFFIX}"
+    if not source_training:
+        return f"{arm}{NOSOURCE_SUFFIX}"
+    source = source_name(source_languages)
+    return arm if source == DEFAULT_SOURCE else f"{arm}{SOURCE_MARK}{source}"
+
+
+def source_name(source_languages: Sequence[str] | None) -> str:
+    """``en``, ``de``, ``en+de+es``: how records and reports name a start's source."""
+    return "+".join(source_languages) if source_languages else DEFAULT_SOURCE
+
+
+def arm_source(arm: str) -> str | None:
+    """The source an arm's start was trained on (None for the no-source ablation)."""
+    if arm.endswith(NOSOURCE_SUFFIX):
+        return None
+    return arm.split(SOURCE_MARK, 1)[1] if SOURCE_MARK in arm else DEFAULT_SOURCE
+
+
+def start_source_languages(start: str | Path | None) -> list[str]:
+    """The source languages recorded in a checkpoint directory (English when it predates
+    them); empty for a start that is not an fsxlt checkpoint (a pretrained encoder)."""
+    meta_path = Path(start) / CHECKPOINT_FILE if start else None
+    if meta_path is None or not meta_path.is_file():
+        return []
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise FsxltError(f"{meta_path}: unreadable checkpoint record ({err})") from None
+    return list(meta.get("source_languages") or [meta.get("source_language", DEFAULT_SOURCE)])
 
 
 @dataclass(frozen=True)
@@ -350,6 +383,7 @@ class RunSpec:
     method_options: str = "{}"  # its options, as sorted JSON
     select_start: bool = False
     predict_path: str = ""    # a file to predict (FewCLUE/XGLUE submission files)
+    source_languages: tuple[str, ...] = ()  # the start's source (empty: English or none)
 
     def load_method(self) -> Any:
         """The configured method this run adapts with."""
@@ -360,7 +394,8 @@ class RunSpec:
 
     @property
     def arm(self) -> str:
-        return arm_name(self.method, self.source_training, self.select_start)
+        return arm_name(self.method, self.source_training, self.select_start,
+                        self.source_languages)
 
     @property
     def bucket_name(self) -> str:
@@ -397,6 +432,7 @@ class _Hashes:
 
     def __init__(self) -> None:
         self.cache: dict[str, str] = {}
+        self.sources_cache: dict[str, tuple[str, ...]] = {}
 
     def file(self, path: Path) -> str:
         key = str(path)
@@ -413,15 +449,25 @@ class _Hashes:
     def start(self, start: str) -> str:
         key = f"start:{start}"
         if key not in self.cache:
-            path = Path(start)
-            if (path / CHECKPOINT_FILE).is_file():
-                digest = hashlib.sha256((path / CHECKPOINT_FILE).read_bytes())
-                if (path / HEAD_FILE).is_file():
-                    digest.update((path / HEAD_FILE).read_bytes())
-                self.cache[key] = "checkpoint:" + digest.hexdigest()
-            else:
-                self.cache[key] = f"pretrained:{start}"
+            self.cache[key] = start_fingerprint(start)
         return self.cache[key]
+
+    def sources(self, start: str) -> tuple[str, ...]:
+        """The start checkpoint's source languages, read once per plan."""
+        if f"sources:{start}" not in self.sources_cache:
+            self.sources_cache[f"sources:{start}"] = tuple(start_source_languages(start))
+        return self.sources_cache[f"sources:{start}"]
+
+
+def start_fingerprint(start: str | Path) -> str:
+    """What identifies a start: a checkpoint's record and head bytes, or an encoder's name."""
+    path = Path(start)
+    if not (path / CHECKPOINT_FILE).is_file():
+        return f"pretrained:{start}"
+    digest = hashlib.sha256((path / CHECKPOINT_FILE).read_bytes())
+    if (path / HEAD_FILE).is_file():
+        digest.update((path / HEAD_FILE).read_bytes())
+    return "checkpoint:" + digest.hexdigest()
 
 
 def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Path:
@@ -592,8 +638,9 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
             raise FsxltError(f"{predict}: file to predict for {plan.task} not found")
         identity["predict"] = hashes.file(predict)
     digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
+    sources = hashes.sources(start) if source_training else ()
     record = out / plan.task / lang / f"k{k}" \
-        / arm_name(method.name, source_training, plan.select_start) \
+        / arm_name(method.name, source_training, plan.select_start, sources) \
         / f"{name or bucket_name(index)}.json"
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start, bucket_path=str(bucket),
@@ -604,7 +651,8 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
                    sweep_name=sweep_name, name=name, method_ref=ref,
                    method_options=json.dumps(method.config, sort_keys=True),
                    select_start=plan.select_start,
-                   predict_path=str(predict) if predict is not None else "")
+                   predict_path=str(predict) if predict is not None else "",
+                   source_languages=sources)
 
 
 # --------------------------------------------------------------------------- resume

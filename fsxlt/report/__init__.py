@@ -24,7 +24,7 @@ from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
 __all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "load_records",
-           "render", "render_compare", "report_text", "write_report"]
+           "render", "render_compare", "report_text", "sources_text", "write_report"]
 
 
 def _check(fmt: str) -> None:
@@ -78,6 +78,25 @@ def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof
     if plots:
         written += make_plots(records, cells, out / "plots")
     return written
+
+
+def sources_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None = None, *,
+                 warn: Warn | None = None) -> str:
+    """The source x target zero-shot tables from K=0 records and checkpoints under
+    ``runs_dir``; also written to ``out/sources.<ext>``."""
+    from fsxlt.report.tables import render_sources
+
+    _check(fmt)
+    records = load_records(runs_dir)
+    if records.zero_shot.empty:
+        raise FsxltError(f"{runs_dir}: no zero-shot scores found (K=0 records of a sweep, "
+                         "or fsxlt source-train checkpoints with --target)")
+    for path, problem in records.unreadable if warn else ():
+        warn(f"warning: {Path(runs_dir) / path}: unreadable record, not counted: {problem}")
+    text = render_sources(records, fmt)
+    if out is not None:
+        atomic_write_text(Path(out) / f"sources.{SUFFIX[fmt]}", text)
+    return text
 
 
 def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path | None = None,

@@ -5,11 +5,17 @@ sorted into:
 
 - ``scores``: one row per finished adapt record (``fsxlt-adapt-run/1`` with a
   numeric test score and status ``ok``, or no status as ``fsxlt adapt``
-  writes): task, language, k, arm, method, source_training, bucket,
-  test_score, dev_score, best_epoch, metric;
+  writes): task, language, k, arm, method, source_training, source, bucket,
+  test_score, dev_score, best_epoch, metric. The arm names the source when
+  it is not English (``full@de``), so runs from different sources are
+  never one cell;
 - ``curves``: the dev score of every epoch of the selected learning rate's
   run (task, language, k, arm, bucket, epoch, dev_score);
-- ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep;
+- ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep,
+  and the zero-shot scores inside source-training checkpoints
+  (``fsxlt_checkpoint.json``; the checkpoint's other files are left out
+  silently): one row per (task, language, source, start), ``in_source`` when
+  the start was trained on that language (not a zero-shot score);
 - ``unions``: runs on a set's union bucket (FewCLUE's ``all``, the union of
   its five splits): reported beside the splits' mean, never among them;
   ``scores`` marks runs on fixed splits (``fixed``), which have five
@@ -37,16 +43,26 @@ import pandas as pd
 
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import EVALUATION_FORMAT
-from fsxlt.execution.plan import RUN_FORMAT, ZERO_SHOT_FORMAT, arm_name
+from fsxlt.execution.plan import (
+    CHECKPOINT_FILE,
+    RUN_FORMAT,
+    ZERO_SHOT_FORMAT,
+    arm_name,
+    arm_source,
+    source_name,
+    start_fingerprint,
+)
 
 KEY = ["task", "language", "k", "arm", "bucket"]
-SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score", "best_epoch",
-                       "metric", "fixed"]
+SCORE_COLUMNS = KEY + ["method", "source_training", "source", "test_score", "dev_score",
+                       "best_epoch", "metric", "fixed"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 SUBMISSION_DIR = "submission"  # fsxlt.submission.SUBMISSION_DIR
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
-ZERO_COLUMNS = ["task", "language", "test_score", "metric"]
+ZERO_COLUMNS = ["task", "language", "source", "start", "where", "in_source", "test_score",
+                "metric"]
+CHECKPOINT_FORMAT = "fsxlt-checkpoint/1"  # fsxlt.training.checkpoint
 
 
 @dataclass
@@ -91,6 +107,8 @@ def load_records(runs_dir: str | Path) -> Records:
         rel = path.relative_to(root).as_posix()
         if SUBMISSION_DIR in path.relative_to(root).parts[:-1]:
             continue  # FewCLUE submission files (fsxlt.submission), not records
+        if path.name != CHECKPOINT_FILE and (path.parent / CHECKPOINT_FILE).is_file():
+            continue  # a checkpoint's config and tokenizer files, not records
         record, problem = _parse(path)
         if problem is not None:
             unreadable.append((rel, problem))
@@ -105,15 +123,24 @@ def load_records(runs_dir: str | Path) -> Records:
         if status == "error":
             failed.append(rel)
         elif fmt == ZERO_SHOT_FORMAT and status == "ok" and _number(record.get("test_score")):
+            start = record.get("start") or {}
             zero.append({"task": record["task"], "language": record["language"],
+                         "source": source_name(record.get("source_languages")),
+                         "start": start.get("fingerprint") or rel,
+                         "where": path.parent.relative_to(root).as_posix(),
+                         "in_source": bool(record.get("in_source")),
                          "test_score": float(record["test_score"]),
                          "metric": record.get("metric")})
+        elif fmt == CHECKPOINT_FORMAT:
+            zero += _checkpoint_zero_shot(record, path.parent, root)
         elif (fmt == RUN_FORMAT and status in (None, "ok") and _number(record.get("test_score"))
               and isinstance(record.get("bucket"), dict)
               and record["bucket"].get("index") is not None and record.get("k") is not None):
-            source = bool((record.get("model") or {}).get("source_training", True))
+            model = record.get("model") or {}
+            source = bool(model.get("source_training", True))
             arm = (record.get("sweep") or {}).get("arm") or arm_name(
-                record["method"], source, bool(record.get("select_start")))
+                record["method"], source, bool(record.get("select_start")),
+                (model.get("start") or {}).get("source_languages"))
             key = (record["task"], record["language"], int(record["k"]), arm,
                    int(record["bucket"]["index"]))
             if key in seen:
@@ -125,7 +152,8 @@ def load_records(runs_dir: str | Path) -> Records:
                                        strict=True)))
                 continue
             scores.append(dict(zip(KEY, key, strict=True), method=record["method"],
-                               source_training=source, test_score=float(record["test_score"]),
+                               source_training=source, source=arm_source(arm),
+                               test_score=float(record["test_score"]),
                                dev_score=record.get("dev_score"),
                                best_epoch=record.get("best_epoch"),
                                metric=record.get("metric"),
@@ -145,7 +173,25 @@ def load_records(runs_dir: str | Path) -> Records:
         curves=pd.DataFrame(curves, columns=CURVE_COLUMNS).sort_values(
             KEY + ["epoch"], ignore_index=True),
         zero_shot=pd.DataFrame(zero, columns=ZERO_COLUMNS).drop_duplicates(
-            ["task", "language"]).sort_values(["task", "language"], ignore_index=True),
+            ["task", "language", "source", "start"]).sort_values(
+            ["task", "language", "source", "start"], ignore_index=True),
         unions=pd.DataFrame(unions, columns=UNION_COLUMNS).sort_values(
             UNION_COLUMNS[:4], ignore_index=True),
         failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable)
+
+
+def _checkpoint_zero_shot(record: dict[str, Any], directory: Path,
+                          root: Path) -> list[dict[str, Any]]:
+    """The zero-shot rows of the source-training checkpoint in ``directory``; its start
+    fingerprint is the sweep's, so its K=0 records and the checkpoint are one start."""
+    start = start_fingerprint(directory)
+    where = directory.relative_to(root).as_posix()
+    source = source_name(record.get("source_languages")
+                         or [record.get("source_language", "en")])
+    rows = []
+    for lang, scores in sorted((record.get("zero_shot") or {}).items()):
+        if isinstance(scores, dict) and _number(scores.get("score")):
+            rows.append({"task": record.get("task"), "language": lang, "source": source,
+                         "start": start, "where": where, "in_source": bool(scores.get("in_source")),
+                         "test_score": float(scores["score"]), "metric": record.get("metric")})
+    return rows

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fsxlt.execution.plan import NOSOURCE_SUFFIX
+from fsxlt.execution.plan import NOSOURCE_SUFFIX, SOURCE_MARK, arm_source
 from fsxlt.modeling import METHODS
 from fsxlt.report.records import Records
 
@@ -34,20 +34,24 @@ FIXED_SPLITS = 5  # FewCLUE: splits 0-4 (its union "all" is shown beside them)
 METHOD_LABELS = {"full": "Full FT", "fc": "FC only", "fc-pooler": "FC+Pooler",
                  "cos-pooler": "COS+Pooler", "fc-reset-pooler": "FC(reset)+Pooler"}
 FORMATS = ("md", "latex", "csv")
+IN_SOURCE_MARK = "*"  # a K=0 score on a language the start was trained on: not zero-shot
 
 
 def arm_label(arm: str) -> str:
     if arm.endswith(NOSOURCE_SUFFIX):
         base = arm[: -len(NOSOURCE_SUFFIX)]
         return f"{METHOD_LABELS.get(base, base)}, no source-training"
-    return METHOD_LABELS.get(arm, arm)
+    base, _, source = arm.partition(SOURCE_MARK)
+    label = METHOD_LABELS.get(base, base)
+    return f"{label}, source {source}" if source else label
 
 
 def arm_order(arm: str) -> tuple:
     nosource = arm.endswith(NOSOURCE_SUFFIX)
     base = arm[: -len(NOSOURCE_SUFFIX)] if nosource else arm
+    base, _, source = base.partition(SOURCE_MARK)
     rank = METHODS.index(base) if base in METHODS else len(METHODS)
-    return (nosource, rank, base)
+    return (nosource, rank, base, source)
 
 
 def aggregate(records: Records, *, ddof: int = 1,
@@ -60,7 +64,7 @@ def aggregate(records: Records, *, ddof: int = 1,
     """
     scores = records.scores
     columns = ["task", "arm", "language", "k", "n", "mean", "std", "zero_shot", "gain",
-               "missing", "expected", "union"]
+               "missing", "expected", "union", "in_source"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
@@ -77,12 +81,16 @@ def aggregate(records: Records, *, ddof: int = 1,
              for r in records.unions.itertuples(index=False)}
     cells["union"] = [union.get((t, lang, int(k), arm), np.nan) for t, lang, k, arm in zip(
         cells["task"], cells["language"], cells["k"], cells["arm"], strict=True)]
-    zero = {(r.task, r.language): 100.0 * r.test_score
-            for r in records.zero_shot.itertuples(index=False)}
+    zero, in_source = {}, set()
+    for r in records.zero_shot.itertuples(index=False):  # the first start of each source
+        zero.setdefault((r.task, r.language, r.source), 100.0 * r.test_score)
+        if r.in_source:
+            in_source.add((r.task, r.language, r.source))
     source_arms = set(scores.loc[scores["source_training"], "arm"])
-    cells["zero_shot"] = [zero.get((t, lang)) if arm in source_arms else None
+    cells["zero_shot"] = [zero.get((t, lang, arm_source(arm))) if arm in source_arms else None
                           for t, arm, lang in zip(cells["task"], cells["arm"],
                                                   cells["language"], strict=True)]
+    cells["in_source"] = False
     cells["zero_shot"] = cells["zero_shot"].astype(float)
     cells["gain"] = cells["mean"] - cells["zero_shot"]
     zero_rows = []
@@ -92,11 +100,13 @@ def aggregate(records: Records, *, ddof: int = 1,
         langs = sorted(set(cells.loc[(cells["task"] == task) & (cells["arm"] == arm),
                                      "language"]))
         for lang in langs:
-            if (task, lang) in zero:
+            key = (task, lang, arm_source(arm))
+            if key in zero:
                 zero_rows.append({"task": task, "arm": arm, "language": lang, "k": 0, "n": 1,
-                                  "mean": zero[(task, lang)], "std": np.nan,
-                                  "zero_shot": zero[(task, lang)], "gain": 0.0,
-                                  "missing": "", "expected": 1, "union": np.nan})
+                                  "mean": zero[key], "std": np.nan,
+                                  "zero_shot": zero[key], "gain": 0.0,
+                                  "missing": "", "expected": 1, "union": np.nan,
+                                  "in_source": key in in_source})
     if zero_rows:
         cells = pd.concat([pd.DataFrame(zero_rows, columns=columns), cells[columns]],
                           ignore_index=True)
@@ -119,7 +129,7 @@ def fmt(value: float | None, signed: bool = False) -> str:
 def cell_text(row: pd.Series, expected: int) -> str:
     """``mean ± std``, ``(n=…)`` when buckets are missing, ``; all x`` for a union split."""
     if row["k"] == 0:
-        return fmt(row["mean"])
+        return fmt(row["mean"]) + (IN_SOURCE_MARK if row.get("in_source") else "")
     text = fmt(row["mean"])
     if row["n"] > 1 and not np.isnan(row["std"]):
         text += f" ± {fmt(row['std'])}"
@@ -185,6 +195,44 @@ def fixed_split_table(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> 
         rows.append(row)
     return Table("FewCLUE: test accuracy, mean ± std over splits 0-4 (all: the union split)",
                  ["arm"] + tasks + ["average"], rows)
+
+
+def source_tables(zero_shot: pd.DataFrame) -> list[Table]:
+    """Per task, the zero-shot score of every start (row: its source) on every target.
+
+    A start's row is its source languages (``en``, ``de``, ``en+de+es``),
+    followed by where it was read when two starts share a source. A score on
+    a language the start was trained on is marked ``*``: it is not
+    zero-shot, and the last row ("best zero-shot source") never picks it.
+    """
+    tables = []
+    for task, part in zero_shot.groupby("task", sort=True):
+        langs = sorted(set(part["language"]))
+        starts = part.drop_duplicates(["source", "start"])[["source", "start", "where"]]
+        shared = starts["source"].duplicated(keep=False)
+        rows, best = [], {}
+        for (source, start, where), twin in zip(starts.itertuples(index=False, name=None),
+                                                shared, strict=True):
+            label = f"{source} ({where})" if twin else source
+            row = [label]
+            for lang in langs:
+                hit = part[(part["source"] == source) & (part["start"] == start)
+                           & (part["language"] == lang)]
+                if not len(hit):
+                    row.append("–")
+                    continue
+                score, marked = 100.0 * float(hit.iloc[0]["test_score"]), bool(
+                    hit.iloc[0]["in_source"])
+                row.append(fmt(score) + (IN_SOURCE_MARK if marked else ""))
+                if not marked and score > best.get(lang, (-np.inf, ""))[0]:
+                    best[lang] = (score, label)
+            rows.append(row)
+        rows.append(["best zero-shot source"] + [best[lang][1] if lang in best else "–"
+                                                 for lang in langs])
+        tables.append(Table(f"{task}: zero-shot test score by source (rows) and target "
+                            f"(columns); {IN_SOURCE_MARK} trained on that language, "
+                            "not zero-shot", ["source"] + langs, rows))
+    return tables
 
 
 def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[Table]:
@@ -290,7 +338,9 @@ def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 
     """The whole report as one text in ``fmt_name`` (md, latex or csv)."""
     if fmt_name == "csv":
         return cells_csv(cells)
-    tables = build_tables(cells, expected)
+    several = records.zero_shot.groupby("task")["source"].nunique()
+    tables = source_tables(records.zero_shot[records.zero_shot["task"].isin(
+        several[several > 1].index)]) + build_tables(cells, expected)
     lines = notes(cells, records, ddof, expected)
     if fmt_name == "md":
         parts = ["# FS-XLT report", "", "\n".join(lines), ""]
@@ -300,6 +350,19 @@ def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 
     parts += [f"% {latex_escape(line)}" for line in lines]
     parts += [t.latex() for t in tables]
     return "\n".join(parts)
+
+
+def render_sources(records: Records, fmt_name: str) -> str:
+    """Only the source x target zero-shot tables (``fsxlt report --sources``)."""
+    if fmt_name == "csv":
+        frame = records.zero_shot.assign(test_score=100.0 * records.zero_shot["test_score"])
+        return cells_csv(frame)
+    tables = source_tables(records.zero_shot)
+    if fmt_name == "md":
+        return "\n".join(["# Zero-shot scores by source", "", "Scores in points (x100).", ""]
+                         + [t.markdown() for t in tables])
+    return "\n".join(["% Zero-shot scores by source (needs \\usepackage{booktabs})"]
+                     + [t.latex() for t in tables])
 
 
 def cells_csv(cells: pd.DataFrame) -> str:

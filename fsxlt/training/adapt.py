@@ -318,6 +318,7 @@ class AdaptEngine:
             "max_seq_length": self.featurizer.max_len, "metric": task.metric,
             "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
                       "source_training": not self.start.fresh_head},
+            "source_languages": self.start.info.get("source_languages"),
             "data": {"dev": self.dev_info, "test": self.test_info},
             "runs": runs,
             "selected_lr": selected["lr"], "best_epoch": selected["best_epoch"],
