@@ -131,6 +131,8 @@ def _open_lines(path: Path) -> list[str]:
 
 
 def _check_label(task: TaskSpec, label: str, path: Path, line_no: int) -> str:
+    """The label as the task names it (``label_aliases`` mapped), or a file:line error."""
+    label = task.label_aliases.get(label, label)
     if label not in task.labels:
         raise DataFormatError(
             path, f"unknown label {label!r} for task {task.name} "
@@ -141,37 +143,55 @@ def _check_label(task: TaskSpec, label: str, path: Path, line_no: int) -> str:
 _PAIR_HEADERS = {"sentence1", "premise", "text_a", "label", "gold_label"}
 
 
-def read_pair_tsv(path: Path, task: TaskSpec) -> list[TextExample]:
+def read_pair_tsv(path: Path, task: TaskSpec, skipped: Any = None, labelled: bool = True,
+                  language: str | None = None) -> list[TextExample]:
     """XTREME-style TSV: ``text_a<TAB>text_b<TAB>label``.
 
-    A header line (e.g. PAWS-X's ``id sentence1 sentence2 label``) is
-    recognised by its column names and used to find the three columns.
+    A header line (PAWS-X's ``id sentence1 sentence2 label``, XNLI 1.0's and
+    XGLUE's ``language gold_label ... sentence1 sentence2 ...``) is recognised
+    by its column names and used to find the columns. A file with a
+    ``language`` column holds every language: only ``language``'s rows are
+    read, in file order. ``labelled=False`` reads a file to predict (its
+    label column, if any, is not read).
     """
     lines = _open_lines(path)
-    columns = (0, 1, 2)
-    n_fields = 3
-    start = 0
-    header = lines[0].rstrip("\n").split("\t")
+    columns: tuple[int, ...] = (0, 1, 2) if labelled else (0, 1)
+    n_fields: int | None = None
+    start, lang_col = 0, None
+    header = lines[0].rstrip("\n").split("\t") if lines else []
     if _PAIR_HEADERS & {h.strip().lower() for h in header}:
         names = [h.strip().lower() for h in header]
         try:
             a = next(i for i, n in enumerate(names) if n in ("sentence1", "premise", "text_a"))
-            b = next(i for i, n in enumerate(names) if n in ("sentence2", "hypothesis", "text_b"))
-            lab = next(i for i, n in enumerate(names) if n in ("label", "gold_label"))
+            b = next(i for i, n in enumerate(names)
+                     if n in ("sentence2", "hypothesis", "hypo", "text_b"))
+            lab = next((i for i, n in enumerate(names) if n in ("label", "gold_label")), None)
         except StopIteration:
             raise DataFormatError(path, "header lacks text_a/text_b/label columns", 1) from None
-        columns, n_fields, start = (a, b, lab), len(names), 1
+        if lab is None and labelled:
+            raise DataFormatError(path, "header lacks a label column", 1)
+        columns = (a, b, lab) if labelled else (a, b)
+        n_fields, start = len(names), 1
+        lang_col = names.index("language") if "language" in names else None
+    if lang_col is not None and language is None:
+        raise DataFormatError(path, "holds every language (a language column); name the "
+                              "language to read", 1)
     examples = []
     for line_no, line in enumerate(lines[start:], start=start + 1):
         if not line.strip():
             continue
         fields = line.split("\t")
-        if len(fields) != n_fields:
+        if n_fields is None and not labelled and len(fields) in (2, 3):
+            pass  # a file to predict may keep or drop the label column
+        elif len(fields) != (n_fields or 3):
             raise DataFormatError(
-                path, f"expected {n_fields} tab-separated fields, found {len(fields)}", line_no)
-        a, b, lab = (fields[i] for i in columns)
-        examples.append(TextExample(f"{path.name}:{line_no}", a, b,
-                                    _check_label(task, lab.strip(), path, line_no)))
+                path, f"expected {n_fields or 3} tab-separated fields, found {len(fields)}",
+                line_no)
+        if lang_col is not None and fields[lang_col].strip() != language:
+            continue
+        text_a, text_b = fields[columns[0]], fields[columns[1]]
+        label = _check_label(task, fields[columns[2]].strip(), path, line_no) if labelled else ""
+        examples.append(TextExample(f"{path.name}:{line_no}", text_a, text_b, label))
     return examples
 
 
@@ -463,7 +483,8 @@ def source_ids(path: str | Path, task: TaskSpec) -> dict[int, Any]:
 
 
 # readers that can also read files without labels (files to predict)
-UNLABELLED_READERS = {"xglue_tsv": read_xglue_tsv, **FEWCLUE_READERS}
+UNLABELLED_READERS = {"xglue_tsv": read_xglue_tsv, "tsv_pair": read_pair_tsv,
+                      **FEWCLUE_READERS}
 
 READERS = {
     "tsv_pair": read_pair_tsv,
@@ -484,17 +505,22 @@ def file_format(path: Path, task: TaskSpec) -> str:
 
 
 def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | None = None,
-                  labelled: bool = True) -> list[Example]:
+                  labelled: bool = True, language: str | None = None) -> list[Example]:
     """Read every example of a local data file in the task's format.
 
     FewCLUE formats leave out examples without a label of the task and list
     them in ``skipped`` (without it, such an example is an error);
     ``labelled=False`` reads a file to predict (labels neither needed nor
-    read; every example gets the empty label).
+    read; every example gets the empty label). ``language`` picks its rows
+    from a file that holds every language (XNLI 1.0's and XGLUE's layout).
     """
     task, path = get_task(task), Path(path)
     fmt = file_format(path, task)
-    if fmt in UNLABELLED_READERS:
+    if fmt == "tsv_pair":
+        examples = read_pair_tsv(path, task, skipped, labelled, language)
+        if not examples and language is not None:
+            raise DataFormatError(path, f"file holds no example of language {language!r}")
+    elif fmt in UNLABELLED_READERS:
         examples = UNLABELLED_READERS[fmt](path, task, skipped, labelled)
     elif not labelled:
         raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE and XGLUE "
@@ -561,6 +587,8 @@ def examples_from_hub_rows(task: TaskSpec, rows: Any, source: str) -> list[Examp
 def load_hub_split(task: TaskSpec, language: str, split: str) -> Split:
     """Load a split from the Hugging Face hub (or its local cache) via ``datasets``."""
     hub = task.data.hf
+    if task.data.hub_unavailable:
+        raise FsxltError(f"{task.name}: no Hugging Face copy loads: {task.data.hub_unavailable}")
     if hub is None:
         raise FsxltError(f"task {task.name} has no hub source; pass a local file with --data")
     lang_name = languages().get(language).name if language in languages() else language
@@ -572,6 +600,10 @@ def load_hub_split(task: TaskSpec, language: str, split: str) -> Split:
         rows = datasets.load_dataset(hub.path, config, split=hub_split)
     except Exception as err:  # network, missing config, ...: one line for the user
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        if "scripts are no longer supported" in first:
+            raise FsxltError(f"{hub.path} is a loading-script dataset, which datasets "
+                             f"{datasets.__version__} no longer runs; pass local files with "
+                             "--data/--data-dir") from None
         raise FsxltError(
             f"could not load {hub.path} ({config}, {hub_split}) from the Hugging Face hub: "
             f"{err.__class__.__name__}: {first[:200]}; pass local files with --data/--data-dir"
@@ -595,11 +627,9 @@ def load_split(task: str | TaskSpec, language: str, split: str, *,
     task = get_task(task)
     task.check_language(language)
     if path is None and data_dir is not None:
-        path = Path(data_dir) / task.data.file_name(split, language)
-        if not path.is_file() and path.with_suffix(".conllu").is_file():
-            path = path.with_suffix(".conllu")
+        path = task.data.locate(data_dir, split, language)
     if path is None:
         return load_hub_split(task, language, split)
     path = Path(path)
-    examples = read_examples(path, task)
+    examples = read_examples(path, task, language=language)
     return Split(task.name, language, split, examples, str(path), sha256_file(path))

@@ -5,6 +5,12 @@ Metrics (METHOD.md §2), all reported as fractions in [0, 1]:
 - ``accuracy`` (classification): scikit-learn's accuracy.
 - ``seqeval_f1`` (NER): entity-level micro F1 of seqeval (conlleval-style
   chunking of BIO tags); precision and recall are recorded too.
+- ``ndcg`` (ranking, XGLUE's WPR): scikit-learn's ``ndcg_score`` over each
+  query's pages (gold grades as the true relevance, the model's expected
+  grade, sum of grade x probability, as the ranking score; no cut-off),
+  averaged over queries. A query with one judged page is left out (any
+  ranking of one page is perfect); a query whose pages are all graded 0
+  scores 0, as scikit-learn has it.
 - ``token_accuracy`` (POS): correct words / all words, which equals micro F1
   over words because every word gets exactly one tag. seqeval's F1 over the
   raw tags is recorded as ``seqeval_f1`` as well, for comparison with
@@ -142,14 +148,39 @@ def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[s
     return correct / total if total else 0.0
 
 
+def ndcg_scores(gold: Sequence[str], relevance: Sequence[float],
+                groups: Sequence[str]) -> dict[str, float]:
+    """Mean nDCG over queries: scikit-learn's ``ndcg_score`` per query (``groups`` names
+    each page's query; ``gold`` its grade, ``relevance`` the model's score)."""
+    import numpy as np
+    from sklearn.metrics import ndcg_score
+
+    pages: dict[str, list[int]] = {}
+    for i, query in enumerate(groups):
+        pages.setdefault(query, []).append(i)
+    values = [float(ndcg_score(np.asarray([[float(gold[i]) for i in idx]]),
+                               np.asarray([[relevance[i] for i in idx]])))
+              for idx in pages.values() if len(idx) > 1]
+    return {"ndcg": float(np.mean(values)) if values else 0.0, "n_queries": len(values),
+            "single_page_queries": sum(len(idx) == 1 for idx in pages.values())}
+
+
 def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any], *,
                    gold_entities: frozenset[tuple[str, int, int]] | None = None,
-                   ) -> dict[str, Any]:
+                   relevance: Sequence[float] | None = None,
+                   groups: Sequence[str] | None = None) -> dict[str, Any]:
     """All scores of ``task``'s metric; ``score`` is the one model selection uses.
 
     ``gold_entities``: :func:`entity_set` of ``gold``, precomputed (tagging only).
+    ``relevance`` and ``groups``: each page's ranking score and query (nDCG only).
     """
     metric = task.metric
+    if metric == "ndcg":
+        if relevance is None or groups is None:
+            raise ValueError("nDCG needs each page's ranking score and query")
+        s = ndcg_scores(gold, relevance, groups)
+        return {"metric": metric, "score": s["ndcg"], **s,
+                "accuracy": accuracy(gold, predicted), "n": len(gold)}
     if metric == "accuracy":
         acc = accuracy(gold, predicted)
         return {"metric": metric, "score": acc, "accuracy": acc, "n": len(gold)}
@@ -251,23 +282,38 @@ def autocast_context(device: torch.device, enabled: bool = True):
     return nullcontext()
 
 
-def predict_ids(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> list[Any]:
-    """Predicted label ids: one per example, or one list (every word) per sentence."""
-    encoded = eval_set.encoded
+def _forward_all(model: FsxltModel, eval_set: EvalSet, amp: bool,
+                 grades: Sequence[float] | None = None) -> tuple[list[int], list[float] | None]:
+    """One pass: the argmax id of every output, and with ``grades`` (ranking) each
+    example's expected grade under the model's distribution."""
     slots = eval_set.output_slots()
     was_training = model.training
     model.eval()
+    expected = None
     try:
         with torch.inference_mode(), autocast_context(eval_set.device, amp):
             flat = torch.full((eval_set.n_outputs,), -1, dtype=torch.long,
                               device=eval_set.device)
+            if grades is not None:
+                values = torch.tensor(list(grades), dtype=torch.float32, device=eval_set.device)
+                expected = torch.zeros(eval_set.n_outputs, device=eval_set.device)
             for batch, where in zip(eval_set.batches, slots, strict=True):
-                flat[where] = model(batch).argmax(dim=-1)
+                logits = model(batch)
+                flat[where] = logits.argmax(dim=-1)
+                if expected is not None:
+                    expected[where] = logits.float().softmax(dim=-1) @ values
             ids = flat.tolist()  # one device-to-host copy per pass
     finally:
         model.train(was_training)
     if ids and min(ids) < 0:
         raise RuntimeError("some example or word got no prediction (broken EvalSet)")
+    return ids, expected.tolist() if expected is not None else None
+
+
+def predict_ids(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> list[Any]:
+    """Predicted label ids: one per example, or one list (every word) per sentence."""
+    encoded = eval_set.encoded
+    ids, _ = _forward_all(model, eval_set, amp)
     if encoded.kind != "tagging":
         return ids
     out, start = [], 0
@@ -286,12 +332,23 @@ def predict_labels(model: FsxltModel, eval_set: EvalSet, labels: Sequence[str], 
     return [[labels[i] for i in sentence] for sentence in ids]
 
 
+def score_and_predict(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *,
+                      amp: bool = True) -> tuple[dict[str, Any], list[Any]]:
+    """Predict ``eval_set`` once; the task's scores and the predicted labels."""
+    if not task.is_ranking:
+        predicted = predict_labels(model, eval_set, task.labels, amp=amp)
+        return compute_scores(task, eval_set.encoded.gold, predicted,
+                              gold_entities=eval_set.gold_entities()), predicted
+    ids, relevance = _forward_all(model, eval_set, amp, [float(g) for g in task.labels])
+    predicted = [task.labels[i] for i in ids]
+    return compute_scores(task, eval_set.encoded.gold, predicted, relevance=relevance,
+                          groups=eval_set.encoded.groups), predicted
+
+
 def score(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *, amp: bool = True,
           ) -> dict[str, Any]:
     """Predict ``eval_set`` and compute the task's scores."""
-    predicted = predict_labels(model, eval_set, task.labels, amp=amp)
-    return compute_scores(task, eval_set.encoded.gold, predicted,
-                          gold_entities=eval_set.gold_entities())
+    return score_and_predict(model, eval_set, task, amp=amp)[0]
 
 
 def prepare_eval(featurizer: Featurizer, examples: Sequence[Example],

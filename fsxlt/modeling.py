@@ -333,6 +333,7 @@ class EncodedSplit:
     n_examples: int
     gold: list[Any]  # str per example, or list[str] per sentence
     word_counts: list[int]
+    groups: list[str] | None = None  # ranking: each example's query (nDCG is per query)
 
 
 class Featurizer:
@@ -427,8 +428,9 @@ class Featurizer:
                     token_type_ids=list(types[i]) if types is not None else None,
                     labels=[self._label(ex.label)])
                 for i, ex in enumerate(texts)]
+        groups = [ex.text_a for ex in texts] if self.task.is_ranking else None
         return EncodedSplit("classification", rows, len(texts), [ex.label for ex in texts],
-                            [1] * len(texts))
+                            [1] * len(texts), groups)
 
     def _encode_tagged(self, examples: Sequence[Example], windows: bool) -> EncodedSplit:
         sentences = [ex for ex in examples if isinstance(ex, TaggedSentence)]

@@ -134,7 +134,7 @@ def checkpoint_predictions(checkpoint: str, task: Any, examples: Sequence[Exampl
     What ``fsxlt evaluate --save-predictions`` uses, so the scores it prints
     and the predictions it saves come from the same forward passes.
     """
-    from fsxlt.evaluation import compute_scores, predict_labels
+    from fsxlt.evaluation import score_and_predict
     from fsxlt.modeling import Featurizer
     from fsxlt.pet import checkpoint_eval_set
     from fsxlt.tasks import get_task
@@ -146,8 +146,7 @@ def checkpoint_predictions(checkpoint: str, task: Any, examples: Sequence[Exampl
     model = start.model.to(device)
     eval_set = checkpoint_eval_set(start, task, Featurizer(start.tokenizer, task,
                                                            max_seq_length), examples, device)
-    predicted = predict_labels(model, eval_set, task.labels)
-    return compute_scores(task, eval_set.encoded.gold, predicted), predicted
+    return score_and_predict(model, eval_set, task)
 
 
 def save_run_predictions(record_path: str | Path, record: dict[str, Any],

@@ -52,9 +52,11 @@ def submission_file(task: TaskSpec, bucket: dict[str, Any], language: str = "") 
     return f"{task.submission or task.name}_predict_{split}.json"
 
 
-def read_unlabelled(path: str | Path, task: TaskSpec) -> tuple[list[Example], list[Any]]:
+def read_unlabelled(path: str | Path, task: TaskSpec,
+                    language: str | None = None) -> tuple[list[Example], list[Any]]:
     """The examples of a file to predict and the id each gives (FewCLUE; else line numbers).
 
+    ``language`` picks its rows from a file that holds every language (XNLI).
     Labels are not read where the format allows files without them (their
     examples carry the task's first label as a stand-in that nothing reads).
     """
@@ -63,9 +65,9 @@ def read_unlabelled(path: str | Path, task: TaskSpec) -> tuple[list[Example], li
                          "'submission' key)")
     path = Path(path)
     if task.is_tagging:  # XGLUE's tagging test files carry tags; they are not used
-        examples = read_examples(path, task)
+        examples = read_examples(path, task, language=language)
         return examples, [ex.id for ex in examples]
-    examples = read_examples(path, task, labelled=False)
+    examples = read_examples(path, task, labelled=False, language=language)
     placeholder = task.labels[0]
     examples = [replace(ex, label=placeholder) for ex in examples]
     if task.submission_format != "fewclue":

@@ -31,11 +31,11 @@ from fsxlt.fileio import parse_yaml
 TaskKind = Literal["classification", "tagging", "multiple_choice"]
 KINDS = ("classification", "tagging", "multiple_choice")
 InputKind = Literal["single", "pair", "tokens", "choices"]
-SAMPLERS = ("nway-kshot", "minimum-including", "k-examples")
+SAMPLERS = ("nway-kshot", "minimum-including", "k-examples", "k-queries")
 DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu", "fewclue_json",
                 "fewclue_wsc", "fewclue_chid", "xglue_tsv")
 COLUMN_ROLES = ("text_a", "text_b", "label")
-METRICS = ("accuracy", "seqeval_f1", "token_accuracy")
+METRICS = ("accuracy", "seqeval_f1", "token_accuracy", "ndcg")
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,23 @@ class DataSpec:
     files: dict[str, str] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)
     columns: tuple[str, ...] = ()
+    alternatives: tuple[str, ...] = ()
+    hub_unavailable: str = ""  # why the hub has no copy that loads, and what to use instead
 
     def file_name(self, split: str, language: str) -> str:
         """The file name of ``split`` in ``language`` (the split's own name, else the pattern)."""
         if split in self.files:
             return self.files[split].format(split=split, lang=language)
         return self.pattern.format(split=split, lang=language)
+
+    def locate(self, data_dir: str | Path, split: str, language: str) -> Path:
+        """The file of ``split`` in ``language`` under ``data_dir``: the pattern's, its
+        ``.conllu`` twin, or the first of the ``alternatives`` patterns (another
+        distribution's layout, e.g. XGLUE's) that exists; the pattern's if none does."""
+        primary = Path(data_dir) / self.file_name(split, language)
+        candidates = [primary, primary.with_suffix(".conllu")] + [
+            Path(data_dir) / alt.format(split=split, lang=language) for alt in self.alternatives]
+        return next((path for path in candidates if path.is_file()), primary)
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,7 @@ class TaskSpec:
     config_path: str = field(default="", compare=False)
     pet: PetSpec | None = field(default=None, compare=False)
     label_names: dict[str, str] = field(default_factory=dict, compare=False)
+    label_aliases: dict[str, str] = field(default_factory=dict, compare=False)
     source_task: str | None = None
     submission: str | None = None
     submission_format: str = "fewclue"
@@ -140,6 +152,11 @@ class TaskSpec:
     @property
     def is_tagging(self) -> bool:
         return self.kind == "tagging"
+
+    @property
+    def is_ranking(self) -> bool:
+        """Relevance grades of (query, page) pairs, scored by nDCG over each query's pages."""
+        return self.metric == "ndcg"
 
     @property
     def is_multiple_choice(self) -> bool:
@@ -262,6 +279,35 @@ def _parse_columns(raw: Any, fmt: str, where: str) -> tuple[str, ...]:
     return columns
 
 
+def _label_aliases(raw: Any, labels: tuple[str, ...], where: str) -> dict[str, str]:
+    """Other spellings of a label in some distribution's files (MultiNLI's contradictory)."""
+    aliases = {str(k): str(v) for k, v in (raw or {}).items()}
+    wrong = sorted(v for v in aliases.values() if v not in labels)
+    if wrong:
+        raise FsxltError(f"{where}: label_aliases map to labels the task does not have: "
+                         f"{', '.join(wrong)}")
+    return aliases
+
+
+def _check_metric(metric: str, kind: str, labels: tuple[str, ...], sampler: str,
+                  where: str) -> None:
+    """A ranking task (nDCG) is a classification over numeric relevance grades whose
+    buckets are whole queries; the other metrics have no such demands."""
+    if metric not in METRICS:
+        raise FsxltError(f"{where}: metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if (metric == "ndcg") != (sampler == "k-queries"):
+        raise FsxltError(f"{where}: metric ndcg and sampler k-queries go together "
+                         "(a ranking task's shot is a query with all its pages)")
+    if metric == "ndcg":
+        if kind != "classification":
+            raise FsxltError(f"{where}: metric ndcg needs kind: classification over grades")
+        try:
+            [float(label) for label in labels]
+        except ValueError:
+            raise FsxltError(f"{where}: metric ndcg needs numeric labels (relevance grades), "
+                             f"got {', '.join(labels)}") from None
+
+
 def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
     """Build a :class:`TaskSpec` from the mapping a task YAML file holds."""
     if not isinstance(raw, dict):
@@ -281,6 +327,7 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         raise FsxltError(f"{where}: multiple-choice buckets have no per-label quota; "
                          "use sampler: k-examples")
     labels = tuple(str(label) for label in _require(raw, "labels", where))
+    _check_metric(str(_require(raw, "metric", where)), kind, labels, sampling["sampler"], where)
     names = {str(k): str(v) for k, v in (raw.get("label_names") or {}).items()}
     if set(names) - set(labels):
         raise FsxltError(f"{where}: label_names for labels the task does not have: "
@@ -301,7 +348,9 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
                       hf=_parse_hub(data.get("hf")),
                       files={str(k): str(v) for k, v in (data.get("files") or {}).items()},
                       fields={str(k): str(v) for k, v in (data.get("fields") or {}).items()},
-                      columns=_parse_columns(data.get("columns"), data["format"], where)),
+                      columns=_parse_columns(data.get("columns"), data["format"], where),
+                      alternatives=tuple(str(p) for p in data.get("alternatives") or ()),
+                      hub_unavailable=str(data.get("hf_unavailable") or "")),
         sampling=SamplingSpec(
             sampler=sampling["sampler"],
             split=sampling.get("split", "train"),
@@ -315,6 +364,7 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         pet=_parse_pet(raw.get("pet"), tuple(str(x) for x in raw["labels"]), raw["input"], where)
         if kind == "classification" else None,
         label_names=names,
+        label_aliases=_label_aliases(raw.get("label_aliases"), labels, where),
         source_task=None if raw.get("source_task") is None else str(raw["source_task"]),
         submission=None if raw.get("submission") is None else str(raw["submission"]),
         submission_format=_submission_format(raw, where),

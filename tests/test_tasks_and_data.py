@@ -22,7 +22,7 @@ def test_registry_has_the_six_tasks_with_their_label_sets():
     synthetic = {"synth-pos", "synth-ner", "synth-topic", "synth-pair"}  # fsxlt.synthetic
     fewclue = {"eprstmt", "csldcp", "tnews", "iflytek", "ocnli", "bustm", "chid", "csl",
                "cluewsc"}
-    xglue = {"nc", "qadsm", "qam", "xglue-ner", "xglue-pos"}
+    xglue = {"nc", "qadsm", "qam", "wpr", "xglue-ner", "xglue-pos"}
     assert set(tasks) == {"xnli", "pawsx", "mldoc", "marc", "panx", "udpos"} | synthetic \
         | fewclue | xglue
     assert len(tasks["udpos"].labels) == 17

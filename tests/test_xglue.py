@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import random
+import math
 from pathlib import Path
 
 import pytest
@@ -12,42 +12,9 @@ from fsxlt.data import read_examples
 from fsxlt.errors import DataFormatError
 from fsxlt.sampling.check import check_store
 from fsxlt.sampling.store import read_set
-from fsxlt.tasks import get_task
-from tests.train_fixtures import FILLER, PERSONS, PLACES, make_encoder_dir
-
-NER_TAGS = ("O", "I-PER", "I-LOC", "I-ORG", "I-MISC")
-
-
-def write_qadsm(directory: Path, lang: str, split: str, n: int, seed: int = 0) -> Path:
-    """``query<TAB>ad title<TAB>ad description[<TAB>Good|Bad]`` lines, as XGLUE ships them."""
-    rng = random.Random(f"{lang}{split}{seed}")
-    lines = []
-    for i in range(n):
-        label = ("Good", "Bad")[i % 2]
-        query = " ".join(rng.choice(FILLER) for _ in range(3))
-        title = ("happy " if label == "Good" else "sad ") + rng.choice(PLACES)
-        row = [query, title, " ".join(rng.choice(FILLER) for _ in range(5))]
-        lines.append("\t".join(row + ([label] if split != "test" else [])))
-    path = directory / f"xglue.qadsm.{lang}.{split}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def write_ner(directory: Path, lang: str, split: str, n: int) -> Path:
-    """``word<SPACE>tag`` lines in IOB1, a blank line between sentences."""
-    rng = random.Random(f"ner{lang}{split}")
-    blocks = []
-    for i in range(n):
-        words = [(rng.choice(FILLER), "O") for _ in range(3)]
-        entity = NER_TAGS[1 + i % 4]
-        name = {"I-PER": PERSONS, "I-LOC": PLACES}.get(entity, ["acme", "unesco"])
-        words.insert(1, (rng.choice(name), entity))
-        blocks.append("\n".join(f"{w} {t}" for w, t in words))
-    path = directory / f"{lang}.{split}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
-    return path
+from fsxlt.tasks import get_task, parse_task
+from tests.train_fixtures import make_encoder_dir
+from tests.xglue_fixtures import write_ner, write_qadsm, write_task, write_wpr, write_xnli
 
 
 def test_qadsm_columns_join_into_the_pair_and_test_files_have_no_label(tmp_path):
@@ -136,3 +103,198 @@ def test_prediction_files_in_xglue_format(tmp_path):
     gold = ner_test.read_text(encoding="utf-8").split("\n\n")
     assert [len(p.split()) for p in predicted] == [len(g.splitlines()) for g in gold]
     assert set(ner.read_text(encoding="utf-8").split()) <= set(get_task("xglue-ner").labels)
+
+
+# --------------------------------------------------------------------------- wpr: ranking
+
+def test_ndcg_against_a_hand_worked_example():
+    """Query q1: gold grades 3, 2, 0 ranked by scores .5, .9, .1 -> order 2, 3, 0.
+    DCG = 2/log2(2) + 3/log2(3) + 0 = 3.8928; ideal = 3 + 2/log2(3) = 4.2619;
+    nDCG = 0.91340. Query q2 is ranked perfectly (1.0); q3 has one page and is
+    left out. The mean over queries is 0.95670."""
+    from fsxlt.evaluation import compute_scores
+
+    gold = ["3", "2", "0", "0", "1", "4"]
+    relevance = [0.5, 0.9, 0.1, 0.2, 0.8, 3.0]
+    groups = ["q1", "q1", "q1", "q2", "q2", "q3"]
+    q1 = (2 + 3 / math.log2(3)) / (3 + 2 / math.log2(3))
+    assert q1 == pytest.approx(0.913402, abs=1e-6)
+    scores = compute_scores(get_task("wpr"), gold, ["3"] * 6, relevance=relevance,
+                            groups=groups)
+    assert scores["score"] == pytest.approx((q1 + 1.0) / 2)
+    assert scores["n_queries"] == 2 and scores["single_page_queries"] == 1
+    assert scores["accuracy"] == pytest.approx(1 / 6)
+
+
+def test_wpr_reads_grades_and_groups_pages_by_query(tmp_path):
+    dev = write_wpr(tmp_path, "de", "dev", 3)
+    pages = read_examples(dev, "wpr")
+    query, title, snippet, grade = dev.read_text(encoding="utf-8").splitlines()[0].split("\t")
+    assert (pages[0].text_a, pages[0].text_b, pages[0].label) == (query, f"{title} . {snippet}",
+                                                                  grade)
+    assert len({p.text_a for p in pages}) == 3
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_k_queries_buckets_hold_whole_queries_disjoint_and_reproducible(tmp_path, seed):
+    from fsxlt.data import load_split
+    from fsxlt.sampling.api import sample_set
+
+    write_wpr(tmp_path, "fr", "dev", 30, seed=seed)
+    split = load_split("wpr", "fr", "dev", data_dir=tmp_path)
+    k = 1 + seed % 3
+    bucket_set = sample_set("wpr", split, k, n_buckets=6, seed=seed)
+    pages: dict[str, set[str]] = {}
+    for ex in split.examples:
+        pages.setdefault(ex.text_a, set()).add(ex.id)
+    seen: set[str] = set()
+    for bucket in bucket_set.buckets:
+        queries = {ex.text_a for ex in bucket}
+        assert len(queries) == k and not queries & seen
+        assert {ex.id for ex in bucket} == set().union(*(pages[q] for q in queries))
+        seen |= queries
+    assert {ex.text_a for ex in bucket_set.dev_remaining} == set(pages) - seen
+    again = sample_set("wpr", split, k, n_buckets=6, seed=seed)
+    assert [[ex.id for ex in b] for b in again.buckets] == \
+        [[ex.id for ex in b] for b in bucket_set.buckets]
+
+
+def test_buckets_check_finds_a_split_query_and_a_query_left_in_dev(tmp_path):
+    import json
+
+    from fsxlt.sampling.store import MANIFEST
+
+    data = tmp_path / "data"
+    write_wpr(data, "de", "dev", 12)
+    out = tmp_path / "buckets"
+    assert run_app(["sample", "--task", "wpr", "--lang", "de", "-k", "2", "--n-buckets", "3",
+                    "--data-dir", str(data), "--out", str(out)]) == 0
+    directory = out / "wpr" / "de" / "k2"
+    source = data / "xglue.wpr.de.dev"
+    assert all(r.ok for r in check_store(out, source))
+    bucket = json.loads((directory / "00.json").read_text(encoding="utf-8"))
+    dropped = bucket["examples"].pop()  # one page of a bucket query goes missing ...
+    text = json.dumps(bucket, ensure_ascii=False, indent=1) + "\n"
+    (directory / "00.json").write_text(text, encoding="utf-8")
+    remaining = directory / "dev-remaining.jsonl"  # ... and turns up in the remaining dev
+    with remaining.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(dropped, ensure_ascii=False) + "\n")
+    manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    from fsxlt.fileio import sha256_text
+
+    manifest["buckets"][0]["sha256"] = sha256_text(text)
+    manifest["buckets"][0]["ids"] = [ex["id"] for ex in bucket["examples"]]
+    manifest["dev_remaining"]["sha256"] = sha256_text(remaining.read_text(encoding="utf-8"))
+    (directory / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    report = check_store(out, source)[0]
+    kinds = report.kinds()
+    assert kinds["count"] == 1 and kinds["dev-leak"] >= 1, report.violations
+    assert any("pages of its queries are missing" in v.detail for v in report.violations)
+
+
+def test_a_ranking_task_needs_numeric_grades_and_whole_query_buckets(tmp_path):
+    import yaml
+
+    from fsxlt.errors import FsxltError
+
+    raw = yaml.safe_load(Path(get_task("wpr").config_path).read_text(encoding="utf-8"))
+    with pytest.raises(FsxltError, match="metric ndcg and sampler k-queries go together"):
+        parse_task(dict(raw, sampling=dict(raw["sampling"], sampler="nway-kshot")))
+    with pytest.raises(FsxltError, match="metric ndcg needs numeric labels"):
+        parse_task(dict(raw, labels=["bad", "good"], label_names={}))
+
+
+# --------------------------------------------------------------------------- XNLI / PAWS-X
+
+def test_xnli_one_file_layout_reads_one_language_and_multinli_spellings(tmp_path):
+    dev = write_xnli(tmp_path, "dev", 6)
+    german = read_examples(dev, "xnli", language="de")
+    assert len(german) == 6 and all(ex.id.startswith("xnli.dev.tsv:") for ex in german)
+    assert [ex.label for ex in german[:3]] == ["entailment", "neutral", "contradiction"]
+    with pytest.raises(DataFormatError, match="holds every language"):
+        read_examples(dev, "xnli")
+    with pytest.raises(DataFormatError, match="no example of language 'fr'"):
+        read_examples(dev, "xnli", language="fr")
+    write_task("xnli", tmp_path / "x")
+    train = read_examples(tmp_path / "x/data/multinli.train.en.tsv", "xnli")
+    assert train[2].label == "contradiction"  # MultiNLI's "contradictory"
+
+
+# --------------------------------------------------------------------------- end to end
+
+XGLUE_TASKS = ["nc", "qadsm", "qam", "wpr", "xglue-ner", "xglue-pos", "xnli", "pawsx"]
+
+
+@pytest.fixture(scope="module")
+def xglue_encoder(tmp_path_factory) -> Path:
+    return make_encoder_dir(tmp_path_factory.mktemp("xglue-enc"))
+
+
+@pytest.mark.parametrize("task", XGLUE_TASKS)
+def test_every_xglue_task_end_to_end(task, xglue_encoder, tmp_path, capsys):
+    """XGLUE's layout: source-train on English, sample German buckets from dev, sweep with
+    a prediction file, report; the prediction file has one line per input line."""
+    import json
+
+    import yaml
+
+    files = write_task(task, tmp_path)
+    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
+    assert run_app(["source-train", "--task", task, "--model", str(xglue_encoder),
+                    "--data-dir", str(data), "--target", "de", "--lr", "1e-3", "--epochs",
+                    "1", "--device", "cpu", "--out", str(ckpt)]) == 0
+    record = json.loads((ckpt / "fsxlt_checkpoint.json").read_text(encoding="utf-8"))
+    assert 0.0 <= record["zero_shot"]["de"]["score"] <= 1.0
+    assert run_app(["sample", "--task", task, "--lang", "de", "-k", "1", "--n-buckets", "2",
+                    "--data-dir", str(data), "--out", str(tmp_path / "buckets")]) == 0
+    config = {"name": "xglue", "out": str(tmp_path / "runs"), "buckets": str(tmp_path / "buckets"),
+              "data_dir": str(data), "start": str(ckpt), "methods": ["full"], "n_buckets": 2,
+              "lrs": [1e-3], "max_epochs": 2, "patience": 1, "max_seq_length": 32,
+              "predict": str(files["predict"]),
+              "tasks": {task: {"languages": ["de"], "k": [1]}}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert run_app(["sweep", str(tmp_path / "sweep.yaml"), "--device", "cpu"]) == 0
+    runs = tmp_path / "runs" / task / "de"
+    assert sorted(p.name for p in (runs / "k1" / "full").glob("*.json")) == ["00.json", "01.json"]
+    assert (runs / "k0" / "zero-shot.json").is_file()
+    spec = get_task(task)
+    prediction = runs / "k1" / "full" / "submission" / "01" / spec.submission / "de.prediction"
+    text = prediction.read_text(encoding="utf-8")
+    if spec.is_tagging:
+        sentences = text.strip("\n").split("\n\n")
+        assert len(sentences) == files["lines"]
+        assert set(text.split()) <= set(spec.labels)
+    else:
+        assert len(text.splitlines()) == files["lines"] and set(text.split()) <= set(spec.labels)
+    capsys.readouterr()
+    assert run_app(["report", str(tmp_path / "runs"), "--expected-buckets", "2"]) == 0
+    assert f"### {task}: Full FT (K=0: zero-shot; test" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- the hub
+
+@pytest.mark.parametrize(("task", "message"), [
+    ("marc", "marc: no Hugging Face copy loads: amazon_reviews_multi was withdrawn"),
+    ("wpr", "wpr: no Hugging Face copy loads: microsoft/xglue is a loading script"),
+    ("xglue-ner", "get XGLUE's files from github.com/microsoft/XGLUE"),
+])
+def test_datasets_gone_from_the_hub_say_so_in_one_line(task, message, tmp_path, capsys):
+    assert run_app(["sample", "--task", task, "--lang", "de", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "--data" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_loading_script_dataset_is_named_as_such(monkeypatch):
+    import datasets
+
+    from fsxlt.data import load_hub_split
+    from fsxlt.errors import FsxltError
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("Dataset scripts are no longer supported, but found xnli.py")
+
+    monkeypatch.setattr(datasets, "load_dataset", refuse)
+    with pytest.raises(FsxltError, match=r"facebook/xnli is a loading-script dataset, which "
+                       r"datasets \S+ no longer runs; pass local files"):
+        load_hub_split(get_task("xnli"), "de", "dev")

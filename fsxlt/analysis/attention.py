@@ -135,7 +135,7 @@ def top_shifts(table: pd.DataFrame, top: int = 15, min_occurrences: int = 1) -> 
 # --------------------------------------------------------------------------- from a run record
 
 def _examples(source: str | None, info: dict[str, Any] | None, task: Any, what: str,
-              override: Path | None) -> list[Example]:
+              override: Path | None, language: str) -> list[Example]:
     """Examples of a recorded data set, checked against the recorded content hash."""
     from fsxlt.data import read_examples
     from fsxlt.sampling.store import DEV_REMAINING, read_examples_jsonl
@@ -145,7 +145,7 @@ def _examples(source: str | None, info: dict[str, Any] | None, task: Any, what: 
     if path is None or not path.is_file():
         raise FsxltError(f"the run's {what} file {source} is not found; pass --{what} FILE")
     examples = (read_examples_jsonl(path) if path.name == DEV_REMAINING
-                else read_examples(path, task))
+                else read_examples(path, task, language=language))
     if info and info.get("sha256") and examples_digest(examples) != info["sha256"]:
         raise FsxltError(f"{path}: differs from the {what} set the run used (content hash)")
     return examples
@@ -180,9 +180,9 @@ def rerun_record(record_path: str | Path, *, start: str | None = None,
         raise FsxltError(f"{bucket_path}: changed since the run (bucket hash differs)")
     data = record.get("data") or {}
     dev_examples = _examples((data.get("dev") or {}).get("source"), data.get("dev"), task,
-                             "dev", dev)
+                             "dev", dev, record["language"])
     test_examples = _examples((data.get("test") or {}).get("source"), data.get("test"), task,
-                              "test", test)
+                              "test", test, record["language"])
     quiet_transformers()
     engine = AdaptEngine.from_start(task, record["language"], start, dev=dev_examples,
                                     test=test_examples, seed=record["seed"], device=device,

@@ -33,7 +33,7 @@ def _split(
 ) -> tuple[list[Example], str]:
     """Examples and their source from an explicit file or ``data_dir`` + the task pattern."""
     if path is not None:
-        return read_examples(path, task), str(path)
+        return read_examples(path, task, language=lang), str(path)
     if data_dir is None:
         raise FsxltError(f"no {split} data for {lang}: pass a file or --data-dir")
     loaded = load_split(task, lang, split, data_dir=data_dir)
@@ -69,7 +69,7 @@ def _source_languages(spec: TaskSpec, value: str | None, data_dir: Path | None) 
         if data_dir is None:
             raise FsxltError("--source-lang all reads every train file in --data-dir; pass it")
         langs = [lang for lang in spec.languages
-                 if (Path(data_dir) / spec.data.file_name("train", lang)).is_file()]
+                 if spec.data.locate(data_dir, "train", lang).is_file()]
         if not langs:
             raise FsxltError(f"{data_dir}: no train file of {spec.name} in any language")
         return langs
@@ -192,7 +192,7 @@ def source_train_cmd(
         sources.setdefault("train", train_src)
         sources.setdefault("dev", sources[f"dev-{src}"])
     if len(source_langs) > 1:
-        sources["train"] = " + ".join(str(Path(data_dir) / spec.data.file_name("train", lang))
+        sources["train"] = " + ".join(str(spec.data.locate(data_dir, "train", lang))
                                       for lang in source_langs)
     dev_files, test_files = (
         _lang_files(target_dev, "--target-dev"),
@@ -424,7 +424,7 @@ def adapt_cmd(
     if predict is not None:
         from fsxlt.submission import read_unlabelled, write_submission
 
-        unlabelled = read_unlabelled(predict, spec)
+        unlabelled = read_unlabelled(predict, spec, lang)
     quiet_transformers()
     engine = AdaptEngine.from_start(
         spec,

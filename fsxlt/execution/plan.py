@@ -474,9 +474,7 @@ def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Pa
     """The task's ``{split}-{lang}`` file under ``data_dir`` (a ``.conllu`` one as fallback)."""
     if data_dir is None:
         raise FsxltError(f"{spec.name}: the sweep needs data_dir (target {split} files)")
-    path = Path(data_dir) / spec.data.file_name(split, lang)
-    if not path.is_file() and path.with_suffix(".conllu").is_file():
-        path = path.with_suffix(".conllu")
+    path = spec.data.locate(data_dir, split, lang)
     if not path.is_file():
         raise FsxltError(f"{path}: {split} file for {spec.name}/{lang} not found")
     return path

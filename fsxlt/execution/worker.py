@@ -54,14 +54,15 @@ def write_error(run: RunSpec, err: BaseException, stage: str) -> Outcome:
     return Outcome(run.id, False, _error_text(err))
 
 
-def _read_examples(path: str, task: Any) -> list:
-    """A dev or test set: a data file in the task's format, or a bucket set's own file."""
+def _read_examples(path: str, task: Any, language: str) -> list:
+    """A dev or test set: a data file in the task's format (``language``'s rows of a file
+    that holds every language), or a bucket set's own file."""
     from fsxlt.data import read_examples
     from fsxlt.sampling.store import MANIFEST, read_examples_jsonl
 
     if Path(path).suffix == ".jsonl" and (Path(path).parent / MANIFEST).is_file():
         return read_examples_jsonl(path)
-    return read_examples(path, task)
+    return read_examples(path, task, language=language)
 
 
 def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
@@ -121,7 +122,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     try:
         task = get_task(first.task)
         start = load_start(first.start, task, seed=first.seed)
-        test = _read_examples(first.test_path, task)
+        test = _read_examples(first.test_path, task, first.language)
     except Exception as err:  # every run of the group fails the same way
         for run in runs:
             report(write_error(run, err, "load"))
@@ -133,7 +134,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                                                                       r.max_seq_length)):
         batch = list(batch)
         try:
-            dev = _read_examples(dev_path, task)
+            dev = _read_examples(dev_path, task, first.language)
             if engine is not None and engine_max_len == max_len:
                 engine.replace_dev(dev, dev_path)  # same test set: keep it tokenized
             else:
@@ -153,14 +154,14 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
             if should_stop is not None and should_stop():
                 return outcomes
             try:
-                unlabelled = _unlabelled(run.predict_path, task, to_predict)
+                unlabelled = _unlabelled(run.predict_path, task, run.language, to_predict)
                 report(_adapt_one(engine, run, test if save_predictions else None, unlabelled))
             except Exception as err:
                 report(write_error(run, err, "adapt"))
     return outcomes
 
 
-def _unlabelled(path: str, task: Any, cache: dict[str, tuple[list, list]],
+def _unlabelled(path: str, task: Any, language: str, cache: dict[str, tuple[list, list]],
                 ) -> tuple[list, list] | None:
     """The examples and ids of a run's file to predict (read once per group), or None."""
     from fsxlt.submission import read_unlabelled
@@ -168,7 +169,7 @@ def _unlabelled(path: str, task: Any, cache: dict[str, tuple[list, list]],
     if not path:
         return None
     if path not in cache:
-        cache[path] = read_unlabelled(path, task)
+        cache[path] = read_unlabelled(path, task, language)
     return cache[path]
 
 

@@ -11,6 +11,7 @@ from fsxlt.sampling.samplers import (
     check_k,
     derive_rng,
     k_examples,
+    k_queries,
     minimum_including,
     nway_kshot,
     present_labels,
@@ -27,7 +28,8 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
 
     Classification uses N-way K-shot (disjoint buckets; when the task samples
     from its dev split, the unused dev examples are kept as the new dev set);
-    multiple choice draws disjoint buckets of K examples (no per-label quota).
+    multiple choice draws disjoint buckets of K examples (no per-label quota),
+    ranking disjoint buckets of K queries, each with all its pages.
     Tagging uses Minimum-Including, one independent draw per bucket; labels
     that never occur in the pool are left out of the label set and recorded
     in ``missing_labels`` (from a dev split, the sentences in no bucket are
@@ -60,6 +62,9 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
     if task.is_multiple_choice:
         examples = [ex for ex in split.examples if isinstance(ex, ChoiceExample)]
         buckets = k_examples(examples, k, n_buckets, rng, context)
+    elif task.is_ranking:
+        examples = [ex for ex in split.examples if isinstance(ex, TextExample)]
+        buckets = k_queries(examples, k, n_buckets, rng, context)
     else:
         examples = [ex for ex in split.examples if isinstance(ex, TextExample)]
         buckets = nway_kshot(examples, task.labels, k, n_buckets, rng, context)

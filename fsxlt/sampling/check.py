@@ -12,6 +12,9 @@ bucket:
   buckets pairwise disjoint, the remaining dev set disjoint from all buckets;
 * multiple choice: exactly K examples per bucket (no per-label quota),
   buckets pairwise disjoint;
+* ranking (XGLUE's WPR): exactly K queries per bucket, no query in two
+  buckets or in the remaining dev set, and, given the source, every page
+  judged for a bucket's query is in the bucket;
 * fixed splits (FewCLUE): no K to demand; each bucket's per-label counts are
   reported, and its examples must carry labels of the task and occur neither
   in its own dev set nor in the set's test set; every dev file and the test
@@ -37,7 +40,12 @@ from typing import Any
 from fsxlt.data import Example, TaggedSentence, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
-from fsxlt.sampling.samplers import bucket_label_counts, present_labels, sentence_label_counts
+from fsxlt.sampling.samplers import (
+    bucket_label_counts,
+    present_labels,
+    query_of,
+    sentence_label_counts,
+)
 from fsxlt.sampling.store import Bucket, find_sets, read_set
 from fsxlt.tasks import get_task
 
@@ -128,6 +136,35 @@ def _check_k_examples(manifest: dict[str, Any], buckets: list[Bucket],
              for b in buckets if len(b.examples) != k]
     found += _overlaps(buckets, remaining)
     return found
+
+
+def _check_k_queries(manifest: dict[str, Any], buckets: list[Bucket],
+                     remaining: list[Example] | None,
+                     pool: list[Example] | None) -> list[Violation]:
+    """Ranking: exactly K queries per bucket, no query in two buckets or in the remaining
+    dev set, and (given the source) every page of a bucket's queries in the bucket."""
+    k = manifest["k"]
+    found, owner = [], {}
+    for bucket in buckets:
+        queries = {query_of(ex) for ex in bucket.examples}
+        if len(queries) != k:
+            found.append(Violation(bucket.index, "count", f"{len(queries)} queries, not {k}"))
+        for query in sorted(queries):
+            other = owner.setdefault(query, bucket.index)
+            if other != bucket.index:
+                found.append(Violation(bucket.index, "overlap",
+                                       f"query {query!r} is also in bucket {other}"))
+        if pool is not None:
+            have = {ex.id for ex in bucket.examples}
+            missing = [ex.id for ex in pool if query_of(ex) in queries and ex.id not in have]
+            if missing:
+                found.append(Violation(bucket.index, "count", f"{len(missing)} pages of its "
+                                       f"queries are missing (e.g. {missing[0]})"))
+    leaked = [ex.id for ex in remaining or [] if query_of(ex) in owner]
+    if leaked:
+        found.append(Violation(None, "dev-leak", f"{len(leaked)} remaining-dev pages belong "
+                               f"to bucket queries (e.g. {leaked[0]})"))
+    return found + _overlaps(buckets, remaining)
 
 
 def _overlaps(buckets: list[Bucket], remaining: list[Example] | None) -> list[Violation]:
@@ -295,7 +332,7 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
     pool = None
     if source is not None:
         source = Path(source)
-        pool = read_examples(source, task)
+        pool = read_examples(source, task, language=manifest["language"])
     violations = _check_integrity(manifest, buckets) + _check_dev_files(directory, manifest)
     label_counts: dict[str, dict[str, int]] = {}
     notes: list[str] = []
@@ -305,6 +342,8 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
         violations += fixed
     elif task.is_multiple_choice:
         violations += _check_k_examples(manifest, buckets, remaining)
+    elif task.is_ranking:
+        violations += _check_k_queries(manifest, buckets, remaining, pool)
     elif task.is_tagging:
         labels = list(manifest["labels"])
         if pool is not None:  # labels absent from the pool cannot be asked of a bucket

@@ -4,6 +4,8 @@
   with exactly K examples of every label.
 * :func:`k_examples` (multiple choice): disjoint buckets of exactly K
   examples each, no per-label quota (the labels are candidate positions).
+* :func:`k_queries` (ranking, XGLUE's WPR): disjoint buckets of exactly K
+  queries, each with all its judged pages; no per-grade quota.
 * :func:`minimum_including` (tagging, Hou et al. 2020): one bucket in which
   every label occurs at least K times and no sentence can be dropped without
   breaking that. Buckets are drawn independently, so two buckets may share
@@ -54,6 +56,39 @@ def k_examples(examples: Sequence[Example], k: int, n_buckets: int, rng: np.rand
                          f"examples, the data has {len(examples)}")
     order = rng.permutation(len(examples))
     return [[examples[int(i)] for i in order[b * k:(b + 1) * k]] for b in range(n_buckets)]
+
+
+# --------------------------------------------------------------------------- ranking
+
+def query_of(example: Example) -> str:
+    """The query a ranking example's page was judged for (its first text)."""
+    return example.text_a  # type: ignore[union-attr]
+
+
+def k_queries(examples: Sequence[Example], k: int, n_buckets: int, rng: np.random.Generator,
+              context: str = "") -> list[list[Example]]:
+    """Draw ``n_buckets`` disjoint buckets of exactly ``k`` queries with all their pages.
+
+    A ranking task's shot is a query and every page judged for it (a query
+    alone teaches nothing about ranking); the grades get no quota. Queries
+    are taken in the order they first occur, a random permutation of them is
+    cut into consecutive runs of ``k``, and a bucket lists its queries' pages
+    in file order.
+    """
+    pages: dict[str, list[int]] = {}
+    for i, example in enumerate(examples):
+        pages.setdefault(query_of(example), []).append(i)
+    queries = list(pages)
+    needed = k * n_buckets
+    if len(queries) < needed:
+        raise FsxltError(f"{context}: {n_buckets} buckets of {k} queries need {needed} "
+                         f"queries, the data has {len(queries)}")
+    order = rng.permutation(len(queries))
+    buckets = []
+    for b in range(n_buckets):
+        chosen = [queries[int(q)] for q in order[b * k:(b + 1) * k]]
+        buckets.append([examples[i] for i in sorted(i for q in chosen for i in pages[q])])
+    return buckets
 
 
 # --------------------------------------------------------------------------- classification

@@ -49,11 +49,11 @@ from fsxlt.errors import FsxltError
 from fsxlt.evaluation import (
     DEFAULT_EVAL_TOKENS,
     EvalSet,
-    compute_scores,
     make_eval_set,
     predict_labels,
     prepare_eval,
     score,
+    score_and_predict,
 )
 from fsxlt.methods import Method, get_method
 from fsxlt.modeling import Featurizer, collate
@@ -292,8 +292,7 @@ class AdaptEngine:
             restore(self.model, chosen[2])  # same method, so the same parameter names
         test, predicted = None, None
         if test_set and predictions:  # the same as score(), keeping the labels
-            predicted = predict_labels(self.model, test_set, task.labels, amp=self.amp)
-            test = compute_scores(task, test_set.encoded.gold, predicted)
+            test, predicted = score_and_predict(self.model, test_set, task, amp=self.amp)
         elif test_set:
             test = score(self.model, test_set, task, amp=self.amp)
         predicted_extra = None
