@@ -104,10 +104,10 @@ def test_variant_gain_and_no_source_tables(runs):
     text = report_text(runs, "md", expected=8)
     assert "xnli: adapting variants side by side, K=1" in text
     assert "| language | Full FT | FC+Pooler |" in text
-    assert "xnli: Full FT, gain over zero-shot" in text
+    assert "xnli: Full FT, source en, gain over zero-shot" in text
     cells = aggregate(load_records(runs), expected=8).set_index(["arm", "language", "k"])
     drop = cells.loc[("full", "fr", 4), "mean"] - cells.loc[("full-nosource", "fr", 4), "mean"]
-    assert "xnli: drop without source-training, Full FT" in text
+    assert "xnli: drop without source-training, Full FT, source en" in text
     assert f"{drop:+.2f}" in text
     # the no-source arm has no zero-shot column
     assert "xnli: Full FT, no source-training (test" in text

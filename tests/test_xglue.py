@@ -268,7 +268,7 @@ def test_every_xglue_task_end_to_end(task, xglue_encoder, tmp_path, capsys):
         assert len(text.splitlines()) == files["lines"] and set(text.split()) <= set(spec.labels)
     capsys.readouterr()
     assert run_app(["report", str(tmp_path / "runs"), "--expected-buckets", "2"]) == 0
-    assert f"### {task}: Full FT (K=0: zero-shot; test" in capsys.readouterr().out
+    assert f"### {task}: Full FT, source en (K=0: zero-shot; test" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------- the hub

@@ -46,6 +46,13 @@ def arm_label(arm: str) -> str:
     return f"{label}, source {source}" if source else label
 
 
+def arm_title(arm: str) -> str:
+    """An arm's label that always names its source (``Full FT, source en``)."""
+    label = arm_label(arm)
+    source = arm_source(arm)
+    return label if source is None or SOURCE_MARK in arm else f"{label}, source {source}"
+
+
 def arm_order(arm: str) -> tuple:
     nosource = arm.endswith(NOSOURCE_SUFFIX)
     base = arm[: -len(NOSOURCE_SUFFIX)] if nosource else arm
@@ -258,7 +265,7 @@ def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[
                     row.append(cell_text(hit.iloc[0], expected) if len(hit) else "–")
                 rows.append(row)
             label = "K=0: zero-shot; " if 0 in ks else ""
-            tables.append(Table(f"{task}: {arm_label(arm)} ({label}test, mean ± std over "
+            tables.append(Table(f"{task}: {arm_title(arm)} ({label}test, mean ± std over "
                                 "buckets)", header, rows))
             shot_ks = [k for k in ks if k > 0]
             if 0 in ks and shot_ks:
@@ -269,7 +276,7 @@ def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[
                         hit = sub[(sub["language"] == lang) & (sub["k"] == k)]
                         row.append(fmt(hit.iloc[0]["gain"], signed=True) if len(hit) else "–")
                     rows.append(row)
-                tables.append(Table(f"{task}: {arm_label(arm)}, gain over zero-shot",
+                tables.append(Table(f"{task}: {arm_title(arm)}, gain over zero-shot",
                                     ["language"] + [f"K={k}" for k in shot_ks], rows))
         source_arms = [a for a in arms if not a.endswith(NOSOURCE_SUFFIX)]
         if len(source_arms) > 1:
@@ -283,7 +290,8 @@ def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[
                         hit = sub[(sub["language"] == lang) & (sub["arm"] == arm)]
                         row.append(cell_text(hit.iloc[0], expected) if len(hit) else "–")
                     rows.append(row)
-                tables.append(Table(f"{task}: adapting variants side by side, K={k}",
+                tables.append(Table(f"{task}: adapting variants side by side, K={k} (source "
+                                    "en unless a column names another)",
                                     ["language"] + [arm_label(a) for a in source_arms], rows))
         for arm in arms:
             if not arm.endswith(NOSOURCE_SUFFIX) or arm[: -len(NOSOURCE_SUFFIX)] not in arms:
@@ -301,7 +309,7 @@ def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[
                     row.append(fmt(a.iloc[0]["mean"] - b.iloc[0]["mean"], signed=True)
                                if len(a) and len(b) else "–")
                 rows.append(row)
-            tables.append(Table(f"{task}: drop without source-training, {arm_label(base)} "
+            tables.append(Table(f"{task}: drop without source-training, {arm_title(base)} "
                                 "(source-trained minus pretrained start)",
                                 ["language"] + [f"K={k}" for k in ks], rows))
     return tables
