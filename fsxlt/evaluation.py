@@ -382,3 +382,43 @@ def evaluate_checkpoint(checkpoint: str, task: TaskSpec | str, examples: Sequenc
     featurizer = Featurizer(start.tokenizer, task, max_seq_length)
     eval_set = checkpoint_eval_set(start, task, featurizer, examples, device)
     return score(model, eval_set, task, amp=amp)
+
+
+def example_signals(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True,
+                    ) -> tuple[Any, Any]:
+    """What a model makes of each example, in one batched pass (for shot selection).
+
+    Returns ``(embeddings, entropy)`` as NumPy arrays with one row per
+    example: the classifier's input (the pooled [CLS] state; tagging: the
+    mean of the sentence's word vectors), L2-normalised, and the entropy in
+    nats of the predicted distribution (tagging: the mean over its words).
+    """
+    import numpy as np
+
+    slots = eval_set.output_slots()
+    was_training = model.training
+    model.eval()
+    features, entropy = None, None
+    try:
+        with torch.inference_mode(), autocast_context(eval_set.device, amp):
+            for batch, where in zip(eval_set.batches, slots, strict=True):
+                pooled = model.pool(model.encode(batch))
+                log_p = model.classify(pooled).float().log_softmax(dim=-1)
+                if features is None:
+                    features = torch.zeros(eval_set.n_outputs, pooled.shape[-1],
+                                           device=eval_set.device)
+                    entropy = torch.zeros(eval_set.n_outputs, device=eval_set.device)
+                features[where] = pooled.float()
+                entropy[where] = -(log_p.exp() * log_p).sum(dim=-1)
+    finally:
+        model.train(was_training)
+    if features is None:
+        return np.zeros((0, 0)), np.zeros(0)
+    vectors, values = features.cpu().numpy(), entropy.cpu().numpy()
+    if eval_set.encoded.kind == "tagging":
+        bounds = np.cumsum([0] + list(eval_set.encoded.word_counts))
+        spans = list(zip(bounds[:-1], bounds[1:], strict=True))
+        vectors = np.stack([vectors[a:b].mean(axis=0) for a, b in spans])
+        values = np.array([values[a:b].mean() for a, b in spans])
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12), values

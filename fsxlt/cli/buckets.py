@@ -68,6 +68,64 @@ def sample_command(
     typer.echo(f"wrote {len(sets)} bucket sets under {out}")
 
 
+@app.command("select")
+def select_command(
+    task: Annotated[str, typer.Option("--task", "-t", help="Task name or task YAML path.")],
+    lang: Annotated[str, typer.Option("--lang", "-l", help="Target language.")],
+    strategy: Annotated[list[str], typer.Option(
+        "--strategy", "-s", help="random, diverse, uncertain, representative, entity-rich "
+        "(repeatable).")],
+    k: Annotated[list[int] | None, typer.Option(
+        "--k", "-k", help="Shots per label (repeatable); default: the task's K values.")] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Root: OUT/<strategy>/<task>/<lang>/k<K>.")] = Path(
+        "buckets/strategies"),
+    start: Annotated[str | None, typer.Option(
+        "--from", help="Source-trained checkpoint (model-based strategies).")] = None,
+    data: Annotated[Path | None, typer.Option(
+        help="The file to draw the pools from (one language).")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Directory with files named by the task's pattern, e.g. train-de.tsv.")] = None,
+    n_pools: Annotated[int, typer.Option(
+        help="Candidate pools, one bucket each.")] = 40,
+    pool_size: Annotated[int, typer.Option(help="Candidates per pool.")] = 500,
+    seed: Annotated[int, typer.Option(help="Seed of the pools and of random choices.")] = 0,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, ...")] = "auto",
+) -> None:
+    """Build bucket sets by shot-selection strategies, one bucket per candidate pool.
+
+    Pool i holds --pool-size examples drawn (seeded) from the split the task
+    samples from; every strategy picks from the same pools, random included,
+    so a strategy is judged against random buckets that saw the same
+    candidates (fsxlt report --strategies). Buckets keep the task's
+    guarantees: exactly K per label, or both Minimum-Including criteria.
+    Model-based strategies (diverse, uncertain, representative) run the
+    source-trained model once over the pools.
+
+    Examples:
+
+    \b
+      fsxlt select --task panx --lang zh --data-dir data/panx --from ckpt/panx-mbert \\
+          -s random -s diverse -s uncertain -s representative -s entity-rich -k 1 -k 2
+      fsxlt buckets check buckets/strategies/diverse --source data/panx/train-zh.tsv
+    """
+    from fsxlt.sampling.select import select
+
+    spec = get_task(task)
+    check_output_dir(out, "bucket store")
+    ks = k or list(spec.sampling.k_values)
+    sets = select(spec, lang, ks, strategy, out, data=data, data_dir=data_dir, start=start,
+                  n_pools=n_pools, pool_size=pool_size, seed=seed,
+                  device=None if device == "auto" else device,
+                  progress=bar("selecting", "strategy"))
+    for name, bucket_sets in sets.items():
+        for s in bucket_sets:
+            sizes = [len(b) for b in s.buckets]
+            typer.echo(f"{name}: {s.task}/{s.language}/k{s.k}: {len(s.buckets)} buckets, "
+                       f"{sum(sizes) / len(sizes):.2f} examples per bucket")
+    typer.echo(f"wrote {sum(len(v) for v in sets.values())} bucket sets under {out}")
+
+
 @buckets_app.command("import-published")
 def import_published_command(
     src: Annotated[Path, typer.Argument(help="Root of the published buckets.")],

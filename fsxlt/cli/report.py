@@ -38,6 +38,11 @@ def report_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     n_boot: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples.")] = 10_000,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Tables only.")] = False,
+    strategies: Annotated[
+        bool, typer.Option("--strategies", help="Selection strategies against random buckets "
+                           "of the same pools: difference of means with a bootstrap CI, "
+                           "P(beats random) by Mann-Whitney U; plots with --out.")
+    ] = False,
     sources: Annotated[
         bool, typer.Option("--sources", help="Only the source x target table of zero-shot "
                            "scores (from K=0 records and source-train checkpoints).")
@@ -53,7 +58,8 @@ def report_cmd(
     Runs adapted from a model source-trained on anything but English are arms of
     their own (full@de, full@en+de+es), never averaged with English's. --sources
     gives the source x target table of zero-shot scores; RUNS_DIR may also hold
-    source-train checkpoint directories.
+    source-train checkpoint directories. --strategies judges shot-selection
+    strategies (fsxlt select) against random buckets of the same pools.
 
     Example:
 
@@ -62,8 +68,15 @@ def report_cmd(
       fsxlt report runs --compare full fc-pooler
       fsxlt report runs --compare full@de full
       fsxlt report ckpt --sources
+      fsxlt report runs --strategies --out report
     """
-    from fsxlt.report import report_text, sources_text, write_compare, write_report
+    from fsxlt.report import (
+        report_text,
+        sources_text,
+        strategies_text,
+        write_compare,
+        write_report,
+    )
 
     if ddof < 0 or expected < 1:
         raise FsxltError("--ddof must be >= 0 and --expected-buckets >= 1")
@@ -71,6 +84,10 @@ def report_cmd(
         check_output_dir(out, "report directory")
     if sources:
         typer.echo(sources_text(runs_dir, fmt, out, warn=_warn), nl=False)
+        return
+    if strategies:
+        typer.echo(strategies_text(runs_dir, fmt, out, seed=seed, n_boot=n_boot,
+                                   plots=not no_plots, warn=_warn), nl=False)
         return
     if compare:
         typer.echo(write_compare(runs_dir, compare[0], compare[1], out, fmt, seed=seed,

@@ -302,7 +302,7 @@ def run_path(out: Path, record: dict) -> Path:
     k = f"k{record['k']}" if record.get("k") is not None else "k-"
     start = (record.get("model") or {}).get("start") or {}
     arm = arm_name(record["method"], True, bool(record.get("select_start")),
-                   start.get("source_languages"))
+                   start.get("source_languages"), bucket.get("strategy") or "")
     return Path(out) / record["task"] / record["language"] / k / arm / name
 
 

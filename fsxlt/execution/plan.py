@@ -66,6 +66,7 @@ NOSOURCE_SUFFIX = "-nosource"
 EPOCH0_SUFFIX = "-epoch0"
 SOURCE_MARK = "@"          # full@de: adapted from a model source-trained on German
 DEFAULT_SOURCE = "en"      # the study's source; its arms carry no mark
+STRATEGY_MARK = "~"        # full~diverse: adapted on buckets a selection strategy built
 CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # written by fsxlt.training.checkpoint
 HEAD_FILE = "fsxlt_head.safetensors"
 
@@ -78,21 +79,24 @@ TASK_KEYS = {"languages", "k", *SETTINGS}
 
 
 def arm_name(method: str, source_training: bool, select_start: bool = False,
-             source_languages: Sequence[str] | None = None) -> str:
+             source_languages: Sequence[str] | None = None, strategy: str = "") -> str:
     """The directory (and report label) of a run: its method, ``-epoch0`` when the start
     model competed as epoch 0, ``-nosource`` for the no-source-training ablation,
-    ``@de`` / ``@en+de+es`` when the start was source-trained on anything but English.
+    ``@de`` / ``@en+de+es`` when the start was source-trained on anything but English,
+    ``~diverse`` when a shot-selection strategy built the bucket set.
 
-    Epoch-0 runs and runs from other sources get an arm of their own so that
-    they sit beside the study's protocol in one runs directory, are never
-    averaged with it, and ``fsxlt report --compare full@de full`` pairs them
-    bucket by bucket.
+    Epoch-0 runs, runs from other sources and runs on a strategy's buckets get an
+    arm of their own so that they sit beside the study's protocol in one runs
+    directory, are never averaged with it, and ``fsxlt report --compare full@de
+    full`` pairs them bucket by bucket.
     """
     arm = f"{method}{EPOCH0_SUFFIX}" if select_start else method
     if not source_training:
-        return f"{arm}{NOSOURCE_SUFFIX}"
-    source = source_name(source_languages)
-    return arm if source == DEFAULT_SOURCE else f"{arm}{SOURCE_MARK}{source}"
+        arm = f"{arm}{NOSOURCE_SUFFIX}"
+    else:
+        source = source_name(source_languages)
+        arm = arm if source == DEFAULT_SOURCE else f"{arm}{SOURCE_MARK}{source}"
+    return f"{arm}{STRATEGY_MARK}{strategy}" if strategy else arm
 
 
 def source_name(source_languages: Sequence[str] | None) -> str:
@@ -100,8 +104,15 @@ def source_name(source_languages: Sequence[str] | None) -> str:
     return "+".join(source_languages) if source_languages else DEFAULT_SOURCE
 
 
+def arm_strategy(arm: str) -> tuple[str, str]:
+    """``(arm without its strategy, strategy)``; the strategy is "" for ordinary buckets."""
+    base, _, strategy = arm.partition(STRATEGY_MARK)
+    return base, strategy
+
+
 def arm_source(arm: str) -> str | None:
     """The source an arm's start was trained on (None for the no-source ablation)."""
+    arm = arm_strategy(arm)[0]
     if arm.endswith(NOSOURCE_SUFFIX):
         return None
     return arm.split(SOURCE_MARK, 1)[1] if SOURCE_MARK in arm else DEFAULT_SOURCE
@@ -384,6 +395,7 @@ class RunSpec:
     select_start: bool = False
     predict_path: str = ""    # a file to predict (FewCLUE/XGLUE submission files)
     source_languages: tuple[str, ...] = ()  # the start's source (empty: English or none)
+    strategy: str = ""        # the shot-selection strategy of the bucket set (fsxlt select)
 
     def load_method(self) -> Any:
         """The configured method this run adapts with."""
@@ -395,7 +407,7 @@ class RunSpec:
     @property
     def arm(self) -> str:
         return arm_name(self.method, self.source_training, self.select_start,
-                        self.source_languages)
+                        self.source_languages, self.strategy)
 
     @property
     def bucket_name(self) -> str:
@@ -487,6 +499,7 @@ class SetFiles:
     directory: Path
     buckets: list[tuple[int, str, Path, Path | None]]  # index, name, file, its own dev set
     test: Path | None  # the set's test set (fixed splits), else the task's test file
+    strategy: str = ""  # the shot-selection strategy that built the set (fsxlt select)
 
 
 def _bucket_files(plan: TaskPlan, lang: str, k: int, hashes: _Hashes) -> SetFiles:
@@ -518,7 +531,8 @@ def _bucket_files(plan: TaskPlan, lang: str, k: int, hashes: _Hashes) -> SetFile
         dev = _own_file(directory, entry.get("dev"), hashes, "its dev set")
         buckets.append((int(entry["index"]), str(entry.get("name") or ""), path, dev))
     test = _own_file(directory, manifest.get("test"), hashes, "the set's test set")
-    return SetFiles(directory, buckets, test)
+    strategy = (manifest.get("strategy") or {}).get("name") or ""
+    return SetFiles(directory, buckets, test, str(strategy))
 
 
 def _own_file(directory: Path, entry: dict[str, Any] | None, hashes: _Hashes,
@@ -595,7 +609,7 @@ def expand(config: SweepConfig) -> Plan:
                             result.runs.append(_run(plan, lang, k, (index, name), method,
                                                     start, source_training, bucket,
                                                     dev or shared_dev, test, out, hashes,
-                                                    config.name))
+                                                    config.name, files.strategy))
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
     return result
 
@@ -615,7 +629,7 @@ def _shared_dev(spec: TaskSpec, plan: TaskPlan, lang: str, directory: Path) -> P
 
 def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str, start: str,
          source_training: bool, bucket: Path, dev: Path, test: Path, out: Path,
-         hashes: _Hashes, sweep_name: str = "") -> RunSpec:
+         hashes: _Hashes, sweep_name: str = "", strategy: str = "") -> RunSpec:
     index, name = bucket_id
     bucket_sha = hashes.text(bucket)
     method = plan.method(ref)
@@ -638,7 +652,7 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
     digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
     sources = hashes.sources(start) if source_training else ()
     record = out / plan.task / lang / f"k{k}" \
-        / arm_name(method.name, source_training, plan.select_start, sources) \
+        / arm_name(method.name, source_training, plan.select_start, sources, strategy) \
         / f"{name or bucket_name(index)}.json"
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start, bucket_path=str(bucket),
@@ -650,7 +664,7 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
                    method_options=json.dumps(method.config, sort_keys=True),
                    select_start=plan.select_start,
                    predict_path=str(predict) if predict is not None else "",
-                   source_languages=sources)
+                   source_languages=sources, strategy=strategy)
 
 
 # --------------------------------------------------------------------------- resume

@@ -24,7 +24,8 @@ from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
 __all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "load_records",
-           "render", "render_compare", "report_text", "sources_text", "write_report"]
+           "render", "render_compare", "report_text", "sources_text", "strategies_text",
+           "write_report"]
 
 
 def _check(fmt: str) -> None:
@@ -96,6 +97,26 @@ def sources_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None =
     text = render_sources(records, fmt)
     if out is not None:
         atomic_write_text(Path(out) / f"sources.{SUFFIX[fmt]}", text)
+    return text
+
+
+def strategies_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None = None, *,
+                    seed: int = 0, n_boot: int = 10_000, plots: bool = True,
+                    warn: Warn | None = None) -> str:
+    """Selection strategies against random buckets of the same pools; with ``out`` also
+    ``strategies.<ext>`` and the plots under ``out/plots``."""
+    from fsxlt.report.strategies import judge, plot_strategies, render_strategies
+
+    _check(fmt)
+    if n_boot < 1:
+        raise FsxltError("the bootstrap needs at least one resample")
+    records = _load(runs_dir, warn)
+    text = render_strategies(judge(records, seed=seed, n_boot=n_boot), fmt, seed=seed,
+                             n_boot=n_boot)
+    if out is not None:
+        atomic_write_text(Path(out) / f"strategies.{SUFFIX[fmt]}", text)
+        if plots:
+            plot_strategies(records, Path(out) / "plots")
     return text
 
 

@@ -140,7 +140,8 @@ def load_records(runs_dir: str | Path) -> Records:
             source = bool(model.get("source_training", True))
             arm = (record.get("sweep") or {}).get("arm") or arm_name(
                 record["method"], source, bool(record.get("select_start")),
-                (model.get("start") or {}).get("source_languages"))
+                (model.get("start") or {}).get("source_languages"),
+                record["bucket"].get("strategy") or "")
             key = (record["task"], record["language"], int(record["k"]), arm,
                    int(record["bucket"]["index"]))
             if key in seen:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fsxlt.execution.plan import NOSOURCE_SUFFIX, SOURCE_MARK, arm_source
+from fsxlt.execution.plan import NOSOURCE_SUFFIX, SOURCE_MARK, arm_source, arm_strategy
 from fsxlt.modeling import METHODS
 from fsxlt.report.records import Records
 
@@ -38,27 +38,35 @@ IN_SOURCE_MARK = "*"  # a K=0 score on a language the start was trained on: not 
 
 
 def arm_label(arm: str) -> str:
+    """``Full FT``, ``Full FT, source de``, ``Full FT, no source-training``, and
+    ``, diverse buckets`` for runs on a selection strategy's buckets."""
+    arm, strategy = arm_strategy(arm)
+    suffix = f", {strategy} buckets" if strategy else ""
     if arm.endswith(NOSOURCE_SUFFIX):
         base = arm[: -len(NOSOURCE_SUFFIX)]
-        return f"{METHOD_LABELS.get(base, base)}, no source-training"
+        return f"{METHOD_LABELS.get(base, base)}, no source-training{suffix}"
     base, _, source = arm.partition(SOURCE_MARK)
     label = METHOD_LABELS.get(base, base)
-    return f"{label}, source {source}" if source else label
+    return (f"{label}, source {source}" if source else label) + suffix
 
 
 def arm_title(arm: str) -> str:
     """An arm's label that always names its source (``Full FT, source en``)."""
-    label = arm_label(arm)
     source = arm_source(arm)
-    return label if source is None or SOURCE_MARK in arm else f"{label}, source {source}"
+    if source is None or SOURCE_MARK in arm:
+        return arm_label(arm)
+    base, strategy = arm_strategy(arm)
+    suffix = f", {strategy} buckets" if strategy else ""
+    return f"{arm_label(base)}, source {source}{suffix}"
 
 
 def arm_order(arm: str) -> tuple:
+    arm, strategy = arm_strategy(arm)
     nosource = arm.endswith(NOSOURCE_SUFFIX)
     base = arm[: -len(NOSOURCE_SUFFIX)] if nosource else arm
     base, _, source = base.partition(SOURCE_MARK)
     rank = METHODS.index(base) if base in METHODS else len(METHODS)
-    return (nosource, rank, base, source)
+    return (nosource, rank, base, source, strategy)
 
 
 def aggregate(records: Records, *, ddof: int = 1,

@@ -23,6 +23,11 @@ bucket:
   times, and the bucket is minimal: no sentence can be removed while every
   label that reaches K still reaches K; a remaining dev set (XGLUE's tagging
   tasks sample from dev) shares no sentence with the buckets;
+* shot-selection strategies (``fsxlt select``): the per-bucket guarantees
+  above (exact K per label, or both Minimum-Including criteria), but no
+  disjointness across buckets, whose candidate pools overlap; no bucket
+  example in its own dev set; given the source, every bucket inside the
+  candidate pool it was selected from;
 * against the source data (optional): the source hash, and that every
   bucket example is in the source with the same content (by id for buckets
   sampled by fsxlt, by content for published ones), and that the remaining
@@ -51,6 +56,7 @@ from fsxlt.tasks import get_task
 
 _WHITESPACE = re.compile(r"\s+")
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
+STRATEGY_SAMPLER = "strategy"  # fsxlt.sampling.select.SAMPLER
 
 
 @dataclass
@@ -114,7 +120,8 @@ def _check_integrity(manifest: dict[str, Any], buckets: list[Bucket]) -> list[Vi
 
 
 def _check_classification(manifest: dict[str, Any], buckets: list[Bucket],
-                          remaining: list[Example] | None) -> list[Violation]:
+                          remaining: list[Example] | None,
+                          disjoint: bool = True) -> list[Violation]:
     k, labels = manifest["k"], manifest["labels"]
     found = []
     for bucket in buckets:
@@ -125,7 +132,42 @@ def _check_classification(manifest: dict[str, Any], buckets: list[Bucket],
                                        f"label {label!r} has {counts[label]} examples, not {k}"))
         for label in sorted(set(counts) - set(labels)):
             found.append(Violation(bucket.index, "count", f"unexpected label {label!r}"))
-    return found + _overlaps(buckets, remaining)
+    return found + _overlaps(buckets, remaining) if disjoint else found
+
+
+def _check_strategy_set(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
+                        pool: list[Example] | None) -> list[Violation]:
+    """A strategy's set: per-bucket guarantees only (its buckets come from overlapping
+    pools), no bucket example in the bucket's own dev set, and, given the source, every
+    bucket inside the candidate pool it was selected from."""
+    from fsxlt.sampling.select import candidate_pools
+    from fsxlt.sampling.store import read_examples_jsonl
+
+    found = []
+    by_index = {int(e["index"]): e for e in manifest["buckets"]}
+    for bucket in buckets:
+        dev = by_index[bucket.index].get("dev")
+        if dev and (directory / dev["file"]).is_file():
+            dev_ids = {ex.id for ex in read_examples_jsonl(directory / dev["file"])}
+            leaked = dev_ids & {ex.id for ex in bucket.examples}
+            if leaked:
+                found.append(Violation(bucket.index, "dev-leak", f"{len(leaked)} examples "
+                                       "also occur in the bucket's dev set"))
+    pools = (manifest.get("strategy") or {}).get("pools") or {}
+    if pool is not None and pools:
+        drawn = candidate_pools(len(pool), int(pools["n"]), int(pools["size"]),
+                                int(pools["seed"]), manifest["task"], manifest["language"])
+        for bucket in buckets:
+            if bucket.index >= len(drawn):
+                found.append(Violation(bucket.index, "not-in-pool", "no such pool"))
+                continue
+            members = {pool[int(i)].id for i in drawn[bucket.index]}
+            outside = [ex.id for ex in bucket.examples if ex.id not in members]
+            if outside:
+                found.append(Violation(bucket.index, "not-in-pool", f"{len(outside)} examples "
+                                       f"are not in candidate pool {bucket.index} (e.g. "
+                                       f"{outside[0]})"))
+    return found
 
 
 def _check_k_examples(manifest: dict[str, Any], buckets: list[Bucket],
@@ -352,7 +394,11 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
         violations += _check_tagging(manifest, buckets, labels)
         violations += _dev_leak(buckets, remaining)
     else:
-        violations += _check_classification(manifest, buckets, remaining)
+        strategy = manifest.get("sampler") == STRATEGY_SAMPLER
+        violations += _check_classification(manifest, buckets, remaining,
+                                            disjoint=not strategy)
+    if manifest.get("sampler") == STRATEGY_SAMPLER:
+        violations += _check_strategy_set(directory, manifest, buckets, pool)
     if source is not None:
         violations += _check_source(manifest, buckets, remaining, source, pool)
     sizes = [len(b.examples) for b in buckets]

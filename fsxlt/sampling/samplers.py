@@ -152,7 +152,8 @@ def bucket_label_counts(counts: Sequence[Counter[str]]) -> Counter[str]:
 
 
 def minimum_including(pool_counts: Sequence[Counter[str]], labels: Sequence[str], k: int,
-                      rng: np.random.Generator, context: str = "") -> list[int]:
+                      rng: np.random.Generator | None, context: str = "",
+                      preference: Sequence[float] | None = None) -> list[int]:
     """Draw one Minimum-Including bucket; returns pool indices in the order they were added.
 
     ``pool_counts[i]`` holds the label counts of pool sentence *i*; ``labels``
@@ -161,6 +162,11 @@ def minimum_including(pool_counts: Sequence[Counter[str]], labels: Sequence[str]
     contain it uniformly at random (among those not yet chosen) until the
     label occurs ``k`` times; step 3 then drops every sentence, in the order
     added, whose removal keeps all labels at ``k`` or more.
+
+    With ``preference`` (one number per pool sentence, higher is better; a
+    selection strategy's ranking) step 2 takes the most preferred sentence
+    containing the label instead of a random one (ties: pool order), so the
+    bucket still meets both Minimum-Including criteria.
     """
     containing: dict[str, list[int]] = {label: [] for label in labels}
     totals: Counter[str] = Counter()
@@ -178,6 +184,16 @@ def minimum_including(pool_counts: Sequence[Counter[str]], labels: Sequence[str]
     counts: Counter[str] = Counter()
     for label in labels:
         candidates = containing[label]
+        if preference is not None:
+            for pick in sorted(candidates, key=lambda i: (-preference[i], i)):
+                if counts[label] >= k:
+                    break
+                if pick not in chosen_set:
+                    chosen.append(pick)
+                    chosen_set.add(pick)
+                    counts.update(pool_counts[pick])
+            continue
+        assert rng is not None, "a random draw needs an rng"
         while counts[label] < k:
             # Rejection sampling is uniform over candidates not yet chosen; at
             # least one exists because the pool holds >= k occurrences.

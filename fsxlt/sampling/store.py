@@ -79,6 +79,7 @@ class BucketSet:
     union: int | None = None
     test: list[Example] | None = None
     test_source: dict[str, Any] | None = None
+    strategy: dict[str, Any] | None = None  # a shot-selection strategy's name, pools, model
 
     def bucket_indices(self) -> list[int]:
         """The index of each bucket, in order."""
@@ -91,12 +92,15 @@ class BucketSet:
         return [bucket_name(index) for index in self.bucket_indices()]
 
     def provenance(self) -> dict[str, Any]:
-        return {
+        meta = {
             "task": self.task, "language": self.language, "k": self.k,
             "sampler": self.sampler, "seed": self.seed, "split": self.split,
             "source": {"file": self.source_file, "sha256": self.source_sha256},
             "fsxlt_version": __version__,
         }
+        if self.strategy is not None:
+            meta["strategy"] = self.strategy
+        return meta
 
 
 @dataclass(frozen=True)

@@ -360,6 +360,8 @@ class AdaptEngine:
                     "sampler": bucket.meta.get("sampler")}
             if bucket.meta.get("name"):
                 info["name"] = bucket.name
+            if isinstance(bucket.meta.get("strategy"), dict):
+                info["strategy"] = bucket.meta["strategy"].get("name")
             if bucket.union:
                 info["union"] = True  # FewCLUE's all: reported beside the splits, not among
             return list(bucket.examples), info

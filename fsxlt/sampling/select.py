@@ -1,0 +1,189 @@
+"""Bucket sets built by shot-selection strategies, from seeded candidate pools.
+
+A deterministic strategy gives one bucket per pool, so a set of N buckets
+comes from N candidate pools: pool *i* is ``pool_size`` examples drawn
+without replacement from the split the task samples from (the target's
+train split; dev for XNLI-like tasks), with a NumPy generator derived from
+the seed, task, language and *i*. Pools do not depend on K or the strategy,
+and ``random`` draws from the same pools, so every strategy is judged
+against random buckets that saw the same candidates.
+
+Model-based strategies read what the source-trained model makes of every
+pool example: one batched pass (:func:`fsxlt.evaluation.example_signals`)
+over the union of the pools. The written sets are ordinary bucket sets
+(``OUT/<strategy>/<task>/<lang>/k<K>``); their manifests and bucket files
+record the strategy, its pools, the model (path and weight hash) and the
+seed. Sets drawn from dev give each bucket its own dev set: the dev split
+minus that bucket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fsxlt.data import Split, TaggedSentence, load_split
+from fsxlt.errors import FsxltError
+from fsxlt.sampling.samplers import (
+    check_k,
+    derive_rng,
+    present_labels,
+    sentence_label_counts,
+)
+from fsxlt.sampling.store import BucketSet, write_sets
+from fsxlt.sampling.strategies import (
+    MODEL_FREE,
+    PoolSignals,
+    check_strategy,
+    select_classification,
+    select_tagging,
+)
+from fsxlt.tasks import TaskSpec, get_task
+
+SAMPLER = "strategy"
+DEFAULT_POOLS = 40
+DEFAULT_POOL_SIZE = 500
+
+
+def candidate_pools(n_examples: int, n_pools: int, pool_size: int, seed: int, task: str,
+                    language: str) -> list[np.ndarray]:
+    """Pool *i*: ``pool_size`` distinct example indices, sorted, from its own seeded stream."""
+    if n_pools < 1 or pool_size < 1:
+        raise FsxltError("--n-pools and --pool-size must be at least 1")
+    if pool_size > n_examples:
+        raise FsxltError(f"{task}/{language}: a pool of {pool_size} needs that many examples; "
+                         f"the split has {n_examples}")
+    return [np.sort(derive_rng(seed, task, language, "pool", i).choice(
+        n_examples, pool_size, replace=False)) for i in range(n_pools)]
+
+
+def model_identity(start: str | Path) -> dict[str, str]:
+    """The model a strategy used: its path and a hash over its weight files."""
+    path = Path(start)
+    files = sorted(p for p in path.glob("*") if p.suffix in (".safetensors", ".bin"))
+    if not files:
+        raise FsxltError(f"{path}: no weight files (*.safetensors, *.bin) to identify the model")
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode("utf-8"))
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return {"path": str(path), "sha256": digest.hexdigest()}
+
+
+def compute_signals(start: str | Path, task: TaskSpec, examples: Sequence[Any], *,
+                    device: str | None = None, max_seq_length: int | None = None,
+                    ) -> PoolSignals:
+    """The source-trained model's embeddings and prediction entropies for ``examples``."""
+    from fsxlt.evaluation import example_signals, prepare_eval
+    from fsxlt.modeling import Featurizer
+    from fsxlt.training.checkpoint import is_checkpoint, load_start, resolve_device
+
+    if not is_checkpoint(Path(start)):
+        raise FsxltError(f"{start}: model-based strategies need a source-trained fsxlt "
+                         "checkpoint (fsxlt source-train)")
+    device = resolve_device(device)
+    loaded = load_start(start, task, seed=task.training.seed)
+    model = loaded.model.to(device)
+    eval_set = prepare_eval(Featurizer(loaded.tokenizer, task, max_seq_length), examples, device)
+    embeddings, entropy = example_signals(model, eval_set)
+    return PoolSignals(embeddings, entropy)
+
+
+def _subset(signals: PoolSignals | None, rows: np.ndarray) -> PoolSignals | None:
+    if signals is None:
+        return None
+    return PoolSignals(signals.embeddings[rows], signals.uncertainty[rows])
+
+
+def select_set(task: TaskSpec, split: Split, k: int, strategy: str, pools: list[np.ndarray],
+               signals: PoolSignals | None, seed: int, info: dict[str, Any]) -> BucketSet:
+    """One bucket per pool by ``strategy``; ``signals`` rows follow ``split.examples``."""
+    examples = split.examples
+    context = f"{task.name}/{split.language} K={k} {strategy}"
+    buckets = []
+    if task.is_tagging:
+        counts_all = [sentence_label_counts(s, task.label_unit) for s in examples]
+        labels, missing = present_labels(counts_all, task.sampling_labels)
+        if not labels:
+            raise FsxltError(f"{context}: no label of the task occurs in {split.source}")
+    else:
+        labels, missing = list(task.labels), []
+    for i, rows in enumerate(pools):
+        rng = derive_rng(seed, task.name, split.language, k, strategy, i)
+        where = f"{context}, pool {i}"
+        if task.is_tagging:
+            counts = [counts_all[r] for r in rows]
+            picked = select_tagging(strategy, labels, counts, k, _subset(signals, rows), seed,
+                                    rng, where)
+        else:
+            picked = select_classification(strategy, labels, [examples[r].label for r in rows],
+                                           k, _subset(signals, rows), seed, rng, where)
+        buckets.append([examples[int(rows[p])] for p in picked])
+    devs = None
+    if split.split == "dev":  # each bucket's own dev set: the split minus that bucket
+        devs = [[ex for ex in examples if ex.id not in {b.id for b in bucket}]
+                for bucket in buckets]
+    return BucketSet(task=task.name, language=split.language, k=k, sampler=SAMPLER, seed=seed,
+                     split=split.split, source_file=Path(split.source).name,
+                     source_sha256=split.sha256, labels=list(labels), missing_labels=missing,
+                     buckets=buckets, devs=devs, strategy=dict(info, name=strategy))
+
+
+def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: Sequence[str],
+           out: str | Path, *, data: str | Path | None = None,
+           data_dir: str | Path | None = None, start: str | Path | None = None,
+           n_pools: int = DEFAULT_POOLS, pool_size: int = DEFAULT_POOL_SIZE, seed: int = 0,
+           device: str | None = None,
+           progress: Callable[[Iterable], Iterable] = lambda it: it,
+           ) -> dict[str, list[BucketSet]]:
+    """Build and write ``OUT/<strategy>/<task>/<lang>/k<K>`` for every strategy and K.
+
+    Everything is built before anything is written, so an error writes nothing.
+    """
+    task = get_task(task)
+    task.check_language(language)
+    if task.is_multiple_choice or task.is_ranking:
+        raise FsxltError(f"{task.name}: shot selection is for classification and tagging "
+                         "tasks")
+    strategies = list(dict.fromkeys(strategies))
+    entity = task.label_unit == "entity"
+    for name in strategies:
+        check_strategy(name, task.is_tagging, entity)
+    for k in ks:
+        check_k(k, n_pools)
+    model_based = [s for s in strategies if s not in MODEL_FREE]
+    if model_based and start is None:
+        raise FsxltError(f"strategies {', '.join(model_based)} read the source-trained model: "
+                         "pass --from CHECKPOINT")
+    split = load_split(task, language, task.sampling.split, path=data, data_dir=data_dir)
+    if task.is_tagging and any(not isinstance(ex, TaggedSentence) for ex in split.examples):
+        raise FsxltError(f"{split.source}: not tagged sentences")
+    pools = candidate_pools(len(split.examples), n_pools, pool_size, seed, task.name, language)
+    info: dict[str, Any] = {"pools": {"n": n_pools, "size": pool_size, "seed": seed,
+                                      "split": split.split}}
+    signals = None
+    if model_based:
+        union = np.unique(np.concatenate(pools))
+        partial = compute_signals(start, task, [split.examples[int(i)] for i in union],
+                                  device=device)
+        dim = partial.embeddings.shape[1]
+        embeddings = np.zeros((len(split.examples), dim))
+        entropy = np.zeros(len(split.examples))
+        embeddings[union], entropy[union] = partial.embeddings, partial.uncertainty
+        signals = PoolSignals(embeddings, entropy)
+        info["model"] = model_identity(start)
+    sets: dict[str, list[BucketSet]] = {}
+    for name in progress(strategies):
+        sets[name] = [select_set(task, split, k, name, pools, signals, seed,
+                                 info if name not in MODEL_FREE else
+                                 {key: v for key, v in info.items() if key != "model"})
+                      for k in ks]
+    for name, bucket_sets in sets.items():
+        write_sets(Path(out) / name, bucket_sets)
+    return sets
