@@ -241,3 +241,62 @@ def test_select_errors_are_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert code == 2 and message in err and "\n" not in err, err
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- bucket features
+
+def test_bucket_features_find_a_planted_correlation(tmp_path, capsys):
+    """Buckets whose sentences get longer score higher, and gain more over zero-shot, in
+    two languages with different zero-shot scores; English overlap is planted inversely."""
+    from fsxlt.analysis.bucket_features import correlations, feature_table
+    from fsxlt.execution.plan import RUN_FORMAT, ZERO_SHOT_FORMAT
+    from tests.train_fixtures import write_bucket_set
+
+    english = write_conll(tmp_path / "train-en.tsv", [
+        TaggedSentence("e0", ("ada", "went", "home"), ("B-PER", "O", "O"))])
+    for lang, zero in (("de", 0.30), ("zh", 0.10)):
+        buckets = []
+        for b in range(6):  # bucket b: sentences of 2 + b words, fewer English words
+            words = tuple(["ada", "acme", "paris"] + [f"w{i}" for i in range(b)])
+            tags = ("B-PER", "B-ORG", "B-LOC") + ("O",) * b
+            buckets.append([TaggedSentence(f"{lang}{b}", words, tags)])
+        directory = write_bucket_set(tmp_path / "buckets", "panx", lang, 1, buckets,
+                                     list(NER))
+        for b in range(6):
+            record = {"format": RUN_FORMAT, "task": "panx", "language": lang, "k": 1,
+                      "method": "full", "bucket": {"index": b, "path": str(
+                          directory / f"{b:02d}.json")},
+                      "model": {"source_training": True, "start": {}},
+                      "test_score": zero + 0.05 * b + 0.001 * (b % 2), "metric": "seqeval_f1"}
+            path = tmp_path / "runs" / "panx" / lang / "k1" / "full" / f"{b:02d}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(record), encoding="utf-8")
+        zero_record = {"format": ZERO_SHOT_FORMAT, "status": "ok", "task": "panx",
+                       "language": lang, "k": 0, "test_score": zero, "metric": "seqeval_f1"}
+        path = tmp_path / "runs" / "panx" / lang / "k0" / "zero-shot.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(zero_record), encoding="utf-8")
+    table = feature_table(tmp_path / "runs", english=english, model=False)
+    assert len(table) == 12 and table.attrs["arm"] == "full"
+    assert table["gain"].round(4).tolist()[:3] == [0.0, 5.1, 10.0]
+    result = correlations(table).set_index(["cell", "target", "feature"])
+    for cell in ("panx/de/k1", "panx/zh/k1"):
+        assert result.loc[(cell, "score", "mean_length"), "rho"] == pytest.approx(1.0)
+        assert result.loc[(cell, "score", "english_overlap"), "rho"] == pytest.approx(-1.0)
+        assert np.isnan(result.loc[(cell, "score", "n_examples"), "rho"])  # constant
+    pooled = result.loc[("all", "gain", "mean_length")]
+    assert pooled["rho"] > 0.99 and pooled["p_value"] < 1e-3  # ties across the two cells
+    assert run_app(["analyze", "bucket-features", str(tmp_path / "runs"), "--english",
+                    str(english), "--no-model", "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out/correlations.csv").is_file()
+    assert (tmp_path / "out/bucket_features.png").is_file()
+
+
+def test_bucket_features_with_the_model(pipeline):
+    from fsxlt.analysis.bucket_features import feature_table
+
+    table = feature_table(pipeline["root"] / "runs", device="cpu")
+    assert table.attrs["arm"] == "full~random" and len(table) == 3
+    assert table["model_entropy"].between(0, np.log(7)).all()
+    assert table["dev_distance"].between(0, 2).all()
+    assert table["english_overlap"].between(0, 1).all()  # the start's English train file

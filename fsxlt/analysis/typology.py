@@ -33,7 +33,7 @@ from fsxlt.sampling.store import find_sets, read_set
 from fsxlt.tasks import languages
 
 WALS_FEATURES = ("81A", "85A", "86A", "87A", "88A", "89A")
-_WORD = re.compile(r"\w+|[^\w\s]")
+WORD_PATTERN = re.compile(r"\w+|[^\w\s]")
 
 
 def word_types(examples: Iterable[Example]) -> set[str]:
@@ -43,9 +43,9 @@ def word_types(examples: Iterable[Example]) -> set[str]:
         if isinstance(ex, TaggedSentence):
             types.update(ex.tokens)
         else:
-            types.update(_WORD.findall(ex.text_a))
+            types.update(WORD_PATTERN.findall(ex.text_a))
             if ex.text_b:
-                types.update(_WORD.findall(ex.text_b))
+                types.update(WORD_PATTERN.findall(ex.text_b))
     return types
 
 

@@ -415,3 +415,45 @@ def attention_command(
         attention_bars(table, f"[CLS] attention shift, {result.changed} changed predictions",
                        out / f"{result.run}-attention")
     typer.echo(f"wrote tables and plot to {out}")
+
+
+@analyze_app.command("bucket-features")
+def bucket_features_command(
+    runs: Annotated[Path, typer.Argument(help="RUNS_DIR with the runs' records.")],
+    arm: Annotated[str | None, typer.Option(
+        help="Arm whose buckets to describe (default: full~random, else full).")] = None,
+    english: Annotated[Path | None, typer.Option(
+        help="English training file (default: the one the start was trained on).")] = None,
+    start: Annotated[str | None, typer.Option(
+        "--from", help="Source-trained checkpoint (default: the records' start).")] = None,
+    no_model: Annotated[bool, typer.Option(
+        "--no-model", help="Leave out the features that need the model.")] = False,
+    device: Device = "auto",
+    out: Annotated[Path | None, typer.Option(
+        help="Write bucket_features.csv, correlations.csv and the plot here.")] = None,
+) -> None:
+    """Which bucket features go with good scores: Spearman's rho over the random buckets.
+
+    Per bucket: examples, mean length, label (entity-type) entropy, mentions,
+    word overlap with the English training data, the source model's mean
+    prediction entropy on it and its embedding distance to the dev set. Per
+    (task, language, K) the correlation with the test score; over all cells
+    pooled, with the gain over zero-shot.
+
+    Example:
+
+      fsxlt analyze bucket-features runs/strategies --out analysis/bucket-features
+    """
+    _check_out(out)
+    from fsxlt.analysis.bucket_features import correlations, feature_table, plot_features
+    from fsxlt.training.checkpoint import quiet_transformers
+
+    quiet_transformers()
+    table = feature_table(runs, arm=arm, english=english, start=start,
+                          device=None if device == "auto" else device, model=not no_model)
+    typer.echo(f"arm {table.attrs['arm']}: {len(table)} buckets")
+    _write_table(table, out, "bucket_features")
+    typer.echo("")
+    _write_table(correlations(table), out, "correlations")
+    if out is not None:
+        plot_features(table, out)
