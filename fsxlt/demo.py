@@ -21,6 +21,10 @@ sweep  ``OUT/runs/`` (:func:`fsxlt.execution. always: finished runs with a match
 report ``OUT/report/{report.md,cells.csv,     never (cheap; rebuilt from the records)
        plots/}`` (:func:`fsxlt.report.
        write_report`)
+strate- ``OUT/strategies/{buckets,runs}``,    the selection is redone (seconds; the same
+gies   ``OUT/report/strategies.md`` (:func:`  buckets come out), finished runs are skipped
+       fsxlt.sampling.select.select`, a sweep
+       per strategy, ``report --strategies``)
 ====== ====================================== =============================================
 
 and finally ``OUT/summary.json`` and a short printed summary: zero-shot and
@@ -64,9 +68,10 @@ from fsxlt.synthetic.grammar import DEFAULT_LANGUAGES
 DEMO_FORMAT = "fsxlt-demo/1"
 SUMMARY_FILE = "summary.json"
 BUILTIN_CONFIGS = ("demo", "quick")
-STAGES = ("data", "encoder", "buckets", "source", "sweep", "report")
+STAGES = ("data", "encoder", "buckets", "source", "sweep", "report", "strategies")
 TOP_KEYS = {"name", "description", "seed", "languages", "tasks", "n_buckets", "data", "encoder",
-            "source", "adapt", "workers", "threads"}
+            "source", "adapt", "workers", "threads", "strategies"}
+STRATEGY_KEYS = {"task", "language", "k", "n_pools", "pool_size", "names"}
 TARGET_CODES = tuple(lang.code for lang in DEFAULT_LANGUAGES[1:])
 Log = Callable[[str], None]
 
@@ -93,6 +98,18 @@ class AdaptSettings:
 
 
 @dataclass(frozen=True)
+class StrategySettings:
+    """The strategy stage: shot-selection strategies on one (task, target, K)."""
+
+    task: str
+    language: str
+    k: int
+    n_pools: int
+    pool_size: int
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class DemoConfig:
     """Everything one demo run depends on (see ``configs/demo/demo.yaml``)."""
 
@@ -108,6 +125,7 @@ class DemoConfig:
     adapt: AdaptSettings
     workers: int = 2
     threads: int | None = None
+    strategies: StrategySettings | None = None
     source_file: str = field(default="", compare=False)
 
     @property
@@ -177,6 +195,41 @@ def _tasks(raw: Any, where: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
     return tuple(out)
 
 
+def _strategies(raw: Any, tasks: Sequence[tuple[str, Sequence[int]]],
+                languages: Sequence[str], where: str) -> StrategySettings | None:
+    """The ``strategies`` section: a task and target of the run, one K, the pools and the
+    strategy names (each checked against the task)."""
+    if raw is None:
+        return None
+    from fsxlt.sampling.strategies import check_strategy
+    from fsxlt.tasks import get_task
+
+    where = f"{where}: strategies"
+    raw = _mapping(raw, where)
+    _known(raw, STRATEGY_KEYS, where)
+    task = str(raw.get("task", ""))
+    if task not in dict(tasks):
+        raise FsxltError(f"{where}.task must be one of the demo's tasks, got {task!r}")
+    language = str(raw.get("language", ""))
+    if language not in languages:
+        raise FsxltError(f"{where}.language must be one of the demo's targets, got "
+                         f"{language!r}")
+    spec = get_task(task)
+    names = tuple(str(n) for n in raw.get("names") or ())
+    if "random" not in names or len(names) < 2:
+        raise FsxltError(f"{where}.names must hold random and at least one other strategy")
+    for name in names:
+        check_strategy(name, spec.is_tagging, spec.label_unit == "entity")
+    n_pools = _numbers(raw.get("n_pools", 10), f"{where}.n_pools", int)[0]
+    if n_pools < 2:
+        raise FsxltError(f"{where}.n_pools must be at least 2 (random buckets to compare with)")
+    return StrategySettings(
+        task=task, language=language, k=_numbers(raw.get("k", 1), f"{where}.k", int)[0],
+        n_pools=n_pools,
+        pool_size=_numbers(raw.get("pool_size", 100), f"{where}.pool_size", int)[0],
+        names=names)
+
+
 def parse_demo_config(raw: Any, where: str = "<demo config>") -> DemoConfig:
     """Build a :class:`DemoConfig` from a mapping (the YAML file's content).
 
@@ -186,7 +239,10 @@ def parse_demo_config(raw: Any, where: str = "<demo config>") -> DemoConfig:
     ``encoder`` (:class:`~fsxlt.synthetic.EncoderSettings` fields);
     ``source`` and ``adapt`` (:class:`SourceSettings`, :class:`AdaptSettings`);
     ``workers`` (sweep processes; 0 runs in this process) and ``threads``
-    (torch threads per process; null: the cores divided among the workers).
+    (torch threads per process; null: the cores divided among the workers);
+    ``strategies`` (optional: ``task``, ``language``, ``k``, ``n_pools``,
+    ``pool_size``, ``names``: shot-selection strategies judged against random
+    buckets from the same pools).
     """
     raw = _mapping(raw, where)
     _known(raw, TOP_KEYS, where)
@@ -210,15 +266,18 @@ def parse_demo_config(raw: Any, where: str = "<demo config>") -> DemoConfig:
         raise FsxltError(f"{where}: workers must be a number >= 0, got {workers!r}")
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise FsxltError(f"{where}: threads must be a positive number or null, got {threads!r}")
+    tasks = _tasks(raw.get("tasks"), where)
     return DemoConfig(
         name=str(raw.get("name") or "demo"), seed=int(raw.get("seed", 0)),
-        languages=tuple(dict.fromkeys(languages)), tasks=_tasks(raw.get("tasks"), where),
+        languages=tuple(dict.fromkeys(languages)), tasks=tasks,
         n_buckets=n_buckets, sizes=sizes,
         corpus_sentences=int(data.get("corpus_sentences", DEFAULT_CORPUS_SENTENCES)),
         encoder=_settings(EncoderSettings, raw.get("encoder"), f"{where}: encoder"),
         source=_settings(SourceSettings, raw.get("source"), f"{where}: source", ["lrs"]),
         adapt=_settings(AdaptSettings, raw.get("adapt"), f"{where}: adapt", ["lrs"]),
-        workers=workers, threads=threads, source_file=where)
+        workers=workers, threads=threads,
+        strategies=_strategies(raw.get("strategies"), tasks, languages, where),
+        source_file=where)
 
 
 def load_demo_config(name_or_path: str | Path = "demo") -> DemoConfig:
@@ -447,6 +506,55 @@ def stage_report(layout: Layout, config: DemoConfig) -> list[Path]:
     return write_report(layout.runs, layout.report, "md", expected=config.n_buckets)
 
 
+def stage_strategies(layout: Layout, config: DemoConfig, threads: int, progress: bool,
+                     log: Log) -> list[dict[str, Any]]:
+    """Select buckets by every strategy, adapt on them (resuming), judge them against
+    random; return the judgement rows (also ``OUT/report/strategies.md``)."""
+    settings = config.strategies
+    if settings is None:
+        log("strategies: none configured")
+        return []
+    import torch
+
+    from fsxlt.execution import parse_config, run_sweep
+    from fsxlt.report import strategies_text
+    from fsxlt.report.records import load_records
+    from fsxlt.report.strategies import judge
+    from fsxlt.sampling.select import select
+
+    root = layout.out / "strategies"
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        select(settings.task, settings.language, [settings.k], settings.names,
+               root / "buckets", data_dir=layout.data / settings.task,
+               start=layout.ckpt / settings.task, n_pools=settings.n_pools,
+               pool_size=settings.pool_size, seed=config.seed, device="cpu")
+    finally:
+        torch.set_num_threads(previous)
+    failed = 0
+    for name in settings.names:
+        sweep = parse_config({
+            "name": f"fsxlt-{config.name}-strategy-{name}", "out": str(root / "runs"),
+            "buckets": str(root / "buckets" / name),
+            "data_dir": str(layout.data / settings.task),
+            "start": str(layout.ckpt / settings.task), "methods": ["full"],
+            "n_buckets": settings.n_pools, "lrs": list(config.adapt.lrs),
+            "max_epochs": config.adapt.max_epochs, "patience": config.adapt.patience,
+            "tasks": {settings.task: {"languages": [settings.language], "k": [settings.k]}},
+        }, f"{config.source_file} (strategy {name})")
+        failed += len(run_sweep(sweep, workers=config.workers, threads=threads, device="cpu",
+                                progress=progress).failed)
+    strategies_text(root / "runs", "md", layout.report, n_boot=2000)
+    rows = judge(load_records(root / "runs"), n_boot=2000)
+    log(f"strategies: {len(settings.names)} strategies x {settings.n_pools} pools "
+        f"({failed} failed runs)")
+    return [{"strategy": r.strategy, "mean": round(r.mean, 2),
+             "random_mean": round(r.random_mean, 2), "diff": round(r.diff, 2),
+             "ci": [round(r.ci_low, 2), round(r.ci_high, 2)], "p_beat": round(r.p_beat, 2),
+             "p_value": round(r.p_value, 4)} for r in rows.itertuples(index=False)]
+
+
 # --------------------------------------------------------------------------- the summary
 
 def summary_cells(layout: Layout) -> list[dict[str, Any]]:
@@ -564,6 +672,15 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     for item in summary["findings"]:
         mark = "yes" if item["holds"] else "NO "
         lines.append(f"  [{mark}] {item['task']}: {item['behaviour']} ({item['detail']})")
+    strategies = summary.get("strategies")
+    if strategies and strategies["judged"]:
+        lines += ["", f"which shots to label: {strategies['task']} {strategies['language']} "
+                  f"K={strategies['k']}, {strategies['n_pools']} pools of "
+                  f"{strategies['pool_size']}, against random buckets from the same pools"]
+        for row in strategies["judged"]:
+            lines.append(f"  {row['strategy']:15} {row['mean']:6.1f} vs {row['random_mean']:.1f}"
+                         f"  diff {row['diff']:+.1f} [{row['ci'][0]:+.1f}, {row['ci'][1]:+.1f}]"
+                         f"  P(beats random) {row['p_beat']:.2f}")
     return "\n".join(lines) + "\n"
 
 
@@ -616,6 +733,8 @@ def run_demo(out: str | Path, config: DemoConfig | str | Path = "demo", *,
     failed = stage("sweep", lambda: stage_sweep(
         layout, config, config.threads or _default_threads(workers), progress, log))
     stage("report", lambda: stage_report(layout, config))
+    strategies = stage("strategies", lambda: stage_strategies(
+        layout, config, config.threads or _default_threads(workers), progress, log))
     cells = summary_cells(layout)
     languages = [lang for lang in description["languages"]]
     summary = {
@@ -626,6 +745,8 @@ def run_demo(out: str | Path, config: DemoConfig | str | Path = "demo", *,
         "languages": languages, "cells": cells,
         "n_runs": sum(1 for c in cells if c["k"] > 0 for _ in range(c["n"])),
         "n_failed": failed, "stage_seconds": stages,
+        "strategies": ({**asdict(config.strategies), "judged": strategies}
+                       if config.strategies else None),
         "wall_time_s": round(time.perf_counter() - began, 1),
     }
     summary["findings"] = findings(cells, languages, config.tasks)

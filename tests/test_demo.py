@@ -120,16 +120,33 @@ def test_the_summary_states_each_finding_per_task(demo):
         assert mine["lower overlap, lower zero-shot"]["holds"], mine
 
 
+def test_the_strategy_stage_judges_every_strategy_against_random(demo):
+    out, summary, _ = demo
+    settings = QUICK.strategies
+    judged = {row["strategy"]: row for row in summary["strategies"]["judged"]}
+    assert set(judged) == set(settings.names) - {"random"}
+    for row in judged.values():
+        assert 0.0 <= row["p_beat"] <= 1.0 and row["ci"][0] <= row["diff"] <= row["ci"][1]
+    runs = out / "strategies" / "runs" / settings.task / settings.language / f"k{settings.k}"
+    assert sorted(p.name for p in runs.iterdir()) == sorted(f"full~{n}" for n in settings.names)
+    assert all(len(list(p.glob("*.json"))) == settings.n_pools for p in runs.iterdir())
+    assert (out / "report" / "strategies.md").is_file()
+
+
 def test_a_second_run_reuses_everything_and_the_cli_prints_the_summary(demo, capsys):
     out, summary, _ = demo
-    before = {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.json")}
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*runs/**/*.json")}
+    before.update({p: p.stat().st_mtime_ns for p in (out / "strategies").rglob("runs/**/*.json")})
     assert run_app(["demo", "--out", str(out), "--config", "quick", "--workers", "0"]) == 0
     printed = capsys.readouterr()
     assert str(out / "report" / "report.md") in printed.out
     for task, _ in QUICK.tasks:
         assert task in printed.out
     assert "reusing" in printed.err and "0 run now" in printed.err
-    assert {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.json")} == before
+    after = {p: p.stat().st_mtime_ns for p in out.glob("*runs/**/*.json")}
+    after.update({p: p.stat().st_mtime_ns for p in (out / "strategies").rglob("runs/**/*.json")})
+    assert after == before
+    assert "which shots to label" in printed.out
     again = json.loads((out / SUMMARY_FILE).read_text())
     assert again["cells"] == summary["cells"]
 
@@ -143,6 +160,12 @@ def test_a_second_run_reuses_everything_and_the_cli_prints_the_summary(demo, cap
     ({"tasks": {"synth-pos": {}}, "adapt": {"lrs": "fast"}}, "expected float"),
     ({"tasks": {"synth-pos": {}}, "source": {"epoch": 3}}, "unknown key(s) epoch"),
     ({}, "tasks must name"),
+    ({"tasks": {"synth-pos": {}}, "strategies": {"task": "synth-pos", "language": "sov20",
+                                                 "names": ["random", "entity-rich"]}},
+     "strategy entity-rich ranks sentences by their entity"),
+    ({"tasks": {"synth-ner": {}}, "strategies": {"task": "synth-ner", "language": "sov20",
+                                                 "names": ["diverse"]}},
+     "names must hold random and at least one other"),
 ])
 def test_bad_configs_are_one_line_errors(raw, message):
     with pytest.raises(FsxltError, match=None) as err:
