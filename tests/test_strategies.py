@@ -300,3 +300,20 @@ def test_bucket_features_with_the_model(pipeline):
     assert table["model_entropy"].between(0, np.log(7)).all()
     assert table["dev_distance"].between(0, 2).all()
     assert table["english_overlap"].between(0, 1).all()  # the start's English train file
+
+
+def test_a_task_sampled_from_dev_gives_each_bucket_its_own_dev_set(tmp_path):
+    from fsxlt.sampling.check import check_store
+    from fsxlt.sampling.store import read_examples_jsonl, read_manifest
+
+    write_pairs(tmp_path / "dev-de.tsv", nli_data(60, 1))
+    assert run_app(["select", "--task", "xnli", "--lang", "de", "--data-dir", str(tmp_path),
+                    "-s", "random", "-k", "2", "--n-pools", "3", "--pool-size", "30",
+                    "--out", str(tmp_path / "out")]) == 0
+    directory = tmp_path / "out/random/xnli/de/k2"
+    manifest = read_manifest(directory)
+    assert manifest["strategy"]["pools"]["split"] == "dev"
+    for entry in manifest["buckets"]:
+        dev = {ex.id for ex in read_examples_jsonl(directory / entry["dev"]["file"])}
+        assert len(dev) == 60 - 6 and not dev & set(entry["ids"])
+    assert all(r.ok for r in check_store(directory, tmp_path / "dev-de.tsv"))
