@@ -64,6 +64,17 @@ def write_blocks(path: Path, blocks: list[str]) -> None:
     path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
 
 
+def prepare_work(work: Path, encoder: Path | None) -> tuple[Path, Path, Path]:
+    """The work directory, the encoder (built with the offline tool when missing) and the
+    data directory under ``work``."""
+    work.mkdir(parents=True, exist_ok=True)
+    encoder = encoder or work / "encoder"
+    if not (encoder / "config.json").is_file():
+        run([sys.executable, str(SHARED / "tools" / "offline_encoder.py"), str(encoder)])
+    (work / "data").mkdir(exist_ok=True)
+    return work, encoder, work / "data"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, default=Path("/tmp/fsxlt-real-check"))
@@ -92,14 +103,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     args = ap.parse_args()
 
-    work = args.work
-    work.mkdir(parents=True, exist_ok=True)
-    encoder = args.encoder or work / "encoder"
-    if not (encoder / "config.json").is_file():
-        run([sys.executable, str(SHARED / "tools" / "offline_encoder.py"), str(encoder)])
-
-    data = work / "data"
-    data.mkdir(exist_ok=True)
+    work, encoder, data = prepare_work(args.work, args.encoder)
     write_blocks(data / "train-en.tsv",
                  sentence_blocks(args.panx / "train-en.tsv")[:args.train_sentences])
     write_blocks(data / "dev-en.tsv",

@@ -26,10 +26,9 @@ Every command is printed first, so the numbers can be reproduced.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from real_model_check import SHARED, fsxlt, run, sentence_blocks, write_blocks
+from real_model_check import SHARED, fsxlt, prepare_work, run, sentence_blocks, write_blocks
 
 
 def main() -> None:
@@ -49,14 +48,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     args = ap.parse_args()
 
-    work = args.work
-    work.mkdir(parents=True, exist_ok=True)
-    encoder = args.encoder or work / "encoder"
-    if not (encoder / "config.json").is_file():
-        run([sys.executable, str(SHARED / "tools" / "offline_encoder.py"), str(encoder)])
-
-    data = work / "data"
-    data.mkdir(exist_ok=True)
+    work, encoder, data = prepare_work(args.work, args.encoder)
     source_langs = {lang for src in args.sources for lang in src.split(":")[0].split(",")}
     for lang in sorted(source_langs | set(args.targets)):
         dev = sentence_blocks(args.panx / f"dev-{lang}.tsv")
