@@ -157,6 +157,7 @@ def test_select_writes_checked_sets_that_record_strategy_pools_and_model(pipelin
     manifest = read_manifest(root / "buckets/uncertain/panx/de/k1")
     strategy = manifest["strategy"]
     assert strategy["name"] == "uncertain" and manifest["sampler"] == "strategy"
+    assert strategy["options"]["measure"] == "prediction entropy"
     assert strategy["pools"] == {"n": 3, "size": 30, "seed": 0, "split": "train"}
     assert strategy["model"]["path"] == str(root / "ckpt")
     assert len(strategy["model"]["sha256"]) == 64

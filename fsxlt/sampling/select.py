@@ -37,6 +37,7 @@ from fsxlt.sampling.samplers import (
 from fsxlt.sampling.store import BucketSet, write_sets
 from fsxlt.sampling.strategies import (
     MODEL_FREE,
+    OPTIONS,
     PoolSignals,
     check_strategy,
     select_classification,
@@ -132,7 +133,8 @@ def select_set(task: TaskSpec, split: Split, k: int, strategy: str, pools: list[
     return BucketSet(task=task.name, language=split.language, k=k, sampler=SAMPLER, seed=seed,
                      split=split.split, source_file=Path(split.source).name,
                      source_sha256=split.sha256, labels=list(labels), missing_labels=missing,
-                     buckets=buckets, devs=devs, strategy=dict(info, name=strategy))
+                     buckets=buckets, devs=devs,
+                     strategy=dict(info, name=strategy, options=OPTIONS[strategy]))
 
 
 def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: Sequence[str],

@@ -47,6 +47,15 @@ from fsxlt.sampling.samplers import minimum_including, nway_kshot
 STRATEGIES = ("random", "diverse", "uncertain", "representative", "entity-rich")
 MODEL_FREE = ("random", "entity-rich")  # need no source-trained model
 DENSITY_NEIGHBOURS = 10
+KMEANS_INITS = 4
+OPTIONS = {  # what each strategy's choice depends on besides the pool (recorded in manifests)
+    "random": {"sampler": "nway-kshot | minimum-including"},
+    "diverse": {"clustering": "k-means", "n_init": KMEANS_INITS,
+                "clusters": "K per label (classification), K x labels (tagging)"},
+    "uncertain": {"measure": "prediction entropy", "tagging": "mean over words"},
+    "representative": {"density": "mean cosine similarity", "neighbours": DENSITY_NEIGHBOURS},
+    "entity-rich": {"order": "distinct entity types, then mentions"},
+}
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,7 @@ def density(embeddings: np.ndarray) -> np.ndarray:
 def _kmeans(embeddings: np.ndarray, n_clusters: int, seed: int):
     from sklearn.cluster import KMeans
 
-    return KMeans(n_clusters=n_clusters, n_init=4, random_state=seed).fit(embeddings)
+    return KMeans(n_clusters=n_clusters, n_init=KMEANS_INITS, random_state=seed).fit(embeddings)
 
 
 def nearest_to_centres(embeddings: np.ndarray, k: int, seed: int) -> list[int]:
