@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--encoder", type=Path, default=None,
                     help="Encoder dir (built with the offline tool if missing).")
     ap.add_argument("--panx", type=Path, default=SHARED / "data" / "panx")
-    ap.add_argument("--sources", nargs="+", default=["en", "de", "en,de,es", "en,de,es:667"])
+    ap.add_argument("--sources", nargs="+", default=["en", "de", "en,de,es"])
     ap.add_argument("--targets", nargs="+", default=["es", "zh", "ar"])
     ap.add_argument("--train-limit", type=int, default=2000,
                     help="Train sentences per source language.")
