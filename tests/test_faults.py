@@ -690,7 +690,7 @@ def test_a_non_numeric_value_is_a_usage_error(path, flag, tmp_path, capsys):
 
 def test_the_numeric_options_were_found_in_every_command_that_has_them():
     commands = {" ".join(path) for path, _flag in NUMERIC_OPTIONS}
-    assert {"sample", "adapt", "sweep", "source-train", "report", "demo",
+    assert {"sample", "select", "adapt", "sweep", "source-train", "report", "demo",
             "analyze seeds-vs-buckets"} <= commands
 
 
