@@ -745,8 +745,8 @@ def run_demo(out: str | Path, config: DemoConfig | str | Path = "demo", *,
         "languages": languages, "cells": cells,
         "n_runs": sum(1 for c in cells if c["k"] > 0 for _ in range(c["n"])),
         "n_failed": failed, "stage_seconds": stages,
-        "strategies": ({**asdict(config.strategies), "judged": strategies}
-                       if config.strategies else None),
+        "strategies": ({**asdict(config.strategies), "names": list(config.strategies.names),
+                        "judged": strategies} if config.strategies else None),
         "wall_time_s": round(time.perf_counter() - began, 1),
     }
     summary["findings"] = findings(cells, languages, config.tasks)
