@@ -362,12 +362,12 @@ def test_sweep_runs_both_arms_and_report_shows_fewclue_table(store, fewclue, enc
 
 def test_predict_is_refused_for_a_task_without_submission_files(tmp_path, capsys):
     path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"tasks": {"xnli": {"predict": "x.json"}}}),
+    path.write_text(yaml.safe_dump({"tasks": {"mldoc": {"predict": "x.json"}}}),
                     encoding="utf-8")
     assert run_app(["sweep", str(path), "--dry-run"]) == 2  # a config error
     err = capsys.readouterr().err.strip()
     assert err.endswith("predict writes a benchmark's submission files (FewCLUE, XGLUE); "
-                        "task xnli has none") and "\n" not in err
+                        "task mldoc has none") and "\n" not in err
 
 
 def test_micro_batches_count_candidates_not_examples(store, encoder):
