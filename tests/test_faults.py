@@ -496,9 +496,15 @@ def with_fault(target: str, nth: int, action: str, *args: str,
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if not wait:
         return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    """In the child: Ctrl-C's default action, even when the suite itself was started with
+    SIGINT ignored (a background job of a non-interactive shell inherits that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def assert_interrupted(done: subprocess.CompletedProcess, action: str) -> None:
