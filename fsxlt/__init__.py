@@ -31,7 +31,7 @@ _API = {
     "sample": "fsxlt.sampling.api", "sample_set": "fsxlt.sampling.api",
     "read_set": "fsxlt.sampling.store", "read_bucket": "fsxlt.sampling.store",
     "check_store": "fsxlt.sampling.check", "check_set": "fsxlt.sampling.check",
-    "import_published": "fsxlt.sampling.published",
+    "import_published": "fsxlt.sampling.published", "select": "fsxlt.sampling.select",
     # training
     "source_train": "fsxlt.training", "save_checkpoint": "fsxlt.training",
     "load_start": "fsxlt.training", "AdaptEngine": "fsxlt.training",
@@ -43,6 +43,7 @@ _API = {
     "expand": "fsxlt.execution", "run_sweep": "fsxlt.execution",
     "load_records": "fsxlt.report", "report_text": "fsxlt.report",
     "write_report": "fsxlt.report", "write_compare": "fsxlt.report",
+    "sources_text": "fsxlt.report", "strategies_text": "fsxlt.report",
     # errors
     "FsxltError": "fsxlt.errors",
 }
