@@ -153,10 +153,8 @@ def select_classification(strategy: str, labels: Sequence[str], label_of: Sequen
         pool = [_Indexed(i, lab) for i, lab in enumerate(label_of)]
         return [ex.index for ex in nway_kshot(pool, labels, k, 1, rng, context)[0]]
     assert signals is not None, f"strategy {strategy} needs the model's signals"
-    if strategy == "representative":
-        score = density(signals.embeddings)
-    elif strategy == "uncertain":
-        score = signals.uncertainty
+    score = density(signals.embeddings) if strategy == "representative" else \
+        signals.uncertainty  # uncertain; diverse picks by clusters below
     picked: list[int] = []
     for label in labels:
         members = np.array(by_label[label])
