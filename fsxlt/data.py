@@ -143,7 +143,7 @@ def _check_label(task: TaskSpec, label: str, path: Path, line_no: int) -> str:
 _PAIR_HEADERS = {"sentence1", "premise", "text_a", "label", "gold_label"}
 
 
-def read_pair_tsv(path: Path, task: TaskSpec, skipped: Any = None, labelled: bool = True,
+def read_pair_tsv(path: Path, task: TaskSpec, labelled: bool = True,
                   language: str | None = None) -> list[TextExample]:
     """XTREME-style TSV: ``text_a<TAB>text_b<TAB>label``.
 
@@ -482,9 +482,8 @@ def source_ids(path: str | Path, task: TaskSpec) -> dict[int, Any]:
     return {line_no: row.get(key) for line_no, row in _json_rows(Path(path))}
 
 
-# readers that can also read files without labels (files to predict)
-UNLABELLED_READERS = {"xglue_tsv": read_xglue_tsv, "tsv_pair": read_pair_tsv,
-                      **FEWCLUE_READERS}
+# readers that can also read files without labels (files to predict; tsv_pair too, below)
+UNLABELLED_READERS = {"xglue_tsv": read_xglue_tsv, **FEWCLUE_READERS}
 
 READERS = {
     "tsv_pair": read_pair_tsv,
@@ -517,7 +516,7 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     task, path = get_task(task), Path(path)
     fmt = file_format(path, task)
     if fmt == "tsv_pair":
-        examples = read_pair_tsv(path, task, skipped, labelled, language)
+        examples = read_pair_tsv(path, task, labelled, language)
         if not examples and language is not None:
             raise DataFormatError(path, f"file holds no example of language {language!r}")
     elif fmt in UNLABELLED_READERS:

@@ -517,9 +517,7 @@ def stage_strategies(layout: Layout, config: DemoConfig, threads: int, progress:
     import torch
 
     from fsxlt.execution import parse_config, run_sweep
-    from fsxlt.report import strategies_text
-    from fsxlt.report.records import load_records
-    from fsxlt.report.strategies import judge
+    from fsxlt.report import strategies_report
     from fsxlt.sampling.select import select
 
     root = layout.out / "strategies"
@@ -545,8 +543,7 @@ def stage_strategies(layout: Layout, config: DemoConfig, threads: int, progress:
         }, f"{config.source_file} (strategy {name})")
         failed += len(run_sweep(sweep, workers=config.workers, threads=threads, device="cpu",
                                 progress=progress).failed)
-    strategies_text(root / "runs", "md", layout.report, n_boot=2000)
-    rows = judge(load_records(root / "runs"), n_boot=2000)
+    rows, _text = strategies_report(root / "runs", "md", layout.report, n_boot=2000)
     log(f"strategies: {len(settings.names)} strategies x {settings.n_pools} pools "
         f"({failed} failed runs)")
     return [{"strategy": r.strategy, "mean": round(r.mean, 2),

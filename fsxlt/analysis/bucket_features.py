@@ -170,12 +170,10 @@ def feature_table(runs_dir: str | Path, *, arm: str | None = None,
         raise FsxltError(f"no runs of arm {arm!r} under {runs_dir}")
     zero = {(r.task, r.language): 100.0 * r.test_score
             for r in records.zero_shot.itertuples(index=False) if not r.in_source}
-    root = Path(runs_dir)
     rows, models, vocab = [], {}, {}
-    for path in sorted(root.rglob("*.json")):
-        record = _run_record(path, arm)
-        if record is None:
-            continue
+    for rel in chosen["record"]:
+        path = Path(runs_dir) / rel
+        record = json.loads(path.read_text(encoding="utf-8"))
         task = get_task(record["task"])
         bucket_path = Path(record["bucket"].get("path") or "")
         if not bucket_path.is_file():
@@ -202,25 +200,6 @@ def feature_table(runs_dir: str | Path, *, arm: str | None = None,
                                            ignore_index=True)
     table.attrs["arm"] = arm
     return table
-
-
-def _run_record(path: Path, arm: str) -> dict[str, Any] | None:
-    """The finished run record at ``path`` if it belongs to ``arm``."""
-    from fsxlt.execution.plan import RUN_FORMAT, arm_name
-
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("format") != RUN_FORMAT or \
-            record.get("status") not in (None, "ok") or record.get("test_score") is None:
-        return None
-    model = record.get("model") or {}
-    name = (record.get("sweep") or {}).get("arm") or arm_name(
-        record["method"], bool(model.get("source_training", True)),
-        bool(record.get("select_start")), (model.get("start") or {}).get("source_languages"),
-        (record.get("bucket") or {}).get("strategy") or "")
-    return record if name == arm else None
 
 
 def correlations(table: pd.DataFrame) -> pd.DataFrame:

@@ -128,6 +128,11 @@ def start_source_languages(start: str | Path | None) -> list[str]:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise FsxltError(f"{meta_path}: unreadable checkpoint record ({err})") from None
+    return source_languages_of(meta)
+
+
+def source_languages_of(meta: dict[str, Any]) -> list[str]:
+    """A checkpoint record's source languages (English for one that predates them)."""
     return list(meta.get("source_languages") or [meta.get("source_language", DEFAULT_SOURCE)])
 
 
@@ -444,7 +449,7 @@ class _Hashes:
 
     def __init__(self) -> None:
         self.cache: dict[str, str] = {}
-        self.sources_cache: dict[str, tuple[str, ...]] = {}
+        self.source_cache: dict[str, tuple[str, ...]] = {}
 
     def file(self, path: Path) -> str:
         key = str(path)
@@ -466,9 +471,9 @@ class _Hashes:
 
     def sources(self, start: str) -> tuple[str, ...]:
         """The start checkpoint's source languages, read once per plan."""
-        if f"sources:{start}" not in self.sources_cache:
-            self.sources_cache[f"sources:{start}"] = tuple(start_source_languages(start))
-        return self.sources_cache[f"sources:{start}"]
+        if start not in self.source_cache:
+            self.source_cache[start] = tuple(start_source_languages(start))
+        return self.source_cache[start]
 
 
 def start_fingerprint(start: str | Path) -> str:
@@ -565,7 +570,7 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: _Hashes) -> ZeroSho
         "start": {"fingerprint": hashes.start(plan.start), "encoder": meta.get("encoder"),
                   "source_config_hash": meta.get("config_hash")},
         "selection": meta.get("selection"), "oracle": (meta.get("oracle") or {}).get(lang),
-        "source_languages": meta.get("source_languages") or [meta.get("source_language", "en")],
+        "source_languages": source_languages_of(meta),
     }
     if scores.get("in_source"):
         record["in_source"] = True  # trained on this language: not a zero-shot score

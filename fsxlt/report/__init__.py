@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text
@@ -100,10 +101,11 @@ def sources_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None =
     return text
 
 
-def strategies_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None = None, *,
-                    seed: int = 0, n_boot: int = 10_000, plots: bool = True,
-                    warn: Warn | None = None) -> str:
-    """Selection strategies against random buckets of the same pools; with ``out`` also
+def strategies_report(runs_dir: str | Path, fmt: str = "md", out: str | Path | None = None,
+                      *, seed: int = 0, n_boot: int = 10_000, plots: bool = True,
+                      warn: Warn | None = None) -> tuple[Any, str]:
+    """Selection strategies against random buckets of the same pools: the judgement
+    (:func:`fsxlt.report.strategies.judge`) and its text; with ``out`` also
     ``strategies.<ext>`` and the plots under ``out/plots``."""
     from fsxlt.report.strategies import judge, plot_strategies, render_strategies
 
@@ -111,13 +113,21 @@ def strategies_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | Non
     if n_boot < 1:
         raise FsxltError("the bootstrap needs at least one resample")
     records = _load(runs_dir, warn)
-    text = render_strategies(judge(records, seed=seed, n_boot=n_boot), fmt, seed=seed,
-                             n_boot=n_boot)
+    result = judge(records, seed=seed, n_boot=n_boot)
+    text = render_strategies(result, fmt, seed=seed, n_boot=n_boot)
     if out is not None:
         atomic_write_text(Path(out) / f"strategies.{SUFFIX[fmt]}", text)
         if plots:
             plot_strategies(records, Path(out) / "plots")
-    return text
+    return result, text
+
+
+def strategies_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None = None, *,
+                    seed: int = 0, n_boot: int = 10_000, plots: bool = True,
+                    warn: Warn | None = None) -> str:
+    """The text of :func:`strategies_report` (what ``fsxlt report --strategies`` prints)."""
+    return strategies_report(runs_dir, fmt, out, seed=seed, n_boot=n_boot, plots=plots,
+                             warn=warn)[1]
 
 
 def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path | None = None,

@@ -5,10 +5,10 @@ sorted into:
 
 - ``scores``: one row per finished adapt record (``fsxlt-adapt-run/1`` with a
   numeric test score and status ``ok``, or no status as ``fsxlt adapt``
-  writes): task, language, k, arm, method, source_training, source, bucket,
-  test_score, dev_score, best_epoch, metric. The arm names the source when
-  it is not English (``full@de``), so runs from different sources are
-  never one cell;
+  writes): task, language, k, arm, method, source_training, bucket,
+  test_score, dev_score, best_epoch, metric, record (its path under
+  RUNS_DIR). The arm names the source when it is not English (``full@de``),
+  so runs from different sources are never one cell;
 - ``curves``: the dev score of every epoch of the selected learning rate's
   run (task, language, k, arm, bucket, epoch, dev_score);
 - ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep,
@@ -48,14 +48,14 @@ from fsxlt.execution.plan import (
     RUN_FORMAT,
     ZERO_SHOT_FORMAT,
     arm_name,
-    arm_source,
+    source_languages_of,
     source_name,
     start_fingerprint,
 )
 
 KEY = ["task", "language", "k", "arm", "bucket"]
-SCORE_COLUMNS = KEY + ["method", "source_training", "source", "test_score", "dev_score",
-                       "best_epoch", "metric", "fixed"]
+SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score",
+                       "best_epoch", "metric", "fixed", "record"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 SUBMISSION_DIR = "submission"  # fsxlt.submission.SUBMISSION_DIR
@@ -153,12 +153,13 @@ def load_records(runs_dir: str | Path) -> Records:
                                        strict=True)))
                 continue
             scores.append(dict(zip(KEY, key, strict=True), method=record["method"],
-                               source_training=source, source=arm_source(arm),
+                               source_training=source,
                                test_score=float(record["test_score"]),
                                dev_score=record.get("dev_score"),
                                best_epoch=record.get("best_epoch"),
                                metric=record.get("metric"),
-                               fixed=record["bucket"].get("sampler") == FIXED_SAMPLER))
+                               fixed=record["bucket"].get("sampler") == FIXED_SAMPLER,
+                               record=rel))
             selected = record.get("selected_lr")
             for run in record.get("runs") or []:
                 if run.get("lr") != selected:
@@ -187,12 +188,12 @@ def _checkpoint_zero_shot(record: dict[str, Any], directory: Path,
     fingerprint is the sweep's, so its K=0 records and the checkpoint are one start."""
     start = start_fingerprint(directory)
     where = directory.relative_to(root).as_posix()
-    source = source_name(record.get("source_languages")
-                         or [record.get("source_language", "en")])
+    source = source_name(source_languages_of(record))
     rows = []
     for lang, scores in sorted((record.get("zero_shot") or {}).items()):
         if isinstance(scores, dict) and _number(scores.get("score")):
             rows.append({"task": record.get("task"), "language": lang, "source": source,
-                         "start": start, "where": where, "in_source": bool(scores.get("in_source")),
+                         "start": start, "where": where,
+                         "in_source": bool(scores.get("in_source")),
                          "test_score": float(scores["score"]), "metric": record.get("metric")})
     return rows

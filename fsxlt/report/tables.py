@@ -37,27 +37,25 @@ FORMATS = ("md", "latex", "csv")
 IN_SOURCE_MARK = "*"  # a K=0 score on a language the start was trained on: not zero-shot
 
 
-def arm_label(arm: str) -> str:
+def arm_label(arm: str, *, name_source: bool = False) -> str:
     """``Full FT``, ``Full FT, source de``, ``Full FT, no source-training``, and
-    ``, diverse buckets`` for runs on a selection strategy's buckets."""
+    ``, diverse buckets`` for runs on a selection strategy's buckets; ``name_source``
+    names English too (``Full FT, source en``)."""
+    source = arm_source(arm)
     arm, strategy = arm_strategy(arm)
     suffix = f", {strategy} buckets" if strategy else ""
-    if arm.endswith(NOSOURCE_SUFFIX):
+    if source is None:
         base = arm[: -len(NOSOURCE_SUFFIX)]
         return f"{METHOD_LABELS.get(base, base)}, no source-training{suffix}"
-    base, _, source = arm.partition(SOURCE_MARK)
+    base = arm.partition(SOURCE_MARK)[0]
     label = METHOD_LABELS.get(base, base)
-    return (f"{label}, source {source}" if source else label) + suffix
+    named = name_source or SOURCE_MARK in arm
+    return (f"{label}, source {source}" if named else label) + suffix
 
 
 def arm_title(arm: str) -> str:
     """An arm's label that always names its source (``Full FT, source en``)."""
-    source = arm_source(arm)
-    if source is None or SOURCE_MARK in arm:
-        return arm_label(arm)
-    base, strategy = arm_strategy(arm)
-    suffix = f", {strategy} buckets" if strategy else ""
-    return f"{arm_label(base)}, source {source}{suffix}"
+    return arm_label(arm, name_source=True)
 
 
 def arm_order(arm: str) -> tuple:

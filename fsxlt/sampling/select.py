@@ -20,6 +20,7 @@ minus that bucket.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -102,17 +103,28 @@ def _subset(signals: PoolSignals | None, rows: np.ndarray) -> PoolSignals | None
     return PoolSignals(signals.embeddings[rows], signals.uncertainty[rows])
 
 
+def tagging_counts(task: TaskSpec, split: Split) -> tuple[list[Counter[str]], list[str],
+                                                         list[str]]:
+    """Label counts of every sentence, the labels that occur and the task labels that do not."""
+    counts = [sentence_label_counts(s, task.label_unit) for s in split.examples]
+    labels, missing = present_labels(counts, task.sampling_labels)
+    if not labels:
+        raise FsxltError(f"{task.name}/{split.language}: no label of the task occurs in "
+                         f"{split.source}")
+    return counts, labels, missing
+
+
 def select_set(task: TaskSpec, split: Split, k: int, strategy: str, pools: list[np.ndarray],
-               signals: PoolSignals | None, seed: int, info: dict[str, Any]) -> BucketSet:
-    """One bucket per pool by ``strategy``; ``signals`` rows follow ``split.examples``."""
+               signals: PoolSignals | None, seed: int, info: dict[str, Any],
+               tagging: tuple[list[Counter[str]], list[str], list[str]] | None = None,
+               ) -> BucketSet:
+    """One bucket per pool by ``strategy``; ``signals`` rows follow ``split.examples``;
+    ``tagging``: :func:`tagging_counts` of the split (computed once per split)."""
     examples = split.examples
     context = f"{task.name}/{split.language} K={k} {strategy}"
     buckets = []
     if task.is_tagging:
-        counts_all = [sentence_label_counts(s, task.label_unit) for s in examples]
-        labels, missing = present_labels(counts_all, task.sampling_labels)
-        if not labels:
-            raise FsxltError(f"{context}: no label of the task occurs in {split.source}")
+        counts_all, labels, missing = tagging or tagging_counts(task, split)
     else:
         labels, missing = list(task.labels), []
     for i, rows in enumerate(pools):
@@ -128,8 +140,8 @@ def select_set(task: TaskSpec, split: Split, k: int, strategy: str, pools: list[
         buckets.append([examples[int(rows[p])] for p in picked])
     devs = None
     if split.split == "dev":  # each bucket's own dev set: the split minus that bucket
-        devs = [[ex for ex in examples if ex.id not in {b.id for b in bucket}]
-                for bucket in buckets]
+        used = [{b.id for b in bucket} for bucket in buckets]
+        devs = [[ex for ex in examples if ex.id not in ids] for ids in used]
     return BucketSet(task=task.name, language=split.language, k=k, sampler=SAMPLER, seed=seed,
                      split=split.split, source_file=Path(split.source).name,
                      source_sha256=split.sha256, labels=list(labels), missing_labels=missing,
@@ -180,11 +192,11 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: S
         embeddings[union], entropy[union] = partial.embeddings, partial.uncertainty
         signals = PoolSignals(embeddings, entropy)
         info["model"] = model_identity(start)
+    tagging = tagging_counts(task, split) if task.is_tagging else None
     sets: dict[str, list[BucketSet]] = {}
     for name in progress(strategies):
-        sets[name] = [select_set(task, split, k, name, pools, signals, seed,
-                                 info if name not in MODEL_FREE else
-                                 {key: v for key, v in info.items() if key != "model"})
+        recorded = info if name not in MODEL_FREE else {"pools": info["pools"]}
+        sets[name] = [select_set(task, split, k, name, pools, signals, seed, recorded, tagging)
                       for k in ks]
     for name, bucket_sets in sets.items():
         write_sets(Path(out) / name, bucket_sets)
