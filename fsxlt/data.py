@@ -256,25 +256,78 @@ def _check_tag(task: TaskSpec, tag: str, path: Path, line_no: int) -> str:
     return tag
 
 
-def read_conll(path: Path, task: TaskSpec) -> list[TaggedSentence]:
+def _tagging_blocks(lines: list[str], path: Path,
+                    require_breaks: bool) -> list[tuple[int, list[tuple[int, str]]]]:
+    """:func:`_sentences` of a tagging file; with ``require_breaks``, a file whose only
+    sentence has more than one line and no blank line after it is an error.
+
+    Such a file has lost its sentence breaks (or never had them): read as
+    it is, thousands of lines would become one sentence. A file of one
+    sentence is accepted when a blank line ends it; a file of one line
+    (one token) needs none.
+    """
+    blocks = list(_sentences(lines))
+    if require_breaks and len(blocks) == 1:
+        block = blocks[0][1]
+        if len(block) > 1 and block[-1][0] == len(lines):
+            raise DataFormatError(
+                path, f"no blank line between sentences: its {len(block)} lines would be read "
+                "as one sentence (separate sentences with a blank line; end a file of one "
+                "sentence with one)")
+    return blocks
+
+
+def _token_tag(line: str) -> list[str]:
+    """A CoNLL line's fields: ``token<TAB>tag``, else ``token tag`` (XGLUE's layout)."""
+    fields = line.split("\t")
+    return fields if len(fields) == 2 else line.split()
+
+
+def _token_tag_problem(line: str, fields: list[str]) -> str | None:
+    """What is wrong with a CoNLL line split into ``fields``, or None if nothing is."""
+    if len(fields) == 2 and fields[0]:
+        return None
+    expected = "expected 'token<TAB>tag' (or XGLUE's 'token tag')"
+    if len(fields) == 2:
+        return f"{expected}, found an empty token"
+    tabs = line.count("\t")
+    if tabs > 1:
+        return f"{expected}, found {tabs + 1} tab-separated fields"
+    if len(fields) > 2:
+        return f"{expected}, found a space-separated line of {len(fields)} fields"
+    return f"{expected}, found a token without a tag"
+
+
+def read_conll(path: Path, task: TaskSpec, *,
+               require_breaks: bool = False) -> list[TaggedSentence]:
     """Two columns ``token<TAB>tag``, blank line between sentences.
+
+    A line without exactly one tab is split at whitespace instead: XGLUE's
+    NER and POS files are ``word<SPACE>label`` (XGLUE's Data_Format.txt). A
+    line that gives anything but a token and a tag either way is an error
+    saying what it found.
 
     XTREME files prefix tokens with the language (``de:Berlin``); when the
     file's first token carries such a prefix, it is stripped from all tokens.
+
+    ``require_breaks`` (what :func:`read_examples` passes for a whole split):
+    a file of more than one line must hold a blank line; a file of one
+    sentence must end it with a blank line, so that a file that lost its
+    sentence breaks is an error naming it, not one giant sentence. Bucket
+    files, which may hold one sentence, are read without it.
     """
     lines = _open_lines(path)
     first = next(line for line in lines if line.strip())
     match = _LANG_PREFIX.match(first)
     prefix = f"{match.group(1)}:" if match else None
     sentences = []
-    for start, block in _sentences(lines):
+    for start, block in _tagging_blocks(lines, path, require_breaks):
         tokens, tags = [], []
         for line_no, line in block:
-            fields = line.split("\t")
-            if len(fields) != 2:
-                fields = line.split()
-            if len(fields) != 2 or not fields[0]:
-                raise DataFormatError(path, "expected 'token<TAB>tag'", line_no)
+            fields = _token_tag(line)
+            problem = _token_tag_problem(line, fields)
+            if problem:
+                raise DataFormatError(path, problem, line_no)
             token, tag = fields
             if prefix and token.startswith(prefix) and len(token) > len(prefix):
                 token = token[len(prefix):]
@@ -284,11 +337,16 @@ def read_conll(path: Path, task: TaskSpec) -> list[TaggedSentence]:
     return sentences
 
 
-def read_conllu(path: Path, task: TaskSpec) -> list[TaggedSentence]:
-    """CoNLL-U: the UPOS column of each word; multiword ranges and empty nodes are skipped."""
+def read_conllu(path: Path, task: TaskSpec, *,
+                require_breaks: bool = False) -> list[TaggedSentence]:
+    """CoNLL-U: the UPOS column of each word; multiword ranges and empty nodes are skipped.
+
+    ``require_breaks``: as for :func:`read_conll` (CoNLL-U ends every
+    sentence with a blank line anyway).
+    """
     lines = _open_lines(path)
     sentences = []
-    for start, block in _sentences(lines):
+    for start, block in _tagging_blocks(lines, path, require_breaks):
         tokens, tags, first = [], [], None
         for line_no, line in block:
             if line.startswith("#"):
@@ -342,8 +400,16 @@ WSC_MARKS = (("[", "]"), ("<", ">"))  # around the noun phrase (span 1) and the 
 CHID_BLANK = "#idiom#"
 
 
+NO_LABEL = "-"  # OCNLI's mark of an example without a gold label
+LIST_FIELDS = ("keyword",)  # FewCLUE keys holding a list of strings (CSL's keywords)
+
+
 class Skipped(list):
-    """Examples a reader left out because they carry no label of the task: (file, line, label)."""
+    """Examples a reader left out because they carry no label: (file, line, label).
+
+    ``label`` is ``"-"`` (:data:`NO_LABEL`) or ``"None"`` (label key absent
+    or null, as in FewCLUE's unlabelled ``test.json``).
+    """
 
 
 def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -366,21 +432,54 @@ def _field(row: dict[str, Any], key: str, path: Path, line_no: int) -> Any:
     return row[key]
 
 
-def _text_field(row: dict[str, Any], key: str, path: Path, line_no: int) -> str:
-    """A text field; a list (CSL's keywords) is joined with the ideographic comma."""
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, for messages: ``null``, ``a number``, ``an object``, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a value")
+
+
+def _string_field(row: dict[str, Any], key: str, path: Path, line_no: int) -> str:
+    """A field that must be a JSON string (a number or an object is an error, never str()'d)."""
     value = _field(row, key, path, line_no)
-    if isinstance(value, list):
-        return "、".join(str(v) for v in value)
-    return str(value)
+    if not isinstance(value, str):
+        raise DataFormatError(path, f"field {key!r} must be a string, found {_json_kind(value)}",
+                              line_no)
+    return value
+
+
+def _text_field(row: dict[str, Any], key: str, path: Path, line_no: int) -> str:
+    """A string field; a key of :data:`LIST_FIELDS` may hold a list of strings instead.
+
+    Such a list (CSL's keywords) is joined with the ideographic comma; any
+    other type (a number, an object, a list under another key) is an error.
+    """
+    value = _field(row, key, path, line_no)
+    if key not in LIST_FIELDS or not isinstance(value, list):
+        return _string_field(row, key, path, line_no)
+    for number, item in enumerate(value, start=1):
+        if not isinstance(item, str):
+            raise DataFormatError(path, f"field {key!r} must be a string or a list of strings "
+                                  f"(item {number} is {_json_kind(item)})", line_no)
+    return "、".join(value)
 
 
 def _fewclue_label(task: TaskSpec, row: dict[str, Any], key: str, path: Path, line_no: int,
                    skipped: Skipped | None, labelled: bool) -> str | None:
     """The row's label as the task names it, or None (reported in ``skipped``) if it has none.
 
-    Unlabelled rows (no label, ``-``, anything outside the task's label set)
-    are never mapped to a label: they are left out and reported. With
-    ``labelled=False`` (files to predict) labels are not needed and not read.
+    A row has no label when its label key is absent or null (FewCLUE's
+    unlabelled ``test.json``) or holds ``-`` (:data:`NO_LABEL`, OCNLI's mark
+    of an example without a gold label). Such a row is left out and listed
+    in ``skipped`` when one is given, and is an error otherwise. Any other
+    label outside the task's label set (a typo, another case, a number
+    where a name is expected) is always an error naming file and line:
+    it is never left out or mapped to a label. With ``labelled=False``
+    (files to predict) labels are not needed and not read.
     """
     if not labelled:
         return ""
@@ -388,7 +487,7 @@ def _fewclue_label(task: TaskSpec, row: dict[str, Any], key: str, path: Path, li
     label = "" if raw is None else str(raw).strip()
     if label in task.labels:
         return label
-    if skipped is None:
+    if skipped is None or (raw is not None and label != NO_LABEL):
         raise DataFormatError(path, f"label {label or raw!r} is not a label of task {task.name}",
                               line_no)
     skipped.append((path.name, line_no, label or repr(raw)))
@@ -411,18 +510,44 @@ def read_fewclue_json(path: Path, task: TaskSpec, skipped: Skipped | None = None
     return examples
 
 
+def _check_span(text: str, number: int, offset: Any, span: str, path: Path,
+                line_no: int) -> None:
+    """Refuse a span whose index is not an integer >= 0, that is empty, or that misses its text."""
+    name = f"span{number}"
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise DataFormatError(path, f"{name}_index must be an integer, found {offset!r}", line_no)
+    if offset < 0:
+        raise DataFormatError(path, f"{name}_index must not be negative, found {offset}", line_no)
+    if not span:
+        raise DataFormatError(path, f"{name}_text is empty", line_no)
+    found = text[offset:offset + len(span)]
+    if found != span:
+        raise DataFormatError(path, f"{name}_text {span!r} is not at {name}_index {offset} "
+                              f"(the text there is {found!r})", line_no)
+
+
+def _check_apart(spans: list[tuple[int, str]], path: Path, line_no: int) -> None:
+    """Refuse spans that share a character (their marks would interleave)."""
+    for i, (start_a, span_a) in enumerate(spans):
+        for j in range(i + 1, len(spans)):
+            start_b, span_b = spans[j]
+            if start_a < start_b + len(span_b) and start_b < start_a + len(span_a):
+                raise DataFormatError(
+                    path, f"span{i + 1} ({start_a}-{start_a + len(span_a)} {span_a!r}) and "
+                    f"span{j + 1} ({start_b}-{start_b + len(span_b)} {span_b!r}) overlap", line_no)
+
+
 def mark_spans(text: str, spans: list[tuple[int, str]], path: Path, line_no: int) -> str:
     """``text`` with each (offset, span text) wrapped in its marks (:data:`WSC_MARKS`).
 
-    The offsets are checked against the span texts; a mismatch is an error
-    naming the file and line, since a shifted mark would teach the model the
-    wrong words.
+    Each offset must be an integer >= 0 at which the text holds the span's
+    (non-empty) text, and no two spans may share a character; anything else
+    is an error naming the file and line, since a shifted, empty or
+    interleaved mark would teach the model the wrong words.
     """
     for number, (offset, span) in enumerate(spans, start=1):
-        if not isinstance(offset, int) or text[offset:offset + len(span)] != span:
-            found = text[offset:offset + len(span)] if isinstance(offset, int) else offset
-            raise DataFormatError(path, f"span{number}_text {span!r} is not at span{number}_index "
-                                  f"{offset} (the text there is {found!r})", line_no)
+        _check_span(text, number, offset, span, path, line_no)
+    _check_apart(spans, path, line_no)
     order = sorted(range(len(spans)), key=lambda i: spans[i][0], reverse=True)
     for i in order:  # from the end, so earlier offsets stay valid
         offset, span = spans[i]
@@ -431,26 +556,52 @@ def mark_spans(text: str, spans: list[tuple[int, str]], path: Path, line_no: int
     return text
 
 
+def _wsc_spans(row: dict[str, Any], path: Path, line_no: int) -> list[tuple[Any, str]]:
+    """The (index, text) of ``target``'s two spans; the texts must be strings."""
+    target = _field(row, "target", path, line_no)
+    if not isinstance(target, dict):
+        raise DataFormatError(path, f"field 'target' must be an object, found "
+                              f"{_json_kind(target)}", line_no)
+    spans = []
+    for n in (1, 2):
+        for key in (f"span{n}_index", f"span{n}_text"):
+            if key not in target:
+                raise DataFormatError(path, f"target lacks {key!r}", line_no)
+        span = target[f"span{n}_text"]
+        if not isinstance(span, str):
+            raise DataFormatError(path, f"span{n}_text must be a string, found "
+                                  f"{_json_kind(span)}", line_no)
+        spans.append((target[f"span{n}_index"], span))
+    return spans
+
+
 def read_fewclue_wsc(path: Path, task: TaskSpec, skipped: Skipped | None = None,
                      labelled: bool = True) -> list[TextExample]:
     """CLUEWSC: ``text`` and ``target`` (two spans with character offsets), label true/false.
 
     The noun phrase is marked ``[...]`` and the pronoun ``<...>`` in the text
-    the model reads.
+    the model reads (see :func:`mark_spans` for what a span must be).
     """
     examples = []
     for line_no, row in _json_rows(path):
-        text = str(_field(row, "text", path, line_no))
-        target = _field(row, "target", path, line_no)
-        try:
-            spans = [(target[f"span{n}_index"], str(target[f"span{n}_text"])) for n in (1, 2)]
-        except (KeyError, TypeError) as err:
-            raise DataFormatError(path, f"target lacks {err}", line_no) from None
-        marked = mark_spans(text, spans, path, line_no)
+        text = _string_field(row, "text", path, line_no)
+        marked = mark_spans(text, _wsc_spans(row, path, line_no), path, line_no)
         label = _fewclue_label(task, row, "label", path, line_no, skipped, labelled)
         if label is not None:
             examples.append(TextExample(f"{path.name}:{line_no}", marked, None, label))
     return examples
+
+
+def _chid_candidates(row: dict[str, Any], n: int, path: Path, line_no: int) -> tuple[str, ...]:
+    """ChID's ``candidates``: a list of ``n`` strings (a null is never read as "None")."""
+    candidates = _field(row, "candidates", path, line_no)
+    if not isinstance(candidates, list) or len(candidates) != n:
+        raise DataFormatError(path, f"expected {n} candidates", line_no)
+    for number, candidate in enumerate(candidates, start=1):
+        if not isinstance(candidate, str):
+            raise DataFormatError(path, f"candidates must be {n} strings (candidate {number} "
+                                  f"is {_json_kind(candidate)})", line_no)
+    return tuple(candidates)
 
 
 def read_fewclue_chid(path: Path, task: TaskSpec, skipped: Skipped | None = None,
@@ -458,17 +609,14 @@ def read_fewclue_chid(path: Path, task: TaskSpec, skipped: Skipped | None = None
     """ChID: ``content`` with one ``#idiom#`` blank, ``candidates`` and the ``answer`` position."""
     examples = []
     for line_no, row in _json_rows(path):
-        content = str(_field(row, "content", path, line_no))
+        content = _string_field(row, "content", path, line_no)
         if content.count(CHID_BLANK) != 1:
             raise DataFormatError(path, f"content must hold exactly one {CHID_BLANK} blank, "
                                   f"found {content.count(CHID_BLANK)}", line_no)
-        candidates = _field(row, "candidates", path, line_no)
-        if not isinstance(candidates, list) or len(candidates) != task.n_choices:
-            raise DataFormatError(path, f"expected {task.n_choices} candidates", line_no)
+        candidates = _chid_candidates(row, task.n_choices, path, line_no)
         label = _fewclue_label(task, row, "answer", path, line_no, skipped, labelled)
         if label is not None:
-            examples.append(ChoiceExample(f"{path.name}:{line_no}", content,
-                                          tuple(str(c) for c in candidates), label))
+            examples.append(ChoiceExample(f"{path.name}:{line_no}", content, candidates, label))
     return examples
 
 
@@ -512,6 +660,8 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     ``labelled=False`` reads a file to predict (labels neither needed nor
     read; every example gets the empty label). ``language`` picks its rows
     from a file that holds every language (XNLI 1.0's and XGLUE's layout).
+    A tagging file must separate its sentences by blank lines (see
+    :func:`read_conll`'s ``require_breaks``).
     """
     task, path = get_task(task), Path(path)
     fmt = file_format(path, task)
@@ -524,6 +674,8 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     elif not labelled:
         raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE and XGLUE "
                          "formats only")
+    elif fmt in ("conll", "conllu"):
+        examples = READERS[fmt](path, task, require_breaks=True)
     else:
         examples = READERS[fmt](path, task)
     if not examples:

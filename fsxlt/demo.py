@@ -13,17 +13,19 @@ encoder ``<cache>/tiny-bert-<key>``           always (content-hashed cache of
        (:func:`fsxlt.synthetic.build_tiny_    :func:`~fsxlt.synthetic.build_tiny_encoder`;
        encoder`)                              ``<cache>`` defaults to ``OUT/encoders``)
 buckets ``OUT/buckets/<task>/<lang>/k<K>/``   a set's manifest names the same data sha256,
-       (:func:`fsxlt.sampling.api.sample`)    seed and number of buckets
+       (:func:`fsxlt.sampling.api.sample`)    seed and number of buckets (else it is
+                                              replaced, and the log says so)
 source ``OUT/ckpt/<task>/`` (source-training, the checkpoint's record carries the same demo
        :func:`fsxlt.training.source_train`)   key (encoder, data hashes, settings, targets)
 sweep  ``OUT/runs/`` (:func:`fsxlt.execution. always: finished runs with a matching config
        run_sweep`, also the K=0 records)      hash are skipped, so a killed demo resumes
+                                              (records of an earlier config are replaced)
 report ``OUT/report/{report.md,cells.csv,     never (cheap; rebuilt from the records)
        plots/}`` (:func:`fsxlt.report.
        write_report`)
 strate- ``OUT/strategies/{buckets,runs}``,    the selection is redone (seconds; the same
-gies   ``OUT/report/strategies.md`` (:func:`  buckets come out), finished runs are skipped
-       fsxlt.sampling.select.select`, a sweep
+gies   ``OUT/report/strategies.md`` (:func:`  buckets come out unchanged), finished runs
+       fsxlt.sampling.select.select`, a sweep are skipped
        per strategy, ``report --strategies``)
 ====== ====================================== =============================================
 
@@ -384,9 +386,14 @@ def _set_is_current(directory: Path, source_sha: str, config: DemoConfig) -> boo
 
 
 def stage_buckets(layout: Layout, config: DemoConfig, log: Log) -> None:
-    """Sample ``n_buckets`` buckets per (task, language, K) from the targets' train splits."""
+    """Sample ``n_buckets`` buckets per (task, language, K) from the targets' train splits.
+
+    The demo owns ``OUT``: a set drawn by an earlier run with other settings
+    (another seed, number of buckets or data) is replaced, and the log says
+    how many were.
+    """
     from fsxlt.sampling.api import sample
-    from fsxlt.sampling.store import bucket_dir
+    from fsxlt.sampling.store import REPLACED, bucket_dir
 
     for task, ks in config.tasks:
         data_dir = layout.data / task
@@ -396,12 +403,15 @@ def stage_buckets(layout: Layout, config: DemoConfig, log: Log) -> None:
             if not all(_set_is_current(bucket_dir(layout.buckets, task, lang, k), source_sha,
                                        config) for k in ks):
                 todo.append(lang)
+        sets = []
         if todo:
-            sample(task, todo, list(ks), layout.buckets, data_dir=data_dir,
-                   n_buckets=config.n_buckets, seed=config.seed)
+            sets = sample(task, todo, list(ks), layout.buckets, data_dir=data_dir,
+                          n_buckets=config.n_buckets, seed=config.seed, replace=True)
         reused = len(config.languages) - len(todo)
+        replaced = sum(s.written is not None and s.written.status == REPLACED for s in sets)
         log(f"buckets: {task}: {len(config.languages)} languages x K {list(ks)} x "
-            f"{config.n_buckets} buckets (sampled {len(todo)}, reusing {reused})")
+            f"{config.n_buckets} buckets (sampled {len(todo)}, reusing {reused}"
+            + (f"; replaced {replaced} sets of an earlier config)" if replaced else ")"))
 
 
 def _source_key(task: str, encoder: Path, config: DemoConfig, data_dir: Path) -> str:
@@ -492,11 +502,19 @@ def stage_sweep(layout: Layout, config: DemoConfig, threads: int, progress: bool
 
     sweep = parse_config(sweep_config(layout, config), f"{config.source_file} (sweep)")
     result = run_sweep(sweep, workers=config.workers, threads=threads, device="cpu",
-                       progress=progress)
+                       progress=progress, replace=True, note=_sweep_note(log))
     status = result.status
+    replaced = f", {len(status.replaced)} of them replacing records of an earlier config" \
+        if status.replaced else ""
     log(f"sweep: {len(status.plan.runs)} runs ({len(status.plan.runs) - len(status.pending)} "
-        f"reused, {len(result.completed)} run now, {len(result.failed)} failed)")
+        f"reused, {len(result.completed)} run now{replaced}, {len(result.failed)} failed)")
     return len(result.failed)
+
+
+def _sweep_note(log: Log) -> Callable[[str], None]:
+    """A sweep's notes for the demo's log, less one line per replaced record (the demo
+    owns ``OUT``: its sweeps replace records of an earlier config and count them)."""
+    return lambda line: None if line.startswith("replacing ") else log(line)
 
 
 def stage_report(layout: Layout, config: DemoConfig) -> list[Path]:
@@ -523,13 +541,16 @@ def stage_strategies(layout: Layout, config: DemoConfig, threads: int, progress:
     root = layout.out / "strategies"
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
-    try:
-        select(settings.task, settings.language, [settings.k], settings.names,
-               root / "buckets", data_dir=layout.data / settings.task,
-               start=layout.ckpt / settings.task, n_pools=settings.n_pools,
-               pool_size=settings.pool_size, seed=config.seed, device="cpu")
+    try:  # the demo owns OUT: sets of an earlier config are replaced (and counted)
+        selected = select(settings.task, settings.language, [settings.k], settings.names,
+                          root / "buckets", data_dir=layout.data / settings.task,
+                          start=layout.ckpt / settings.task, n_pools=settings.n_pools,
+                          pool_size=settings.pool_size, seed=config.seed, device="cpu",
+                          replace=True)
     finally:
         torch.set_num_threads(previous)
+    replaced = sum(s.written is not None and s.written.status == "replaced"
+                   for sets in selected.values() for s in sets)
     failed = 0
     for name in settings.names:
         sweep = parse_config({
@@ -542,10 +563,11 @@ def stage_strategies(layout: Layout, config: DemoConfig, threads: int, progress:
             "tasks": {settings.task: {"languages": [settings.language], "k": [settings.k]}},
         }, f"{config.source_file} (strategy {name})")
         failed += len(run_sweep(sweep, workers=config.workers, threads=threads, device="cpu",
-                                progress=progress).failed)
+                                progress=progress, replace=True, note=_sweep_note(log)).failed)
     rows, _text = strategies_report(root / "runs", "md", layout.report, n_boot=2000)
     log(f"strategies: {len(settings.names)} strategies x {settings.n_pools} pools "
-        f"({failed} failed runs)")
+        f"({failed} failed runs" + (f"; replaced {replaced} bucket sets of an earlier config)"
+                                    if replaced else ")"))
     return [{"strategy": r.strategy, "mean": round(r.mean, 2),
              "random_mean": round(r.random_mean, 2), "diff": round(r.diff, 2),
              "ci": [round(r.ci_low, 2), round(r.ci_high, 2)], "p_beat": round(r.p_beat, 2),

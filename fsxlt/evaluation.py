@@ -10,7 +10,8 @@ Metrics (METHOD.md §2), all reported as fractions in [0, 1]:
   grade, sum of grade x probability, as the ranking score; no cut-off),
   averaged over queries. A query with one judged page is left out (any
   ranking of one page is perfect); a query whose pages are all graded 0
-  scores 0, as scikit-learn has it.
+  scores 0, as scikit-learn has it. A set with no query of two judged pages
+  has nothing to score: an error naming the set, not a score.
 - ``token_accuracy`` (POS): correct words / all words, which equals micro F1
   over words because every word gets exactly one tag. seqeval's F1 over the
   raw tags is recorded as ``seqeval_f1`` as well, for comparison with
@@ -42,6 +43,7 @@ from typing import Any
 import torch
 
 from fsxlt.data import Example
+from fsxlt.errors import FsxltError
 from fsxlt.modeling import EncodedSplit, Featurizer, FsxltModel, collate
 from fsxlt.tasks import TaskSpec
 
@@ -148,37 +150,65 @@ def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[s
     return correct / total if total else 0.0
 
 
-def ndcg_scores(gold: Sequence[str], relevance: Sequence[float],
-                groups: Sequence[str]) -> dict[str, float]:
-    """Mean nDCG over queries: scikit-learn's ``ndcg_score`` per query (``groups`` names
-    each page's query; ``gold`` its grade, ``relevance`` the model's score)."""
-    import numpy as np
-    from sklearn.metrics import ndcg_score
-
+def _query_pages(groups: Sequence[str]) -> dict[str, list[int]]:
+    """Each query's pages (their positions), queries in order of first occurrence."""
     pages: dict[str, list[int]] = {}
     for i, query in enumerate(groups):
         pages.setdefault(query, []).append(i)
+    return pages
+
+
+def check_rankable(groups: Sequence[str],
+                   what: str = "the evaluation set") -> dict[str, list[int]]:
+    """Each query's pages (:func:`_query_pages`); an error naming ``what`` if no query
+    has two judged pages.
+
+    nDCG leaves such queries out (one page is always ranked perfectly), so
+    such a set has no score at all; scoring it as 0 would make model
+    selection early-stop on a constant.
+    """
+    pages = _query_pages(groups)
+    if not any(len(idx) > 1 for idx in pages.values()):
+        raise FsxltError(f"{what}: no query has two judged pages, so nDCG has nothing to rank "
+                         f"({len(pages)} single-page queries)")
+    return pages
+
+
+def ndcg_scores(gold: Sequence[str], relevance: Sequence[float], groups: Sequence[str],
+                what: str = "the evaluation set") -> dict[str, float]:
+    """Mean nDCG over queries: scikit-learn's ``ndcg_score`` per query (``groups`` names
+    each page's query; ``gold`` its grade, ``relevance`` the model's score).
+
+    Raises :class:`~fsxlt.errors.FsxltError` naming ``what`` when no query
+    has two judged pages (:func:`check_rankable`).
+    """
+    import numpy as np
+    from sklearn.metrics import ndcg_score
+
+    pages = check_rankable(groups, what)
     values = [float(ndcg_score(np.asarray([[float(gold[i]) for i in idx]]),
                                np.asarray([[relevance[i] for i in idx]])))
               for idx in pages.values() if len(idx) > 1]
-    return {"ndcg": float(np.mean(values)) if values else 0.0, "n_queries": len(values),
+    return {"ndcg": float(np.mean(values)), "n_queries": len(values),
             "single_page_queries": sum(len(idx) == 1 for idx in pages.values())}
 
 
 def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any], *,
                    gold_entities: frozenset[tuple[str, int, int]] | None = None,
                    relevance: Sequence[float] | None = None,
-                   groups: Sequence[str] | None = None) -> dict[str, Any]:
+                   groups: Sequence[str] | None = None,
+                   what: str = "the evaluation set") -> dict[str, Any]:
     """All scores of ``task``'s metric; ``score`` is the one model selection uses.
 
     ``gold_entities``: :func:`entity_set` of ``gold``, precomputed (tagging only).
     ``relevance`` and ``groups``: each page's ranking score and query (nDCG only).
+    ``what``: the set's name in an error (nDCG of a set with nothing to rank).
     """
     metric = task.metric
     if metric == "ndcg":
         if relevance is None or groups is None:
             raise ValueError("nDCG needs each page's ranking score and query")
-        s = ndcg_scores(gold, relevance, groups)
+        s = ndcg_scores(gold, relevance, groups, what)
         return {"metric": metric, "score": s["ndcg"], **s,
                 "accuracy": accuracy(gold, predicted), "n": len(gold)}
     if metric == "accuracy":
@@ -210,6 +240,7 @@ class EvalSet:
     batches: list[dict[str, torch.Tensor]]
     batch_rows: list[list[int]]  # row indices (into encoded.rows) of each batch
     device: torch.device
+    name: str = "the evaluation set"  # how errors name it (:func:`prepare_eval` sets it)
     _gold_entities: frozenset[tuple[str, int, int]] | None = None
     _slots: list[torch.Tensor] | None = None
 
@@ -256,7 +287,7 @@ class EvalSet:
 
 def make_eval_set(encoded: EncodedSplit, pad_id: int, device: torch.device | str = "cpu", *,
                   max_tokens: int = DEFAULT_EVAL_TOKENS, max_rows: int = DEFAULT_EVAL_ROWS,
-                  ) -> EvalSet:
+                  name: str = "the evaluation set") -> EvalSet:
     """Sort rows by length and cut them into padded batches of at most ``max_tokens``."""
     device = torch.device(device)
     order = sorted(range(len(encoded.rows)), key=lambda i: (len(encoded.rows[i].input_ids), i))
@@ -272,7 +303,7 @@ def make_eval_set(encoded: EncodedSplit, pad_id: int, device: torch.device | str
     if current:
         batch_rows.append(current)
     batches = [collate([encoded.rows[i] for i in rows], pad_id, device) for rows in batch_rows]
-    return EvalSet(encoded, batches, batch_rows, device)
+    return EvalSet(encoded, batches, batch_rows, device, name)
 
 
 def autocast_context(device: torch.device, enabled: bool = True):
@@ -339,10 +370,11 @@ def score_and_predict(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *,
         predicted = predict_labels(model, eval_set, task.labels, amp=amp)
         return compute_scores(task, eval_set.encoded.gold, predicted,
                               gold_entities=eval_set.gold_entities()), predicted
+    check_rankable(eval_set.encoded.groups or [], eval_set.name)  # before any forward pass
     ids, relevance = _forward_all(model, eval_set, amp, [float(g) for g in task.labels])
     predicted = [task.labels[i] for i in ids]
     return compute_scores(task, eval_set.encoded.gold, predicted, relevance=relevance,
-                          groups=eval_set.encoded.groups), predicted
+                          groups=eval_set.encoded.groups, what=eval_set.name), predicted
 
 
 def score(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *, amp: bool = True,
@@ -351,10 +383,22 @@ def score(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *, amp: bool = T
     return score_and_predict(model, eval_set, task, amp=amp)[0]
 
 
+def describe_examples(examples: Sequence[Example]) -> str:
+    """``the 120 examples of xglue.wpr.de.dev``: how an error names a list of examples
+    (the files or hub splits their ids come from)."""
+    sources = dict.fromkeys(ex.id.rpartition(":")[0] or ex.id for ex in examples)
+    return f"the {len(examples)} examples of {', '.join(sources) or 'nothing'}"
+
+
 def prepare_eval(featurizer: Featurizer, examples: Sequence[Example],
                  device: torch.device | str = "cpu", **kwargs: Any) -> EvalSet:
-    """Tokenize ``examples`` for evaluation (windows for tagging) and batch them."""
+    """Tokenize ``examples`` for evaluation (windows for tagging) and batch them.
+
+    The set is named after the files its examples come from
+    (:func:`describe_examples`), for errors.
+    """
     encoded = featurizer.encode(examples, windows=True)
+    kwargs.setdefault("name", describe_examples(examples))
     return make_eval_set(encoded, featurizer.pad_id, device, **kwargs)
 
 

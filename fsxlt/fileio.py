@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -54,14 +55,58 @@ def text_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def _non_finite(obj: Any, where: str = "") -> str | None:
+    """Where in ``obj`` the first NaN or infinity sits (``epochs[2].train_loss``), or None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return f"{where or 'the value'} is {obj}"
+    if isinstance(obj, dict):
+        items: Iterable[tuple[str, Any]] = ((f"{where}.{key}" if where else str(key), value)
+                                            for key, value in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        items = ((f"{where}[{i}]", value) for i, value in enumerate(obj))
+    else:
+        return None
+    for path, value in items:
+        found = _non_finite(value, path)
+        if found:
+            return found
+    return None
+
+
+def _strict_dumps(obj: Any, **options: Any) -> str:
+    """``json.dumps`` that refuses NaN and infinities (not JSON) with a one-line FsxltError."""
+    from fsxlt.errors import FsxltError
+
+    try:
+        return json.dumps(obj, ensure_ascii=False, sort_keys=True, allow_nan=False, **options)
+    except ValueError as err:
+        found = _non_finite(obj)
+        if found is None:
+            raise
+        raise FsxltError(f"cannot write JSON: {found}, which JSON cannot hold") from err
+
+
 def dumps_json(obj: Any) -> str:
-    """Deterministic pretty JSON: sorted keys, UTF-8 kept readable, trailing newline."""
-    return json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    """Deterministic pretty JSON: sorted keys, UTF-8 kept readable, trailing newline.
+
+    NaN and infinities are not JSON: a value holding one raises
+    :class:`~fsxlt.errors.FsxltError` naming where it sits, and nothing is written.
+    """
+    return _strict_dumps(obj, indent=1) + "\n"
 
 
 def dumps_jsonl(rows: Iterable[Any]) -> str:
-    """Deterministic JSON lines, one compact object per line."""
-    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    """Deterministic JSON lines, one compact object per line (NaN refused as by
+    :func:`dumps_json`; the message names the row)."""
+    from fsxlt.errors import FsxltError
+
+    lines = []
+    for number, row in enumerate(rows, start=1):
+        try:
+            lines.append(_strict_dumps(row) + "\n")
+        except FsxltError as err:
+            raise FsxltError(f"{err} (row {number})") from None
+    return "".join(lines)
 
 
 def _umask() -> int:
@@ -133,8 +178,14 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
-    """Atomically write ``obj`` as deterministic JSON."""
-    atomic_write_text(path, dumps_json(obj))
+    """Atomically write ``obj`` as deterministic JSON (a NaN in it: an error naming ``path``)."""
+    from fsxlt.errors import FsxltError
+
+    try:
+        text = dumps_json(obj)
+    except FsxltError as err:
+        raise FsxltError(f"{path}: not written: {err}") from None
+    atomic_write_text(path, text)
 
 
 def atomic_replace_dir(target: str | Path, files: dict[str, str]) -> None:
@@ -239,7 +290,8 @@ def read_json(path: str | Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise DataFormatError(path, f"invalid JSON: {err.msg}", err.lineno) from None
+        raise DataFormatError(path, f"invalid JSON at column {err.colno}: {err.msg}",
+                              err.lineno) from None
     except UnicodeDecodeError:
         raise DataFormatError(path, "not valid UTF-8 text") from None
 

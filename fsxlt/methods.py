@@ -34,7 +34,12 @@ The contract (attributes and hooks; only :meth:`Method.prepare` is required):
     wrong key or value is a one-line error.
 ``validate()``
     Check option values beyond their type, when the method is built (before
-    any model is loaded); default: nothing.
+    any model is loaded); default: nothing. Raise ``FsxltError``; any other
+    exception becomes a one-line error naming the method.
+``check_start(task, start)``
+    Cheap checks once the task and the start (checkpoint or encoder) are
+    known, before any model loads (``pet``: the task's pattern and the
+    encoder's masked-LM head, from its config); default: the task's kind.
 ``prepare(model, seed)``
     Called before every run, after the engine restored the starting weights:
     set up the head (keep, reset, replace it), change the model if the method
@@ -61,16 +66,22 @@ The contract (attributes and hooks; only :meth:`Method.prepare` is required):
 Discovery: the built-in methods below; methods that installed packages
 register under the entry-point group ``fsxlt.methods`` (``name =
 "package.module:Class"``); and ``--method package.module:Class`` for a class
-that is importable but not installed. Nothing in this module imports torch,
-so the command line validates ``--method`` without loading it.
+that is importable but not installed. A plug-in that fails to load (a
+syntax error, a missing module, an exception on import or in ``validate``)
+is a one-line error naming it; :func:`discover` sets such installed
+plug-ins apart so the others stay usable. Nothing in this module imports
+torch, so the command line validates ``--method`` without loading it.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import re
+import traceback
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from fsxlt.errors import FsxltError
@@ -90,7 +101,11 @@ class Option:
     help: str = ""
 
     def parse(self, value: Any, method: str) -> Any:
-        """``value`` (a command-line string or a YAML value) as this option's type."""
+        """``value`` (a command-line string or a YAML value) as this option's type.
+
+        A float option takes finite numbers only: ``nan``, ``inf`` and ``-inf``
+        are refused in one line naming the option.
+        """
         try:
             if self.type is bool:
                 if isinstance(value, bool):
@@ -107,10 +122,13 @@ class Option:
             if self.type is int and (isinstance(value, bool) or
                                      (isinstance(value, float) and not value.is_integer())):
                 raise ValueError(value)
-            return self.type(value)
+            parsed = self.type(value)
+            if self.type is float and not math.isfinite(parsed):
+                raise ValueError(value)  # nan, inf, -inf: training would turn to NaN
+            return parsed
         except (TypeError, ValueError):
-            kind = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
-                    list: "a list"}.get(self.type, self.type.__name__)
+            kind = {int: "an integer", float: "a finite number", str: "a string",
+                    bool: "true or false", list: "a list"}.get(self.type, self.type.__name__)
             raise FsxltError(f"method {method}: option {self.name} must be {kind}, "
                              f"got {value!r}") from None
 
@@ -134,11 +152,32 @@ class Method:
         self.config = {name: (option.parse(options[name], self.name) if name in options
                               else option.default)
                        for name, option in declared.items()}
-        self.validate()
+        try:
+            self.validate()
+        except FsxltError:
+            raise
+        except Exception as err:  # a plug-in's check that fails other than by FsxltError
+            raise FsxltError(f"method {self.name}: validate() failed ({describe_error(err)})"
+                             ) from err
 
     def validate(self) -> None:
-        """Check option values beyond their type (one-line errors before any model loads)."""
+        """Check option values beyond their type (one-line errors before any model loads).
+
+        Raise :class:`~fsxlt.errors.FsxltError`; any other exception is turned
+        into one (a one-line error naming the method, the exception and where
+        it was raised).
+        """
         return None
+
+    def check_start(self, task: Any, start: str | None = None) -> None:
+        """Cheap checks before any model loads, once the task and the start are known.
+
+        ``task`` is the :class:`~fsxlt.tasks.TaskSpec`, ``start`` the starting
+        point as given (a checkpoint directory, or an encoder name or
+        directory), or None. The command line calls it right after building
+        the method; default: the task's kind (:meth:`check_kind`).
+        """
+        self.check_kind(task.kind)
 
     def __getattr__(self, item: str) -> Any:  # options read as attributes: self.rank
         config = self.__dict__.get("config", {})
@@ -316,6 +355,15 @@ class Pet(Method):
         if self.verbalizer not in ("target", "en"):
             raise FsxltError("method pet: option verbalizer must be target or en")
 
+    def check_start(self, task: Any, start: str | None = None) -> None:
+        """The task needs a pet pattern; the start's encoder a masked-LM head (by its config)."""
+        from fsxlt.pet import check_mlm_config, task_pet
+
+        super().check_start(task, start)
+        task_pet(task)
+        if start is not None:
+            check_mlm_config(start)
+
     def bind(self, task: Any, language: str, tokenizer: Any, start_info: dict[str, Any]) -> None:
         from fsxlt.pet import task_pet, verbalizer_pieces
 
@@ -358,34 +406,79 @@ METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")  # METHOD
 _REF = re.compile(r"^[\w.]+:[\w.]+$")
 
 
-def _import_class(ref: str) -> type[Method]:
+def _plugin_frame(frame: traceback.FrameSummary) -> bool:
+    """Whether a traceback frame is the plug-in's code (not this module's nor the importer's)."""
+    name = frame.filename
+    return not (name.startswith("<") or name == __file__
+                or Path(name).parent.name == "importlib")
+
+
+def describe_error(err: BaseException) -> str:
+    """``Type: first line of the message (file, line N)``: one line on a plug-in's failure.
+
+    The place is the syntax error's, else the last frame of the traceback in
+    the plug-in's own code; none when the failure is in finding the module.
+    """
+    if isinstance(err, SyntaxError):
+        text, place = err.msg, (err.filename, err.lineno)
+    else:
+        text = next(iter(str(err).strip().splitlines()), "")
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if _plugin_frame(f)]
+        place = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
+    line = f"{err.__class__.__name__}: {text}" if text else err.__class__.__name__
+    return f"{line} ({place[0]}, line {place[1]})" if place[0] else line
+
+
+def _import_class(ref: str, label: str | None = None) -> type[Method]:
+    """The class ``module:Class`` names; any failure is one line starting with ``label``."""
+    label = label or f"method {ref}"
     module_name, _, attr = ref.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as err:
-        raise FsxltError(f"method {ref}: cannot import it ({err.__class__.__name__}: "
-                         f"{err})") from None
+    except Exception as err:  # a plug-in module can fail any way on import: SyntaxError, ...
+        raise FsxltError(f"{label}: cannot import it ({describe_error(err)})") from err
     if not (isinstance(obj, type) and issubclass(obj, Method)) or not obj.name:
-        raise FsxltError(f"method {ref}: not a subclass of fsxlt.methods.Method with a name")
+        raise FsxltError(f"{label}: not a subclass of fsxlt.methods.Method with a name")
     return obj
 
 
+def _load_plugin(name: str, ref: str) -> type[Method]:
+    """The class of the installed plug-in ``name`` (entry point ``ref``)."""
+    return _import_class(ref, f"plug-in method {name} ({ref})")
+
+
 def plugins() -> dict[str, str]:
-    """Installed plug-in methods: entry-point name -> ``module:Class``."""
+    """Installed plug-in methods: entry-point name -> ``module:Class`` (nothing is imported)."""
     from importlib.metadata import entry_points
 
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def available() -> dict[str, type[Method]]:
-    """Every method by name: built-ins, then installed plug-ins (a plug-in never shadows)."""
-    found = dict(BUILTIN)
+def discover() -> tuple[dict[str, type[Method]], dict[str, str]]:
+    """The methods that load, by name, and the one-line error of each plug-in that does not.
+
+    Built-ins come first, then installed plug-ins by name; a plug-in never
+    shadows a built-in. A plug-in that fails to import (a syntax error, a
+    missing module, an exception on import, not a Method) is left out of the
+    first mapping and named, with its error, in the second.
+    """
+    found: dict[str, type[Method]] = dict(BUILTIN)
+    broken: dict[str, str] = {}
     for name, ref in sorted(plugins().items()):
-        if name not in found:
-            found[name] = _import_class(ref)
-    return found
+        if name in found:
+            continue
+        try:
+            found[name] = _load_plugin(name, ref)
+        except FsxltError as err:
+            broken[name] = str(err)
+    return found, broken
+
+
+def available() -> dict[str, type[Method]]:
+    """Every method that loads, by name: built-ins, then installed plug-ins (see discover)."""
+    return discover()[0]
 
 
 def method_class(ref: str) -> type[Method]:
@@ -396,20 +489,31 @@ def method_class(ref: str) -> type[Method]:
         return _import_class(ref)
     installed = plugins()
     if ref in installed:
-        return _import_class(installed[ref])
+        return _load_plugin(ref, installed[ref])
     valid = ", ".join([*BUILTIN, *sorted(set(installed) - set(BUILTIN))])
     raise FsxltError(f"unknown method {ref!r}; valid: {valid}, or package.module:Class")
 
 
+def _build(cls: type[Method], options: dict[str, Any]) -> Method:
+    """``cls(**options)``; a plug-in constructor's own failure is a one-line error."""
+    try:
+        return cls(**options)
+    except FsxltError:
+        raise
+    except Exception as err:
+        raise FsxltError(f"method {cls.name}: cannot build it ({describe_error(err)})") from err
+
+
 def get_method(ref: str | Method, kind: str = "classification",
                options: dict[str, Any] | None = None) -> Method:
-    """A configured method for a task kind; unknown names, kinds and options are errors."""
+    """A configured method for a task kind; unknown names, kinds and options are errors,
+    and so is any failure of a plug-in to import or build (one line naming it)."""
     if isinstance(ref, Method):
         if options:
             raise FsxltError("options go to the method's constructor, not with an instance")
         method = ref
     else:
-        method = method_class(ref)(**(options or {}))
+        method = _build(method_class(ref), options or {})
     method.check_kind(kind)
     return method
 
@@ -431,5 +535,5 @@ def parse_method_options(pairs: list[str] | None) -> dict[str, str]:
 
 
 __all__ = ["BUILTIN", "DEFAULT_MODEL", "ENTRY_POINT_GROUP", "METHODS", "Method", "Option",
-           "available", "get_method", "method_class", "method_spec", "parse_method_options",
-           "plugins"]
+           "available", "describe_error", "discover", "get_method", "method_class", "method_spec",
+           "parse_method_options", "plugins"]

@@ -12,12 +12,17 @@ The masked-LM head comes from the encoder the start was built on (the hub
 name or directory recorded in the checkpoint), or, for a checkpoint that was
 source-trained with ``pet``, from the checkpoint itself. Its output layer
 stays tied to the encoder's input embeddings, as in pretraining, so it
-follows the embeddings as they are fine-tuned.
+follows the embeddings as they are fine-tuned. Before any model loads,
+:func:`check_mlm_config` refuses an encoder whose config shows it has no
+masked-LM head.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -30,6 +35,7 @@ from fsxlt.tasks import PetSpec, TaskSpec
 
 HEAD_PREFIX = "mlm_head."
 _HEAD_NAMES = ("cls", "lm_head")  # BERT-style and RoBERTa/XLM-R-style heads
+_MLM_ARCHITECTURE = re.compile(r"(MaskedLM|PreTraining|LMHeadModel)$")
 
 
 def task_pet(task: TaskSpec) -> PetSpec:
@@ -37,6 +43,53 @@ def task_pet(task: TaskSpec) -> PetSpec:
         raise FsxltError(f"task {task.name} has no pet pattern and verbalizer (a 'pet' section "
                          "in its YAML)")
     return task.pet
+
+
+def encoder_source(start: str | Path) -> str | None:
+    """Where a start's masked-LM head comes from: a checkpoint's recorded encoder, else the
+    start itself (an encoder name or directory); None when a checkpoint records none."""
+    from fsxlt.training.checkpoint import CHECKPOINT_FILE, is_checkpoint
+
+    if not is_checkpoint(start):
+        return str(start)
+    try:
+        meta = json.loads((Path(start) / CHECKPOINT_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # loading the checkpoint reports what is wrong with it
+    encoder = meta.get("encoder") if isinstance(meta, dict) else None
+    return str(encoder) if encoder else None
+
+
+def check_mlm_config(start: str | Path) -> None:
+    """Refuse, from its config alone (no weights), a start whose encoder has no masked-LM head.
+
+    The encoder's config (a local directory, or a hub model already cached;
+    never a download) must be of a model type that transformers has a
+    masked-LM class for, and its ``architectures``, when it lists any, must
+    name one with the head (``...ForMaskedLM``, ``...ForPreTraining``,
+    ``...LMHeadModel``); an encoder saved without its pretraining heads
+    (``BertModel``) has none. A config that cannot be read is left to
+    :func:`load_mlm_head`, which checks the weights themselves.
+    """
+    source = encoder_source(start)
+    if source is None:
+        return
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    from fsxlt.training.checkpoint import quiet_transformers
+
+    quiet_transformers()
+    try:
+        config = AutoConfig.from_pretrained(source, local_files_only=True)
+    except Exception:  # not local, not cached, unreadable: the loading says what is wrong
+        return
+    architectures = [str(name) for name in getattr(config, "architectures", None) or []]
+    if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and (
+            not architectures or any(_MLM_ARCHITECTURE.search(a) for a in architectures)):
+        return
+    raise FsxltError(f"pet needs an encoder pretrained with a masked-LM head; {source} has "
+                     f"none (its config names {', '.join(architectures) or config.model_type})")
 
 
 def load_mlm_head(source: str, model: FsxltModel) -> nn.Module:

@@ -29,10 +29,11 @@ from typing import Any
 from fsxlt.data import Example, TaggedSentence
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import atomic_write_text, dumps_jsonl, text_lines
+from fsxlt.runs import PREDICTIONS_SUFFIX as SUFFIX
+from fsxlt.runs import ZERO_SHOT_STEM, predictions_path, record_path
+from fsxlt.runs import zero_shot_predictions_path as zero_shot_path
 
 PREDICTIONS_FORMAT = "fsxlt-predictions/1"
-SUFFIX = ".predictions.jsonl"
-ZERO_SHOT_STEM = "zero-shot-test"
 
 
 @dataclass
@@ -56,17 +57,6 @@ class Predictions:
 
     def predicted(self) -> list[Any]:
         return [row["predicted"] for row in self.rows]
-
-
-def predictions_path(record_path: str | Path) -> Path:
-    """``X.json`` -> ``X.predictions.jsonl`` (the file beside a record)."""
-    record_path = Path(record_path)
-    return record_path.with_name(record_path.stem + SUFFIX)
-
-
-def zero_shot_path(runs_dir: str | Path, task: str, language: str) -> Path:
-    """Where the analyses look for a language's zero-shot test predictions."""
-    return Path(runs_dir) / task / language / "k0" / f"{ZERO_SHOT_STEM}{SUFFIX}"
 
 
 def prediction_rows(examples: Sequence[Example], predicted: Sequence[Any]) -> list[dict]:
@@ -192,7 +182,7 @@ def load_adapted(runs_dir: str | Path, task: str, language: str, k: int, method:
     from fsxlt.tasks import get_task
 
     get_task(task).check_language(language)
-    directory = Path(runs_dir) / task / language / f"k{k}" / method
+    directory = record_path(runs_dir, task, language, k, method, "any").parent
     found = {int(p.name[:-len(SUFFIX)]): p for p in sorted(directory.glob(f"*{SUFFIX}"))
              if p.name[:-len(SUFFIX)].isdigit()}
     wanted = sorted(found) if buckets is None else list(buckets)

@@ -29,10 +29,10 @@ from typing import Any
 from fsxlt.data import Example, read_examples, source_ids
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text
+from fsxlt.runs import SUBMISSION_DIR
 from fsxlt.tasks import TaskSpec
 
 _LINE = re.compile(r":(\d+)$")
-SUBMISSION_DIR = "submission"
 
 
 def _bucket_name(bucket: dict[str, Any]) -> str:

@@ -333,7 +333,7 @@ CASES = [
     Case("adapt-wrong-hash", lambda w, t: adapt(w, t, wrong_hash(w, t) / "00.json"),
          "00.json: differs from the hash in its manifest"),
     Case("adapt-missing-bucket", lambda w, t: adapt(w, t, missing_bucket(w, t)),
-         "01.json: file not found"),
+         "01.json: bucket file listed in the manifest is missing"),
     Case("adapt-invalid-json", lambda w, t: adapt(w, t, invalid_json(w, t) / "00.json"),
          "00.json:"),
     Case("check-missing-bucket", lambda w, t: ["buckets", "check", str(missing_bucket(w, t))],
@@ -432,7 +432,8 @@ CASES = [
     Case("sweep-out-file", lambda w, t: sweep_into(w, t, str(a_file(t))), "is a file"),
     Case("sweep-out-unwritable", lambda w, t: sweep_into(w, t, str(unwritable(t) / "r")),
          "not writable"),
-    Case("sweep-another-studys-records", other_study, "belong to sweep 'test-sweep'"),
+    Case("sweep-another-studys-records", other_study,
+         "written by sweep 'test-sweep'; pass --replace"),
     Case("report-out-file", lambda w, t: ["report", str(w.runs), "--out", str(a_file(t))],
          "is a file"),
     Case("report-out-unwritable",
@@ -518,8 +519,11 @@ def assert_interrupted(done: subprocess.CompletedProcess, action: str) -> None:
 
 
 def no_temporaries(root: Path) -> None:
-    """No hidden temporary left behind (the sweep's lock file is meant to stay)."""
-    left = [p for p in root.rglob(".*") if p.name != ".fsxlt-sweep.lock"]
+    """No hidden temporary left behind (the sweep's lock file and the directory markers
+    are meant to stay)."""
+    from fsxlt.directories import MARKER
+
+    left = [p for p in root.rglob(".*") if p.name not in (".fsxlt-sweep.lock", MARKER)]
     assert left == [], left
 
 
@@ -544,8 +548,8 @@ def test_sample_interrupted_at_a_set_rename_then_rerun(action, tmp_path):
     assert run_app(argv) == 0
     reference = snapshot(tmp_path / "b")
     shutil.rmtree(tmp_path / "b")
-    # four sets, each renamed into place: stop before the third rename
-    assert_interrupted(with_fault("os.replace", 3, action, *argv), action)
+    # the store's marker, then four sets, each renamed into place: stop before the third set
+    assert_interrupted(with_fault("os.replace", 4, action, *argv), action)
     finished = [p for p in (tmp_path / "b").rglob("manifest.json")
                 if not any(part.startswith(".") for part in p.parts)]
     assert len(finished) == 2
@@ -584,8 +588,9 @@ def test_sweep_interrupted_between_records_then_rerun(action, world, tmp_path, c
     runs = tmp_path / "runs"
     config = write_config(tmp_path / "sweep.yaml", sweep_config(world.study, runs))
     argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
-    # the zero-shot record, then one record per run: stop before the third write
-    assert_interrupted(with_fault("os.replace", 3, action, *argv), action)
+    # the runs directory's marker, the zero-shot record, then one record per run: stop
+    # before the fourth write
+    assert_interrupted(with_fault("os.replace", 4, action, *argv), action)
     assert len(list(runs.rglob("full/*.json"))) == 1
     assert run_app(argv) == 0
     no_temporaries(runs)
@@ -594,9 +599,10 @@ def test_sweep_interrupted_between_records_then_rerun(action, world, tmp_path, c
 
 
 
-# The micro demo's 45 atomic writes: corpora and data (1-30), encoder (31-32),
-# buckets (33-34), checkpoint (35-36), zero-shot and run records (37-42), report.
-@pytest.mark.parametrize(("action", "nth"), [("SIGKILL", 36), ("SIGINT", 41)])
+# The micro demo's 47 atomic writes: corpora and data (1-30), encoder (31-32), the
+# bucket store's marker and buckets (33-35), checkpoint (36-37), the runs directory's
+# marker, zero-shot and run records (38-44), report and summary.
+@pytest.mark.parametrize(("action", "nth"), [("SIGKILL", 37), ("SIGINT", 43)])
 def test_demo_interrupted_then_rerun(action, nth, tmp_path):
     config = tmp_path / "micro.yaml"
     config.write_text(MICRO_DEMO)
@@ -637,7 +643,8 @@ def test_a_second_sweep_on_the_same_runs_directory_refuses(world, tmp_path, caps
         capsys.readouterr()
         status = run_app(argv)
         err = capsys.readouterr().err
-        assert_one_line(status, err, 2, f"another fsxlt sweep is writing here (pid {first.pid}")
+        assert_one_line(status, err, 2,
+                        f"another fsxlt sweep or adapt is writing here (pid {first.pid}")
         assert snapshot(runs) == before
     finally:
         gate.write_text("")
@@ -646,13 +653,18 @@ def test_a_second_sweep_on_the_same_runs_directory_refuses(world, tmp_path, caps
     assert _report(runs, capsys) == _report(world.runs, capsys)
 
 
-def test_a_record_from_other_settings_is_rerun_never_reused(world, tmp_path, capsys):
+def test_a_record_from_other_settings_is_refused_unless_replaced(world, tmp_path, capsys):
     runs = _copy(world.runs, tmp_path / "runs")
     config = write_config(tmp_path / "sweep.yaml", sweep_config(world.study, runs, lrs=[0.02]))
     argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
     assert run_app([*argv, "--dry-run"]) == 0
-    assert "5 to run (5 stale)" in capsys.readouterr().err
-    assert run_app(argv) == 0
+    assert "5 to run (5 different)" in capsys.readouterr().err
+    before = snapshot(runs)
+    assert_one_line(run_app(argv), capsys.readouterr().err, 2, "(lrs differ), written by "
+                    "sweep 'test-sweep'; pass --replace")
+    assert snapshot(runs) == before
+    assert run_app([*argv, "--replace"]) == 0
+    assert capsys.readouterr().err.count("replacing ") == 5
     for path in runs.rglob("full/*.json"):
         assert json.loads(path.read_text())["lrs"] == [0.02]
 

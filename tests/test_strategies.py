@@ -203,7 +203,7 @@ def test_report_strategies_table_and_plots(pipeline, tmp_path, capsys):
     assert "### panx: Full FT, source en, diverse buckets (test" in capsys.readouterr().out
 
 
-def test_strategy_statistics_against_scipy():
+def test_strategy_statistics_against_scipy(tmp_path):
     from scipy.stats import mannwhitneyu
 
     from fsxlt.report.records import SCORE_COLUMNS, Records
@@ -213,12 +213,15 @@ def test_strategy_statistics_against_scipy():
     diverse = [0.52, 0.58, 0.61]
     rows = [{"task": "t", "language": "de", "k": 1, "arm": f"full~{name}", "bucket": i,
              "method": "full", "source_training": True, "source": "en", "test_score": score,
-             "dev_score": 0.0, "best_epoch": 1, "metric": "accuracy", "fixed": False}
+             "dev_score": 0.0, "best_epoch": 1, "metric": "accuracy", "fixed": False,
+             "record": f"{name}-{i}.json"}
             for name, scores in (("random", random), ("diverse", diverse))
             for i, score in enumerate(scores)]
+    for r in rows:  # both from the same pools (judge reads them from the records)
+        (tmp_path / r["record"]).write_text('{"bucket": {"strategy_pools": {"seed": 0}}}')
     records = Records(pd.DataFrame(rows, columns=SCORE_COLUMNS), pd.DataFrame(),
                       pd.DataFrame())
-    row = judge(records, n_boot=2000).iloc[0]
+    row = judge(records, tmp_path, n_boot=2000).iloc[0]
     expected = mannwhitneyu([100 * s for s in diverse], [100 * s for s in random],
                             alternative="two-sided")
     assert row["u"] == expected.statistic and row["p_value"] == pytest.approx(expected.pvalue)
@@ -250,11 +253,12 @@ def test_bucket_features_find_a_planted_correlation(tmp_path, capsys):
     """Buckets whose sentences get longer score higher, and gain more over zero-shot, in
     two languages with different zero-shot scores; English overlap is planted inversely."""
     from fsxlt.analysis.bucket_features import correlations, feature_table
-    from fsxlt.execution.plan import RUN_FORMAT, ZERO_SHOT_FORMAT
+    from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_FORMAT
     from tests.train_fixtures import write_bucket_set
 
     english = write_conll(tmp_path / "train-en.tsv", [
         TaggedSentence("e0", ("ada", "went", "home"), ("B-PER", "O", "O"))])
+    english.write_text(english.read_text() + "\n")  # a file of one sentence ends it with a blank
     for lang, zero in (("de", 0.30), ("zh", 0.10)):
         buckets = []
         for b in range(6):  # bucket b: sentences of 2 + b words, fewer English words

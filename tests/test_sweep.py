@@ -165,7 +165,7 @@ def test_a_failing_run_writes_an_error_record_and_the_sweep_goes_on(study, tmp_p
     assert "1 runs completed, 1 failed" in capsys.readouterr().out
     error = json.loads((runs / "xnli/de/k1/full/01.json").read_text())
     assert error["status"] == "error" and error["error"]
-    assert error["sweep"]["config_hash"].startswith("sweep:")
+    assert error["run"]["hash"].startswith("run:")
     assert json.loads((runs / "xnli/de/k1/full/00.json").read_text())["status"] == "ok"
     status = sweep_status(load_config(config))
     assert [(r.index, why) for r, why in status.pending] == [(1, "error")]
@@ -174,16 +174,25 @@ def test_a_failing_run_writes_an_error_record_and_the_sweep_goes_on(study, tmp_p
     assert "(n=1)" in text and "Error records (not counted): 1" in text
 
 
-def test_stale_records_rerun(study, reference, tmp_path, capsys):
+def test_records_of_other_settings_are_refused_unless_replaced(study, reference, tmp_path,
+                                                                capsys):
     import shutil
 
     runs = tmp_path / "runs"
     shutil.copytree(reference / "runs", runs)
+    before = records(runs)
     config = write_config(tmp_path / "sweep.yaml",
                           sweep_config(study, runs, max_epochs=2, patience=1))
     assert run_app(["sweep", str(config), "--dry-run", "--lang", "de"]) == 0
-    captured = capsys.readouterr()
-    assert f"{N_RUNS // 2} stale" in captured.err
+    assert f"{N_RUNS // 2} different" in capsys.readouterr().err
+    assert run_app(["sweep", str(config), "--lang", "de", "--workers", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "max_epochs, patience differ" in err[0] and "--replace" in err[0]
+    assert records(runs) == before  # refused: nothing written
+    assert run_app(["sweep", str(config), "--lang", "de", "--k", "1", "--workers", "0",
+                    "--replace"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("replacing ") == N_RUNS // 4 and "(max_epochs, patience differ)" in err
 
 
 @pytest.mark.parametrize("change, message", [

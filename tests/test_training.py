@@ -267,7 +267,7 @@ def test_cli_uses_dev_remaining_for_tasks_sampled_from_dev(encoder_dir, tmp_path
                     str(buckets / "00.json"), "--from", str(encoder_dir), "--test", str(test),
                     "--out", str(runs), "--lr", "1e-3", "--max-epochs", "1",
                     "--device", "cpu"]) == 0
-    record = json.loads((runs / "xnli" / "de" / "k1" / "full" / "00.json").read_text())
+    record = json.loads((runs / "xnli" / "de" / "k1" / "full-nosource" / "00.json").read_text())
     assert record["data"]["dev"]["source"].endswith("dev-remaining.jsonl")
     assert record["data"]["dev"]["n"] == 9
     assert record["model"]["source_training"] is False

@@ -75,7 +75,7 @@ def test_adapt_on_a_qadsm_bucket_selects_on_the_remaining_dev(tmp_path):
                     str(out / "qadsm" / "de" / "k1" / "00.json"), "--from", str(encoder),
                     "--test", str(labelled_test), "--out", str(tmp_path / "runs"),
                     "--max-epochs", "1", "--lr", "1e-3", "--device", "cpu"]) == 0
-    assert (tmp_path / "runs" / "qadsm" / "de" / "k1" / "full" / "00.json").is_file()
+    assert (tmp_path / "runs" / "qadsm" / "de" / "k1" / "full-nosource" / "00.json").is_file()
 
 
 def test_prediction_files_in_xglue_format(tmp_path):
@@ -95,10 +95,10 @@ def test_prediction_files_in_xglue_format(tmp_path):
                         str(out / task / lang / f"k{k}" / "01.json"), "--from", str(encoder),
                         "--no-test", "--predict", str(file), "--out", str(tmp_path / "runs"),
                         "--max-epochs", "1", "--lr", "1e-3", "--device", "cpu"]) == 0
-    qadsm = tmp_path / "runs/qadsm/fr/k1/full/submission/01/QADSM/fr.prediction"
+    qadsm = tmp_path / "runs/qadsm/fr/k1/full-nosource/submission/01/QADSM/fr.prediction"
     lines = qadsm.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 7 and set(lines) <= {"Good", "Bad"}
-    ner = tmp_path / "runs/xglue-ner/es/k1/full/submission/01/NER/es.prediction"
+    ner = tmp_path / "runs/xglue-ner/es/k1/full-nosource/submission/01/NER/es.prediction"
     predicted = ner.read_text(encoding="utf-8").split("\n\n")
     gold = ner_test.read_text(encoding="utf-8").split("\n\n")
     assert [len(p.split()) for p in predicted] == [len(g.splitlines()) for g in gold]

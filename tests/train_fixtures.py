@@ -140,7 +140,7 @@ def write_bucket_set(root: Path, task: str, language: str, k: int,
                            split="dev" if dev_remaining is not None else "train",
                            source_file="toy", source_sha256=None, labels=labels,
                            buckets=buckets, dev_remaining=dev_remaining)
-    return write_sets(root, [bucket_set])[0]
+    return write_sets(root, [bucket_set])[0].path
 
 
 def read_first_bucket(directory: Path):

@@ -45,8 +45,8 @@ import pandas as pd
 from fsxlt.analysis.typology import WORD_PATTERN, word_types
 from fsxlt.data import Example, TaggedSentence, read_examples
 from fsxlt.errors import FsxltError
-from fsxlt.execution.plan import arm_strategy
 from fsxlt.report.records import load_records
+from fsxlt.runs import arm_strategy
 from fsxlt.sampling.samplers import sentence_label_counts
 from fsxlt.sampling.store import read_bucket, read_examples_jsonl
 from fsxlt.tasks import TaskSpec, get_task

@@ -324,7 +324,7 @@ def seeds_vs_buckets_command(
     _check_out(out)
     from fsxlt.analysis.plots import seeds_buckets_boxes
     from fsxlt.analysis.seeds import ablation_plan, seeds_vs_buckets, spread_table
-    from fsxlt.cli.train import _buckets, _split
+    from fsxlt.cli.train import _split
     from fsxlt.fileio import atomic_write_json
     from fsxlt.methods import method_spec
     from fsxlt.training import AdaptEngine
@@ -333,9 +333,12 @@ def seeds_vs_buckets_command(
     spec = get_task(task)
     spec.check_language(lang)
     method_spec(method, spec.kind)
-    if not buckets.is_dir():
+    from fsxlt.sampling.store import MANIFEST, read_set
+
+    if not (buckets / MANIFEST).is_file():
         raise FsxltError(f"{buckets}: not a bucket set directory (fsxlt sample writes them)")
-    items, remaining, where = _buckets(buckets)
+    _, items, remaining = read_set(buckets, verify=True)
+    where = buckets
     fixed_seed = spec.training.seed if seed is None else seed
     ablation_plan([b.index for b in items], n_buckets=n_buckets, n_seeds=n_seeds,
                   fixed_seed=fixed_seed, fixed_bucket=bucket)  # fail before loading a model

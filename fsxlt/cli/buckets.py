@@ -10,6 +10,7 @@ import typer
 
 from fsxlt.cli.app import app
 from fsxlt.cli.progress import bar
+from fsxlt.directories import BUCKETS, check_claim
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
 from fsxlt.tasks import get_task
 
@@ -18,6 +19,36 @@ from fsxlt.tasks import get_task
 buckets_app = typer.Typer(help="Import published buckets and check any bucket set.",
                           no_args_is_help=True)
 app.add_typer(buckets_app, name="buckets")
+
+REPLACE_HELP = ("Replace a bucket set already in the store with different files (never "
+                "deletes anything but a bucket set); without it such a set is refused.")
+
+
+def _check_store(out: Path) -> None:
+    """Refuse, before any work, an --out that cannot be a bucket store."""
+    check_output_dir(out, "bucket store")
+    check_claim(out, BUCKETS, "--out")
+
+
+def _status(bucket_set) -> str:
+    """`` (unchanged)`` / `` (replaced)`` after a set's line; nothing for a new set."""
+    written = bucket_set.written
+    return "" if written is None or written.status == "new" else f" ({written.status})"
+
+
+def _written(bucket_sets, out: Path) -> str:
+    """Say on stderr which sets were replaced; return the summary line of a write."""
+    from fsxlt.sampling.store import NEW, REPLACED, UNCHANGED
+
+    done = {s.written.path: s.written for s in bucket_sets if s.written is not None}
+    for written in done.values():
+        if written.status == REPLACED:
+            typer.echo(f"replaced {written.path} ({written.detail})", err=True)
+    counts = Counter(written.status for written in done.values())
+    parts = ", ".join(f"{counts[status]} {status}" for status in (NEW, UNCHANGED, REPLACED)
+                      if counts[status])
+    plural = "" if len(done) == 1 else "s"
+    return f"{len(done)} bucket set{plural} under {out}: {parts or 'none'}"
 
 
 @app.command("sample")
@@ -36,12 +67,16 @@ def sample_command(
         help="Split to sample from; default: the task's (dev for XNLI/PAWS-X).")] = None,
     n_buckets: Annotated[int | None, typer.Option(help="Buckets per K (default 40).")] = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed (default: task config).")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """Draw the few-shot buckets of a task for target languages.
 
     Classification tasks get N-way K-shot buckets (exactly K per label, the
     buckets pairwise disjoint); tagging tasks get Minimum-Including buckets.
     Without --data/--data-dir the data is loaded from the Hugging Face hub.
+    A set already in OUT with the same files is left as it is (unchanged);
+    one with other files (another seed, other data) is refused, naming what
+    differs, unless --replace.
 
     Examples:
 
@@ -52,10 +87,11 @@ def sample_command(
     from fsxlt.sampling.api import sample as sample_api
 
     spec = get_task(task)
-    check_output_dir(out, "bucket store")
+    _check_store(out)
     ks = k or list(spec.sampling.k_values)
     sets = sample_api(spec, lang, ks, out, data=data, data_dir=data_dir, split=split,
-                      n_buckets=n_buckets, seed=seed, progress=bar("loading", "lang"))
+                      n_buckets=n_buckets, seed=seed, replace=replace,
+                      progress=bar("loading", "lang"))
     for s in sets:
         sizes = [len(b) for b in s.buckets]
         line = (f"{s.task}/{s.language}/k{s.k}: {len(s.buckets)} buckets, "
@@ -64,8 +100,8 @@ def sample_command(
             line += f"; labels absent from the data, left out: {', '.join(s.missing_labels)}"
         if s.dev_remaining is not None:
             line += f"; {len(s.dev_remaining)} dev examples remain for model selection"
-        typer.echo(line)
-    typer.echo(f"wrote {len(sets)} bucket sets under {out}")
+        typer.echo(line + _status(s))
+    typer.echo(_written(sets, out))
 
 
 @app.command("select")
@@ -91,6 +127,7 @@ def select_command(
     pool_size: Annotated[int, typer.Option(help="Candidates per pool.")] = 500,
     seed: Annotated[int, typer.Option(help="Seed of the pools and of random choices.")] = 0,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, ...")] = "auto",
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """Build bucket sets by shot-selection strategies, one bucket per candidate pool.
 
@@ -101,6 +138,8 @@ def select_command(
     guarantees: exactly K per label, or both Minimum-Including criteria.
     Model-based strategies (diverse, uncertain, representative) run the
     source-trained model once over the pools.
+    A set already in OUT with the same files is left as it is (unchanged);
+    one with other files is refused, naming what differs, unless --replace.
 
     Examples:
 
@@ -112,18 +151,18 @@ def select_command(
     from fsxlt.sampling.select import select
 
     spec = get_task(task)
-    check_output_dir(out, "bucket store")
+    _check_store(out)
     ks = k or list(spec.sampling.k_values)
     sets = select(spec, lang, ks, strategy, out, data=data, data_dir=data_dir, start=start,
                   n_pools=n_pools, pool_size=pool_size, seed=seed,
-                  device=None if device == "auto" else device,
+                  device=None if device == "auto" else device, replace=replace,
                   progress=bar("selecting", "strategy"))
     for name, bucket_sets in sets.items():
         for s in bucket_sets:
             sizes = [len(b) for b in s.buckets]
             typer.echo(f"{name}: {s.task}/{s.language}/k{s.k}: {len(s.buckets)} buckets, "
-                       f"{sum(sizes) / len(sizes):.2f} examples per bucket")
-    typer.echo(f"wrote {sum(len(v) for v in sets.values())} bucket sets under {out}")
+                       f"{sum(sizes) / len(sizes):.2f} examples per bucket{_status(s)}")
+    typer.echo(_written([s for v in sets.values() for s in v], out))
 
 
 @buckets_app.command("import-published")
@@ -132,6 +171,7 @@ def import_published_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Bucket store root.")] = Path("buckets"),
     task: Annotated[list[str] | None, typer.Option(
         "--task", "-t", help="Only these tasks (repeatable).")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """Convert the buckets published with the original study into fsxlt bucket sets.
 
@@ -140,6 +180,8 @@ def import_published_command(
     stray files are ignored. A bucket that cannot be read (the study's panx
     jv and my folders hold empty files) is left out of its set, listed here
     and in the set's manifest; the exit status is then 1.
+    A set already in OUT with the same files is left as it is (unchanged);
+    one with other files is refused, naming what differs, unless --replace.
 
     Example:
 
@@ -147,18 +189,19 @@ def import_published_command(
     """
     from fsxlt.sampling.published import import_published
 
-    check_output_dir(out, "bucket store")
-    summary = import_published(src, out, tasks=task, progress=bar("importing", "set"))
+    _check_store(out)
+    summary = import_published(src, out, tasks=task, replace=replace,
+                               progress=bar("importing", "set"))
     per_task = Counter(s.task for s in summary.sets)
     for name, count in sorted(per_task.items()):
         langs = sorted({s.language for s in summary.sets if s.task == name})
-        typer.echo(f"{name}: {count} sets ({', '.join(langs)})")
+        statuses = "".join(sorted({_status(s) for s in summary.sets if s.task == name}))
+        typer.echo(f"{name}: {count} sets ({', '.join(langs)}){statuses}")
     for skipped in summary.skipped:
         typer.echo(f"ignored {skipped}")
     for missing in summary.missing:
         typer.echo(f"not imported: {missing}", err=True)
-    typer.echo(f"wrote {len(summary.sets)} bucket sets under {out}; "
-               f"run 'fsxlt buckets check {out}' to verify them")
+    typer.echo(f"{_written(summary.sets, out)}; run 'fsxlt buckets check {out}' to verify them")
     if summary.missing:
         typer.echo(f"{len(summary.missing)} published buckets could not be read (listed above); "
                    "their sets hold the others and record the gap", err=True)
@@ -171,33 +214,41 @@ def import_fewclue_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Bucket store root.")] = Path("buckets"),
     task: Annotated[list[str] | None, typer.Option(
         "--task", "-t", help="Only these FewCLUE tasks (repeatable).")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:
     """Turn FewCLUE's fixed splits into bucket sets, one per task.
 
     Split i (train_i.json) becomes bucket i with dev_i.json as its own dev
     set; train_few_all/dev_few_all become bucket `all`; test_public.json is
     kept with the set as its test set. Sets are filed under
-    <task>/zh/k<N>, N = the examples of train_0. Examples without a label of
-    the task are left out and counted; a missing or unreadable task folder
-    is reported and skipped (exit status 1).
+    <task>/zh/k<N>, N = the examples of train_0. A label that is not the
+    task's is an error naming file and line; only test examples without a
+    label (no label key, null, or OCNLI's "-") are left out and counted. A
+    task folder that is missing, is a file or holds a malformed file is
+    reported and skipped (exit status 1); when every task fails, nothing is
+    written (exit status 2). OUT must not be SRC or lie inside it.
+
+    A set already in OUT with the same files is left as it is (unchanged);
+    one with other files is refused, naming what differs, unless --replace.
 
     Example:
 
       fsxlt buckets import-fewclue FewCLUE/datasets --out buckets/fewclue
     """
-    from fsxlt.sampling.fewclue import import_fewclue
+    from fsxlt.sampling.fewclue import check_out_apart, import_fewclue
 
-    check_output_dir(out, "bucket store")
-    result = import_fewclue(src, out, tasks=task, progress=bar("importing", "task"))
+    check_out_apart(src, out)
+    _check_store(out)
+    result = import_fewclue(src, out, tasks=task, replace=replace,
+                            progress=bar("importing", "task"))
     for s in result.sets:
         sizes = " ".join(f"{name}:{len(b)}" for name, b in zip(s.names, s.buckets, strict=True))
-        typer.echo(f"{s.task}/zh/k{s.k}: splits {sizes}; test {len(s.test)}")
+        typer.echo(f"{s.task}/zh/k{s.k}: splits {sizes}; test {len(s.test)}{_status(s)}")
     for line in result.unlabelled:
         typer.echo(line, err=True)
     for line in result.skipped_tasks:
         typer.echo(f"skipped {line}", err=True)
-    typer.echo(f"wrote {len(result.sets)} bucket sets under {out}; "
-               f"run 'fsxlt buckets check {out}' to verify them")
+    typer.echo(f"{_written(result.sets, out)}; run 'fsxlt buckets check {out}' to verify them")
     if result.skipped_tasks:
         raise typer.Exit(1)
 

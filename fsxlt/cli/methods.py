@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from fsxlt.cli.app import app
 
 KIND_ABBREVIATIONS = {"classification": "cls", "tagging": "tag", "multiple_choice": "mc"}
+BROKEN_HEADER = "plug-ins that failed to load (fix or uninstall them):"
 
 
-def _default(value: object) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+def format_default(value: Any) -> str:
+    """An option's default as ``--method-opt`` and YAML write it: ``true``, ``null``, ``a,b``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(format_default, value))
+    return str(value)
 
 
 @app.command("methods")
@@ -18,7 +28,9 @@ def methods_cmd() -> None:
     """List the adapting methods: name, task kinds, what trains, options with defaults.
 
     Plug-ins register under the entry-point group 'fsxlt.methods'; a class that
-    is not installed is used as --method package.module:Class.
+    is not installed is used as --method package.module:Class. An installed
+    plug-in that fails to load is named with its error in a section of its
+    own at the end (the exit status stays 0).
 
     Kinds: cls = classification, tag = tagging, mc = multiple choice.
 
@@ -26,14 +38,19 @@ def methods_cmd() -> None:
 
       fsxlt methods
     """
-    from fsxlt.methods import BUILTIN, available, plugins
+    from fsxlt.methods import BUILTIN, discover, plugins
 
     installed = plugins()
-    for name, cls in available().items():
+    found, broken = discover()
+    for name, cls in found.items():
         origin = "" if name in BUILTIN else f"  [{installed[name]}]"
         kinds = "+".join(KIND_ABBREVIATIONS.get(k, k) for k in cls.kinds)
         summary = cls.summary or next(iter((cls.__doc__ or "").strip().splitlines()), "")
         typer.echo(f"{name:<16} {kinds:<11} {summary}{origin}")
         for option in cls.options:
             typer.echo(f"{'':<16} {'':<11}   --method-opt {option.name}="
-                       f"{_default(option.default)}  {option.help}")
+                       f"{format_default(option.default)}  {option.help}")
+    if broken:
+        typer.echo(f"\n{BROKEN_HEADER}")
+        for message in broken.values():
+            typer.echo(f"  {message}")

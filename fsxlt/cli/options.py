@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from fsxlt.methods import BUILTIN
+
 Device = Annotated[
     str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
 ]
@@ -40,7 +42,7 @@ DataDir = Annotated[
 MethodName = Annotated[
     str,
     typer.Option("--method", help="Adapting method: a name from 'fsxlt methods' "
-                 "(full, fc, fc-pooler, cos-pooler, fc-reset-pooler, lora, or a plug-in), "
+                 f"({', '.join(BUILTIN)}, or an installed plug-in), "
                  "or package.module:Class."),
 ]
 MethodOpts = Annotated[
@@ -52,4 +54,9 @@ SelectStart = Annotated[
     bool,
     typer.Option("--select-start", help="Let the start model compete as epoch 0 for the "
                  "target dev score (off: the study's protocol)."),
+]
+Replace = Annotated[
+    bool,
+    typer.Option("--replace", help="Replace finished records of other settings (else "
+                 "refused); says what it replaced."),
 ]

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
-from fsxlt.cli.options import Device, MaxEpochs, Patience, SelectStart
+from fsxlt.cli.options import Device, MaxEpochs, Patience, Replace, SelectStart
 
 
 @app.command("sweep")
@@ -74,6 +74,7 @@ def sweep_cmd(
             "Also write every run's test predictions beside its record "
             "(<index>.predictions.jsonl); finished runs without them run again."))
     ] = False,
+    replace: Replace = False,
 ) -> None:
     """Run every adapt run of a sweep config; runs with a finished, matching record are skipped.
 
@@ -81,7 +82,9 @@ def sweep_cmd(
     start) group in one worker (data tokenized and weights loaded once), writes
     RUNS_DIR/<task>/<lang>/k<K>/<method>/<bucket>.json per run (an error record when
     a run fails; the sweep goes on) and RUNS_DIR/<task>/<lang>/k0/zero-shot.json.
-    Start it again after a crash: only missing, corrupt, failed or stale runs rerun.
+    Start it again after a crash: only missing, corrupt or failed runs rerun. A
+    finished record of other settings (changed config, another sweep, fsxlt adapt)
+    is never replaced unless --replace: the sweep refuses before running anything.
     Exit status 1 if any run failed.
 
     Example:
@@ -100,10 +103,11 @@ def sweep_cmd(
                  "patience": patience, "select_start": True if select_start else None}
     cfg = load_config(config, overrides).restrict(tasks, langs, ks, methods)
     if dry_run:
-        status = sweep_status(cfg, save_predictions)
+        status = sweep_status(cfg, save_predictions, replace=True)
         for run, why in status.pending:
+            why = why if why != "replace" or replace else "different (needs --replace)"
             typer.echo(f"{run.id}\t{why}\t{run.record_path}")
-        why = Counter(w for _, w in status.pending)
+        why = Counter(w if w != "replace" or replace else "different" for _, w in status.pending)
         detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
         typer.echo(f"{len(status.plan.runs)} runs: {len(status.done)} done, "
                    f"{len(status.pending)} to run ({detail or 'none'}) in "
@@ -113,7 +117,8 @@ def sweep_cmd(
     gpu_ids = [d.strip() for d in devices.split(",") if d.strip()] if devices else None
     result = run_sweep(cfg, executor=executor, workers=workers, devices=gpu_ids, device=device,
                        threads=threads, address=address, gpus_per_task=gpus_per_task,
-                       cpus_per_task=cpus_per_task, save_predictions=save_predictions)
+                       cpus_per_task=cpus_per_task, save_predictions=save_predictions,
+                       replace=replace, note=lambda line: typer.echo(line, err=True))
     lost = f", {result.not_run} not run (start the sweep again)" if result.not_run else ""
     typer.echo(f"{len(result.completed)} runs completed, {len(result.failed)} failed, "
                f"{len(result.status.done)} already done{lost}; records in {cfg.out}")

@@ -18,6 +18,7 @@ from fsxlt.cli.options import (
     MethodName,
     MethodOpts,
     Patience,
+    Replace,
     Seed,
     SelectStart,
 )
@@ -177,7 +178,7 @@ def source_train_cmd(
     source_langs = _source_languages(spec, source_lang, data_dir)
     if method not in ("full", "pet"):
         raise FsxltError(f"source-train --method is full or pet, not {method!r}")
-    get_method(method, spec.kind)
+    get_method(method, spec.kind).check_start(spec, model)  # before any model loads
     out = check_output_dir(out, "checkpoint directory")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
@@ -244,68 +245,6 @@ def source_train_cmd(
         _print_scores(f"zero-shot {lang} {what}", scores)
 
 
-def _own_files(directory: Path, buckets: list) -> tuple[dict[int, Path], Path | None]:
-    """A fixed-split set's per-bucket dev files and test file (FewCLUE), when it has them."""
-    from fsxlt.sampling.store import MANIFEST, read_manifest
-
-    if not (directory / MANIFEST).is_file():
-        return {}, None
-    manifest = read_manifest(directory)
-    devs = {int(e["index"]): directory / e["dev"]["file"]
-            for e in manifest["buckets"] if e.get("dev")}
-    test = directory / manifest["test"]["file"] if manifest.get("test") else None
-    return {b.index: devs[b.index] for b in buckets if b.index in devs}, test
-
-
-def _buckets(path: Path):
-    """The buckets to adapt on (a set directory or one bucket file), verified against their
-    manifest, with the set's remaining dev examples when it has them."""
-    from fsxlt.sampling.store import (
-        DEV_REMAINING,
-        MANIFEST,
-        check_bucket_hash,
-        manifest_entry,
-        read_bucket,
-        read_examples_jsonl,
-        read_set,
-    )
-
-    if path.is_dir():
-        if not (path / MANIFEST).is_file():
-            raise FsxltError(f"{path}: not a bucket set directory (no {MANIFEST})")
-        _, buckets, remaining = read_set(path, verify=True)
-        return buckets, remaining, path
-    if not path.exists():
-        raise FsxltError(f"{path}: file not found")
-    bucket = read_bucket(path)
-    entry = manifest_entry(path)
-    if entry is not None:
-        check_bucket_hash(path, bucket.sha256, entry)
-    remaining = None
-    if (path.parent / DEV_REMAINING).is_file():
-        remaining = read_examples_jsonl(path.parent / DEV_REMAINING)
-    return [bucket], remaining, path.parent
-
-
-def run_path(out: Path, record: dict) -> Path:
-    """Where a run record goes: ``OUT/<task>/<lang>/k<K>/<arm>/<index>.json``, the arm
-    being the method, ``-epoch0`` and ``@SOURCE`` for a start not trained on English."""
-    from fsxlt.execution.plan import arm_name
-
-    bucket = record["bucket"]
-    if bucket.get("name"):
-        name = f"{bucket['name']}.json"
-    elif bucket.get("index") is not None:
-        name = f"{bucket['index']:02d}.json"
-    else:
-        name = f"{bucket['sha256'][:12]}.json"
-    k = f"k{record['k']}" if record.get("k") is not None else "k-"
-    start = (record.get("model") or {}).get("start") or {}
-    arm = arm_name(record["method"], True, bool(record.get("select_start")),
-                   start.get("source_languages"), bucket.get("strategy") or "")
-    return Path(out) / record["task"] / record["language"] / k / arm / name
-
-
 @app.command("adapt")
 def adapt_cmd(
     task: Annotated[str, typer.Option("--task", help="Task name or task YAML.")],
@@ -317,7 +256,8 @@ def adapt_cmd(
     out: Annotated[
         Path,
         typer.Option(
-            "--out", help="Run records go to OUT/<task>/<lang>/k<K>/<method>/<index>.json."
+            "--out",
+            help="Runs directory: records go to OUT/<task>/<lang>/k<K>/<arm>/<bucket>.json.",
         ),
     ],
     start: Annotated[
@@ -368,11 +308,16 @@ def adapt_cmd(
             "(<index>.predictions.jsonl), for fsxlt analyze gains/confusion.",
         ),
     ] = False,
+    replace: Replace = False,
 ) -> None:
     """Adapt a model on a bucket (or every bucket of a set) and write one record per run.
 
     Early stopping on the target dev set, batch = the whole bucket, best epoch scored
-    on the target test set; over several --lr the best dev score wins.
+    on the target test set; over several --lr the best dev score wins. Runs are
+    built and written exactly as a sweep's: a run whose record with the same
+    settings is already in --out is skipped (and said so), a finished record of
+    other settings is refused unless --replace. Starting from a pretrained
+    encoder (not an fsxlt checkpoint) files the run under the -nosource arm.
 
     Example:
 
@@ -384,91 +329,54 @@ def adapt_cmd(
       fsxlt adapt --task eprstmt --lang zh --bucket buckets/fewclue/eprstmt/zh/k32 \\
           --from bert-base-multilingual-cased --predict FewCLUE/eprstmt/test.json --out runs
     """
-    from tqdm.auto import tqdm
+    from fsxlt.directories import RUNS, claim
+    from fsxlt.execution import adapt_plan, run_group
+    from fsxlt.runs import plan_writes, read_record, record_path_of, runs_dir_lock
 
-    from fsxlt.sampling.store import read_examples_jsonl
-    from fsxlt.training import AdaptEngine
-    from fsxlt.training.checkpoint import quiet_transformers
-
-    spec = get_task(task)
-    spec.check_language(lang)
-    method_obj = get_method(method, spec.kind, parse_method_options(method_opt))  # fail early
-    check_output_dir(out, "runs directory")
-    buckets, remaining, where = _buckets(Path(bucket))
-    own_devs, own_test = _own_files(where, buckets)
-    if dev_file is None and own_devs:  # fixed splits: each bucket selects on its own dev set
-        dev_src = str(own_devs[buckets[0].index])
-        dev = read_examples_jsonl(dev_src)
-    elif dev_file is not None or (data_dir is not None and spec.sampling.split != "dev"):
-        dev, dev_src = _split(spec, lang, "dev", dev_file, data_dir)
-    elif remaining is not None:
-        dev, dev_src = remaining, str(where / "dev-remaining.jsonl")
-    elif spec.sampling.split == "dev":
-        raise FsxltError(
-            f"{where}: no dev-remaining.jsonl beside the bucket; task {spec.name} "
-            "samples buckets from dev, so pass --dev FILE explicitly"
-        )
-    else:
-        raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")
-    test, test_src = (None, None)
     if save_predictions and no_test:
         raise FsxltError("--save-predictions saves test predictions; it cannot go with --no-test")
-    if not no_test:
-        if test_file is None and data_dir is None and own_test is not None:
-            test, test_src = read_examples_jsonl(own_test), str(own_test)
-        elif test_file is None and data_dir is None:
-            raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
-        else:
-            test, test_src = _split(spec, lang, "test", test_file, data_dir)
-    unlabelled = None
-    if predict is not None:
-        from fsxlt.submission import read_unlabelled, write_submission
+    check_output_dir(out, "runs directory")
+    runs = adapt_plan(task, lang, Path(bucket), out, start=start or model, method=method,
+                      method_options=parse_method_options(method_opt), lrs=lrs, seed=seed,
+                      max_epochs=max_epochs, patience=patience,
+                      max_seq_length=max_seq_length, select_start=select_start,
+                      predict=predict, dev=dev_file, test=test_file, no_test=no_test,
+                      data_dir=data_dir)
+    first = plan_writes(runs, replace=replace, need_predictions=save_predictions)  # refuse first
+    loaded = None
+    if first.pending:  # a broken start is a one-line error before anything is written
+        from fsxlt.training import load_start
+        from fsxlt.training.checkpoint import quiet_transformers
 
-        unlabelled = read_unlabelled(predict, spec, lang)
-    quiet_transformers()
-    engine = AdaptEngine.from_start(
-        spec,
-        lang,
-        start or model,
-        dev=dev,
-        test=test,
-        seed=seed,
-        dev_source=dev_src,
-        test_source=test_src,
-        device=device,
-        max_seq_length=max_seq_length,
-    )
-    for item in tqdm(
-        buckets, desc=f"adapt {spec.name}/{lang} {method_obj.name}", unit="bucket",
-        disable=len(buckets) < 2,
-    ):
-        if dev_file is None and item.index in own_devs and str(own_devs[item.index]) != dev_src:
-            dev_src = str(own_devs[item.index])
-            engine.replace_dev(read_examples_jsonl(dev_src), dev_src)
-        record = engine.adapt(
-            item, method=method_obj, lrs=lrs, seed=seed, max_epochs=max_epochs,
-            patience=patience, predictions=save_predictions, select_start=select_start,
-            predict=unlabelled[0] if unlabelled else None,
-        )
-        record["bucket"]["path"] = (
-            str(where / f"{item.name}.json") if Path(bucket).is_dir() else str(bucket)
-        )
-        path = run_path(out, record)
-        if save_predictions:  # first, so a record on disk implies its predictions are there
-            from fsxlt.predictions import save_run_predictions
+        quiet_transformers()
+        loaded = load_start(runs[0].start, runs[0].task, seed=runs[0].seed)
+    claim(out, RUNS)
+    with runs_dir_lock(out):
+        writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
+        for run in writes.done:
+            typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+        for run, what in writes.replaced:
+            typer.echo(f"replacing {run.record_path} ({what} differ)", err=True)
+        failed = []
 
-            save_run_predictions(path, record, test, spec)
-        if unlabelled is not None:
-            write_submission(path.parent, spec, record, unlabelled[1])
-        atomic_write_json(path, record)
-        test_part = (
-            f", test {100 * record['test_score']:.2f}" if record["test_score"] is not None else ""
-        )
-        typer.echo(
-            f"{record['bucket']['id']}: lr {record['selected_lr']:g}, best epoch "
-            f"{record['best_epoch']}, dev {100 * record['dev_score']:.2f}{test_part}"
-            f" -> {path}"
-        )
+        def said(outcome) -> None:
+            record = read_record(next(r.record_path for r in runs if r.id == outcome.run_id))
+            if not outcome.ok or record is None:
+                failed.append(outcome)
+                return
+            test_part = (f", test {100 * record['test_score']:.2f}"
+                         if record.get("test_score") is not None else "")
+            typer.echo(f"{record['bucket']['id']}: lr {record['selected_lr']:g}, best epoch "
+                       f"{record['best_epoch']}, dev {100 * record['dev_score']:.2f}{test_part}"
+                       f" -> {record_path_of(out, record)}")
+
+        run_group([run for run, _ in writes.pending], device=device, on_result=said,
+                  save_predictions=save_predictions, start=loaded)
+    if failed:
+        raise FsxltError(f"{failed[0].run_id}: {failed[0].error}"
+                         + (f" (and {len(failed) - 1} more failed runs; their error records "
+                            "are in --out)" if len(failed) > 1 else
+                            " (its error record is in --out)"))
 
 
 @app.command("evaluate")

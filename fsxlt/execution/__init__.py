@@ -9,7 +9,9 @@ This package owns *which* runs happen where; how a run trains is
     print(len(result.completed), len(result.failed))
 
 - :mod:`~fsxlt.execution.plan`: the config format, expansion into
-  :class:`RunSpec` s, config hashes and the resume check.
+  :class:`RunSpec` s and their identities (a sweep's, and ``fsxlt adapt``'s).
+- :mod:`fsxlt.runs` (not in this package): where records go, their format
+  and the write rule every run follows.
 - :mod:`~fsxlt.execution.worker`: one group of runs in one process.
 - :mod:`~fsxlt.execution.executors`: :func:`run_sweep`, local processes and Ray.
 """
@@ -23,23 +25,16 @@ from fsxlt.execution.executors import (
     write_zero_shot,
 )
 from fsxlt.execution.plan import (
-    ERROR_FORMAT,
-    ZERO_SHOT_FILE,
-    ZERO_SHOT_FORMAT,
     Plan,
     RunSpec,
     SweepConfig,
-    arm_name,
+    adapt_plan,
     expand,
-    is_complete,
     load_config,
     parse_config,
-    read_record,
-    record_state,
 )
 from fsxlt.execution.worker import Outcome, run_group
 
-__all__ = ["ERROR_FORMAT", "EXECUTORS", "ZERO_SHOT_FILE", "ZERO_SHOT_FORMAT", "Outcome", "Plan",
-           "RunSpec", "SweepConfig", "SweepResult", "SweepStatus", "arm_name", "expand",
-           "is_complete", "load_config", "parse_config", "read_record", "record_state",
-           "run_group", "run_sweep", "sweep_status", "write_zero_shot"]
+__all__ = ["EXECUTORS", "Outcome", "Plan", "RunSpec", "SweepConfig", "SweepResult",
+           "SweepStatus", "adapt_plan", "expand", "load_config", "parse_config", "run_group",
+           "run_sweep", "sweep_status", "write_zero_shot"]

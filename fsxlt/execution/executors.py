@@ -19,34 +19,31 @@ Workers die with the sweep (``PR_SET_PDEATHSIG`` on Linux); a killed sweep
 leaves only complete records behind (atomic writes), and the next start runs
 exactly the missing ones.
 
-One sweep at a time per RUNS_DIR: the sweep holds an exclusive ``flock`` on
-``RUNS_DIR/.fsxlt-sweep.lock`` while it runs, and a second sweep started on
-the same directory refuses in one line. The OS drops the lock when its holder
-dies, even by SIGKILL, so a killed sweep never blocks the next start. A
-finished record that another study wrote (another sweep name, or ``fsxlt
-adapt``) with other settings is never overwritten: the sweep refuses before
-running anything.
+Records follow the runs directory's write rule (:mod:`fsxlt.runs`): a
+finished record with the run's identity is skipped, a missing, corrupt or
+error record is (re)run, and a finished record of other settings, whoever
+wrote it (an earlier version of this sweep, another sweep, ``fsxlt adapt``),
+is never replaced unless ``replace`` is given: the sweep refuses before
+running anything. ``out`` must be a runs directory apart from the bucket
+store (:mod:`fsxlt.directories`). One command at a time per RUNS_DIR: the
+sweep holds :func:`fsxlt.runs.runs_dir_lock` while it runs.
 """
 
 from __future__ import annotations
 
 import os
 import queue
-import socket
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import FsxltError
-from fsxlt.execution.plan import Plan, RunSpec, SweepConfig, expand, record_state
+from fsxlt.execution.plan import Plan, RunSpec, SweepConfig, expand
 from fsxlt.execution.worker import Outcome, die_with_parent, run_group
-from fsxlt.fileio import atomic_write_json, check_output_dir, dumps_json
+from fsxlt.fileio import atomic_write_json, check_output_dir
 
 EXECUTORS = ("local", "ray")
-LOCK_FILE = ".fsxlt-sweep.lock"
 
 
 @dataclass
@@ -56,6 +53,7 @@ class SweepStatus:
     plan: Plan
     done: list[RunSpec] = field(default_factory=list)
     pending: list[tuple[RunSpec, str]] = field(default_factory=list)  # (run, why)
+    replaced: list[tuple[RunSpec, str]] = field(default_factory=list)  # (run, what differs)
 
     def groups(self) -> list[list[RunSpec]]:
         by_key: dict[tuple[str, str, str], list[RunSpec]] = {}
@@ -84,38 +82,31 @@ class SweepResult:
 
 
 def sweep_status(config: SweepConfig, save_predictions: bool = False,
-                 plan: Plan | None = None) -> SweepStatus:
+                 plan: Plan | None = None, replace: bool = False) -> SweepStatus:
     """Expand the config (or take its ``plan``) and sort its runs into done and pending.
 
-    Each pending run comes with the reason (see
-    :func:`~fsxlt.execution.plan.record_state`). With ``save_predictions`` a
-    done run without its predictions file is pending again (``no-predictions``).
+    Each pending run comes with the reason (:func:`fsxlt.runs.record_state`:
+    ``missing``, ``corrupt``, ``error``; ``replace`` for a finished record of
+    other settings, which is refused in one line unless ``replace``). With
+    ``save_predictions`` a done run without its predictions file is pending
+    again (``no-predictions``).
     """
-    from fsxlt.predictions import predictions_path
+    from fsxlt.runs import plan_writes
 
     plan = plan if plan is not None else expand(config)
-    status = SweepStatus(plan)
-    for run in plan.runs:
-        state = record_state(run.record_path, run.config_hash, config.name)
-        if (state == "done" and save_predictions
-                and not predictions_path(run.record_path).is_file()):
-            state = "no-predictions"
-        if state == "done":
-            status.done.append(run)
-        else:
-            status.pending.append((run, state))
-    return status
+    writes = plan_writes(plan.runs, replace=replace, need_predictions=save_predictions)
+    return SweepStatus(plan, writes.done, writes.pending, writes.replaced)
 
 
-def write_zero_shot(plan: Plan) -> None:
-    """Copy each K=0 score from the checkpoint's record into RUNS_DIR (only if it changed)."""
-    from pathlib import Path
+def write_zero_shot(plan: Plan, replace: bool = False) -> None:
+    """Copy each K=0 score from the checkpoint's record into RUNS_DIR (write-once: an
+    identical record stays, another one is refused unless ``replace``)."""
+    from fsxlt.runs import check_zero_shot
 
-    for zero in plan.zero_shot:
-        path = Path(zero.record_path)
-        text = dumps_json(zero.record)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            atomic_write_json(path, zero.record)
+    wanted = [zero for zero in plan.zero_shot
+              if check_zero_shot(zero.record_path, zero.record, replace)]
+    for zero in wanted:
+        atomic_write_json(zero.record_path, zero.record)
 
 
 # --------------------------------------------------------------------------- local
@@ -241,75 +232,47 @@ def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], 
 
 # --------------------------------------------------------------------------- the sweep
 
-@contextmanager
-def runs_dir_lock(runs_dir: str | Path) -> Iterator[None]:
-    """Hold RUNS_DIR for this sweep; a second sweep on it gets a one-line refusal.
-
-    An exclusive, non-blocking ``flock`` on ``RUNS_DIR/.fsxlt-sweep.lock``,
-    which names its holder (pid and host) for the refusal message. The kernel
-    releases it when the holder exits or is killed, so no lock is ever stale.
-    Without ``fcntl`` (not POSIX) sweeps are not serialised.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    path = Path(runs_dir) / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise FsxltError(f"{runs_dir}: another fsxlt sweep is writing here ({holder}); "
-                             "wait for it to finish, or give this one another out") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _refuse_other_studies(status: SweepStatus, config: SweepConfig) -> None:
-    """One-line error if the sweep would overwrite finished records of another study."""
-    from fsxlt.execution.plan import read_record, record_owner
-
-    clashes = [run for run, why in status.pending if why == "other-study"]
-    if not clashes:
-        return
-    owner = record_owner(read_record(clashes[0].record_path) or {}) or "another study"
-    raise FsxltError(
-        f"{config.out}: {len(clashes)} finished records with other settings belong to {owner} "
-        f"(e.g. {clashes[0].record_path}); sweep {config.name!r} would overwrite them. "
-        "Give it another out, or remove those records to rerun them")
-
 def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
               devices: Sequence[str] | None = None, device: str = "auto",
               threads: int | None = None, address: str | None = None,
               gpus_per_task: float = 0.0, cpus_per_task: float = 1.0,
-              progress: bool | None = None, save_predictions: bool = False) -> SweepResult:
+              progress: bool | None = None, save_predictions: bool = False,
+              replace: bool = False, note: Callable[[str], None] | None = None,
+              ) -> SweepResult:
     """Run every pending run of ``config``; return what happened.
 
     ``progress``: a bar on stderr with done / failed / remaining and an ETA
     (``None``: only when stderr is a terminal). ``save_predictions``: write
     every run's test predictions beside its record; finished runs that lack
-    them run again.
+    them run again. ``replace``: rerun runs whose finished record has other
+    settings (else the sweep refuses them). ``note`` receives one-line notes
+    (records replaced, finished records from other fsxlt versions).
     """
+    from fsxlt.directories import RUNS, check_apart, claim
+    from fsxlt.runs import check_zero_shot, read_record, runs_dir_lock, versions_note
+
     if executor not in EXECUTORS:
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
     if gpus_per_task < 0 or cpus_per_task <= 0:
         raise FsxltError("--gpus-per-task must be >= 0 and --cpus-per-task > 0")
+    for task in config.tasks:
+        check_apart(config.out, task.buckets, config.source or "sweep config")
     plan = expand(config)  # every input checked before anything is written
     check_output_dir(config.out, "runs directory")
+    status = sweep_status(config, save_predictions, plan, replace)  # refusals: nothing written
+    for zero in plan.zero_shot:
+        check_zero_shot(zero.record_path, zero.record, replace)
+    claim(config.out, RUNS, "out")
+    say = note or (lambda line: print(line, file=sys.stderr))
     with runs_dir_lock(config.out):
-        status = sweep_status(config, save_predictions, plan)
-        _refuse_other_studies(status, config)
-        write_zero_shot(status.plan)
+        status = sweep_status(config, save_predictions, plan, replace)  # under the lock
+        for run, what in status.replaced:
+            say(f"replacing {run.record_path} ({what} differ)")
+        mixed = versions_note([read_record(run.record_path) or {} for run in status.done],
+                              f"{len(status.done)} finished records of this sweep were")
+        if mixed:
+            say(mixed)
+        write_zero_shot(status.plan, replace)
         result = SweepResult(status)
         _execute(status, result, executor=executor, workers=workers, devices=devices,
                  device=device, threads=threads, address=address, gpus_per_task=gpus_per_task,

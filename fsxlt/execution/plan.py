@@ -29,23 +29,24 @@ Every top-level key except ``out`` and ``tasks`` may be overridden per task;
 directory the sweep runs from. ``languages`` defaults to every language of
 the task except the source language, ``k`` to the task's K values.
 
-The *arm* of a run is its method, with ``-epoch0`` appended when the start
-model competes as epoch 0 (``select_start``) and ``-nosource`` for runs that
-start from the pretrained encoder (the no-source-training ablation); it names
-the directory of the run's record.
+Records go to ``out`` (a runs directory, :mod:`fsxlt.runs`: layout, arms,
+record format and the write rule), which must be a directory apart from
+``buckets``. The arm of a run (its record's folder) comes from the run's
+facts (:func:`fsxlt.runs.arm_name`): a start that is an fsxlt checkpoint is
+source-trained, anything else (a pretrained encoder, as in
+``no_source_training``) is the ``-nosource`` ablation.
 
-Resume. Every run gets a config hash over everything that determines its
+Resume. Every run gets an identity over everything that determines its
 result: the run's coordinates and hyperparameters, and the *content* hashes
 of its bucket file, its dev and test files and its starting checkpoint
 (metadata and head weights; a pretrained encoder is identified by its name).
-A record counts as done only if it parses, has ``status: ok``, a test score
-and that same hash (:func:`record_state`); anything else (missing, truncated,
-corrupt, an error record, a stale hash) is run again.
+A record with that identity is done; a missing, truncated, corrupt or error
+record runs (again); a finished record of another identity is never
+replaced unless the sweep is told to (``--replace``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -55,20 +56,21 @@ from typing import Any
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import parse_yaml, sha256_file, sha256_text
 from fsxlt.methods import METHODS
+from fsxlt.runs import (
+    ADAPT_WRITER,
+    CHECKPOINT_FILE,
+    ZERO_SHOT_FORMAT,
+    arm_name,
+    identity_hash,
+    is_checkpoint,
+    record_path,
+    source_languages_of,
+    start_fingerprint,
+    start_source_languages,
+    zero_shot_record_path,
+)
 from fsxlt.sampling.store import bucket_name
 from fsxlt.tasks import TaskSpec, get_task
-
-RUN_FORMAT = "fsxlt-adapt-run/1"  # the engine's record format (fsxlt.training.adapt)
-ERROR_FORMAT = "fsxlt-adapt-error/1"
-ZERO_SHOT_FORMAT = "fsxlt-zero-shot/1"
-ZERO_SHOT_FILE = "zero-shot.json"
-NOSOURCE_SUFFIX = "-nosource"
-EPOCH0_SUFFIX = "-epoch0"
-SOURCE_MARK = "@"          # full@de: adapted from a model source-trained on German
-DEFAULT_SOURCE = "en"      # the study's source; its arms carry no mark
-STRATEGY_MARK = "~"        # full~diverse: adapted on buckets a selection strategy built
-CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # written by fsxlt.training.checkpoint
-HEAD_FILE = "fsxlt_head.safetensors"
 
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
             "max_epochs", "patience", "max_seq_length", "no_source_training",
@@ -76,64 +78,6 @@ SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed
 
 TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
-
-
-def arm_name(method: str, source_training: bool, select_start: bool = False,
-             source_languages: Sequence[str] | None = None, strategy: str = "") -> str:
-    """The directory (and report label) of a run: its method, ``-epoch0`` when the start
-    model competed as epoch 0, ``-nosource`` for the no-source-training ablation,
-    ``@de`` / ``@en+de+es`` when the start was source-trained on anything but English,
-    ``~diverse`` when a shot-selection strategy built the bucket set.
-
-    Epoch-0 runs, runs from other sources and runs on a strategy's buckets get an
-    arm of their own so that they sit beside the study's protocol in one runs
-    directory, are never averaged with it, and ``fsxlt report --compare full@de
-    full`` pairs them bucket by bucket.
-    """
-    arm = f"{method}{EPOCH0_SUFFIX}" if select_start else method
-    if not source_training:
-        arm = f"{arm}{NOSOURCE_SUFFIX}"
-    else:
-        source = source_name(source_languages)
-        arm = arm if source == DEFAULT_SOURCE else f"{arm}{SOURCE_MARK}{source}"
-    return f"{arm}{STRATEGY_MARK}{strategy}" if strategy else arm
-
-
-def source_name(source_languages: Sequence[str] | None) -> str:
-    """``en``, ``de``, ``en+de+es``: how records and reports name a start's source."""
-    return "+".join(source_languages) if source_languages else DEFAULT_SOURCE
-
-
-def arm_strategy(arm: str) -> tuple[str, str]:
-    """``(arm without its strategy, strategy)``; the strategy is "" for ordinary buckets."""
-    base, _, strategy = arm.partition(STRATEGY_MARK)
-    return base, strategy
-
-
-def arm_source(arm: str) -> str | None:
-    """The source an arm's start was trained on (None for the no-source ablation)."""
-    arm = arm_strategy(arm)[0]
-    if arm.endswith(NOSOURCE_SUFFIX):
-        return None
-    return arm.split(SOURCE_MARK, 1)[1] if SOURCE_MARK in arm else DEFAULT_SOURCE
-
-
-def start_source_languages(start: str | Path | None) -> list[str]:
-    """The source languages recorded in a checkpoint directory (English when it predates
-    them); empty for a start that is not an fsxlt checkpoint (a pretrained encoder)."""
-    meta_path = Path(start) / CHECKPOINT_FILE if start else None
-    if meta_path is None or not meta_path.is_file():
-        return []
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise FsxltError(f"{meta_path}: unreadable checkpoint record ({err})") from None
-    return source_languages_of(meta)
-
-
-def source_languages_of(meta: dict[str, Any]) -> list[str]:
-    """A checkpoint record's source languages (English for one that predates them)."""
-    return list(meta.get("source_languages") or [meta.get("source_language", DEFAULT_SOURCE)])
 
 
 @dataclass(frozen=True)
@@ -265,8 +209,10 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
     methods = ["full"] if merged["methods"] is None else [
         _text(m, where, "methods") for m in _as_list(merged["methods"], where, "methods")]
     options = _method_options(merged["method_options"], where)
-    for method in methods:
-        get_method(method, spec.kind, options.get(method))
+    start = _text(merged["start"], where, "start")
+    start = None if start is None else start.format(task=name)
+    for method in methods:  # before any model loads: e.g. pet on a task without a pattern
+        get_method(method, spec.kind, options.get(method)).check_start(spec, start)
     no_source = merged["no_source_training"]
     if no_source is not None:
         if not isinstance(no_source, dict) or "encoder" not in no_source:
@@ -274,7 +220,8 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         ns_methods = [str(m) for m in _as_list(no_source.get("methods"), where, "methods")] \
             or ["full"]
         for method in ns_methods:
-            get_method(method, spec.kind, options.get(method))
+            get_method(method, spec.kind, options.get(method)).check_start(
+                spec, str(no_source["encoder"]).format(task=name))
         no_source = {"encoder": str(no_source["encoder"]).format(task=name),
                      "methods": ns_methods}
     unused = sorted(set(options) - set(methods) - set((no_source or {}).get("methods") or []))
@@ -401,6 +348,12 @@ class RunSpec:
     predict_path: str = ""    # a file to predict (FewCLUE/XGLUE submission files)
     source_languages: tuple[str, ...] = ()  # the start's source (empty: English or none)
     strategy: str = ""        # the shot-selection strategy of the bucket set (fsxlt select)
+    identity_json: str = "{}"  # what determines the result (config_hash is its hash)
+    writer: str = ""          # who writes the record: "sweep 'NAME'" or "fsxlt adapt"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return json.loads(self.identity_json)
 
     def load_method(self) -> Any:
         """The configured method this run adapts with."""
@@ -476,17 +429,6 @@ class _Hashes:
         return self.source_cache[start]
 
 
-def start_fingerprint(start: str | Path) -> str:
-    """What identifies a start: a checkpoint's record and head bytes, or an encoder's name."""
-    path = Path(start)
-    if not (path / CHECKPOINT_FILE).is_file():
-        return f"pretrained:{start}"
-    digest = hashlib.sha256((path / CHECKPOINT_FILE).read_bytes())
-    if (path / HEAD_FILE).is_file():
-        digest.update((path / HEAD_FILE).read_bytes())
-    return "checkpoint:" + digest.hexdigest()
-
-
 def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Path:
     """The task's ``{split}-{lang}`` file under ``data_dir`` (a ``.conllu`` one as fallback)."""
     if data_dir is None:
@@ -505,27 +447,44 @@ class SetFiles:
     buckets: list[tuple[int, str, Path, Path | None]]  # index, name, file, its own dev set
     test: Path | None  # the set's test set (fixed splits), else the task's test file
     strategy: str = ""  # the shot-selection strategy that built the set (fsxlt select)
+    remaining: Path | None = None  # dev examples in no bucket (sets drawn from dev)
+    coordinates: tuple[str, str, int] = ("", "", 0)  # task, language, K of the set
 
 
 def _bucket_files(plan: TaskPlan, lang: str, k: int, hashes: _Hashes) -> SetFiles:
     """The set's bucket files the sweep runs, each checked against its manifest's hash."""
-    from fsxlt.sampling.store import MANIFEST, bucket_dir, check_bucket_hash, read_manifest
+    from fsxlt.sampling.store import MANIFEST, bucket_dir
 
     directory = bucket_dir(plan.buckets, plan.task, lang, k)
     if not (directory / MANIFEST).is_file():
         raise FsxltError(f"{directory}: no bucket set for {plan.task}/{lang}/k{k} (draw it "
                          "with fsxlt sample, or fsxlt buckets import-published/import-fewclue)")
+    return set_files(directory, hashes, plan.n_buckets)
+
+
+def set_files(directory: Path, hashes: _Hashes, n_buckets: int | None = None,
+              only: str | None = None) -> SetFiles:
+    """A bucket set's files: its buckets (the first ``n_buckets``, or the file named
+    ``only``), their own dev sets, the set's test set and remaining dev set, each checked
+    against the hash its manifest recorded."""
+    from fsxlt.sampling.store import DEV_REMAINING, check_bucket_hash, read_manifest
+
     manifest = read_manifest(directory)
     entries = sorted(manifest["buckets"], key=lambda e: int(e["index"]))
-    if plan.n_buckets is not None:
+    if only is not None:
+        entries = [e for e in entries if e.get("file") == only]
+        if not entries:
+            raise DataFormatError(directory / only, "bucket file not listed in its set's "
+                                  "manifest")
+    if n_buckets is not None:
         # a published bucket that could not be imported counts as drawn: its
         # runs are missing (the report shows the gap), the others still run
         gaps = [int(entry["index"]) for entry in manifest.get("missing_buckets") or []]
         numbers = sorted({int(e["index"]) for e in entries} | set(gaps))
-        if len(numbers) < plan.n_buckets:
+        if len(numbers) < n_buckets:
             raise FsxltError(f"{directory}: holds {len(entries)} buckets, the sweep asks for "
-                             f"{plan.n_buckets}")
-        wanted = set(numbers[:plan.n_buckets])
+                             f"{n_buckets}")
+        wanted = set(numbers[:n_buckets])
         entries = [e for e in entries if int(e["index"]) in wanted]
     buckets = []
     for entry in entries:
@@ -537,7 +496,13 @@ def _bucket_files(plan: TaskPlan, lang: str, k: int, hashes: _Hashes) -> SetFile
         buckets.append((int(entry["index"]), str(entry.get("name") or ""), path, dev))
     test = _own_file(directory, manifest.get("test"), hashes, "the set's test set")
     strategy = (manifest.get("strategy") or {}).get("name") or ""
-    return SetFiles(directory, buckets, test, str(strategy))
+    remaining = _own_file(directory, manifest.get("dev_remaining"), hashes,
+                          "the set's remaining dev set")
+    if remaining is None and (directory / DEV_REMAINING).is_file():  # a manifest without it
+        remaining = directory / DEV_REMAINING
+    return SetFiles(directory, buckets, test, str(strategy), remaining,
+                    (str(manifest.get("task")), str(manifest.get("language")),
+                     int(manifest.get("k") or 0)))
 
 
 def _own_file(directory: Path, entry: dict[str, Any] | None, hashes: _Hashes,
@@ -555,9 +520,9 @@ def _own_file(directory: Path, entry: dict[str, Any] | None, hashes: _Hashes,
 
 
 def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: _Hashes) -> ZeroShotSpec | None:
-    if plan.start is None or not (Path(plan.start) / CHECKPOINT_FILE).is_file():
+    if not is_checkpoint(plan.start):
         return None
-    meta = json.loads((Path(plan.start) / CHECKPOINT_FILE).read_text(encoding="utf-8"))
+    meta = json.loads((Path(str(plan.start)) / CHECKPOINT_FILE).read_text(encoding="utf-8"))
     if meta.get("task") != plan.task:  # e.g. an XNLI checkpoint starting OCNLI: its zh
         return None                    # zero-shot score is XNLI's, not this task's
     scores = (meta.get("zero_shot") or {}).get(lang)
@@ -567,14 +532,14 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: _Hashes) -> ZeroSho
         "format": ZERO_SHOT_FORMAT, "status": "ok", "task": plan.task, "language": lang,
         "k": 0, "method": "zero-shot", "metric": meta.get("metric"),
         "test_score": scores.get("score"), "test": scores,
-        "start": {"fingerprint": hashes.start(plan.start), "encoder": meta.get("encoder"),
+        "start": {"fingerprint": hashes.start(str(plan.start)), "encoder": meta.get("encoder"),
                   "source_config_hash": meta.get("config_hash")},
         "selection": meta.get("selection"), "oracle": (meta.get("oracle") or {}).get(lang),
         "source_languages": source_languages_of(meta),
     }
     if scores.get("in_source"):
         record["in_source"] = True  # trained on this language: not a zero-shot score
-    return ZeroShotSpec(plan.task, lang, str(out / plan.task / lang / "k0" / ZERO_SHOT_FILE),
+    return ZeroShotSpec(plan.task, lang, str(zero_shot_record_path(out, plan.task, lang)),
                         record)
 
 
@@ -595,9 +560,10 @@ def expand(config: SweepConfig) -> Plan:
                                  "checkpoint)")
             if not Path(plan.start).exists():
                 raise FsxltError(f"{plan.start}: starting checkpoint for {plan.task} not found")
-            starts.append((plan.start, True, plan.methods))
+            starts.append((plan.start, is_checkpoint(plan.start), plan.methods))
         if plan.no_source and plan.no_source["methods"]:
-            starts.append((plan.no_source["encoder"], False, tuple(plan.no_source["methods"])))
+            encoder = plan.no_source["encoder"]
+            starts.append((encoder, is_checkpoint(encoder), tuple(plan.no_source["methods"])))
         for lang in plan.languages:
             zero = _zero_shot(plan, lang, out, hashes)
             if zero is not None:
@@ -607,7 +573,7 @@ def expand(config: SweepConfig) -> Plan:
                 test = files.test or data_file(spec, plan.data_dir, "test", lang)
                 shared_dev = None
                 if any(dev is None for *_rest, dev in files.buckets):
-                    shared_dev = _shared_dev(spec, plan, lang, files.directory)
+                    shared_dev = _shared_dev(spec, plan, lang, files)
                 for start, source_training, methods in starts:
                     for method in methods:
                         for index, name, bucket, dev in files.buckets:
@@ -619,29 +585,34 @@ def expand(config: SweepConfig) -> Plan:
     return result
 
 
-def _shared_dev(spec: TaskSpec, plan: TaskPlan, lang: str, directory: Path) -> Path:
+def _shared_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:
     """The dev set of buckets without their own: the remaining dev set, or the task's file."""
     if spec.sampling.split == "dev":
-        from fsxlt.sampling.store import DEV_REMAINING
-
-        dev = directory / DEV_REMAINING
-        if not dev.is_file():
-            raise FsxltError(f"{dev}: not found; {plan.task} samples buckets from "
-                             "dev and selects models on the remaining dev set")
-        return dev
+        if files.remaining is None:
+            raise FsxltError(f"{files.directory}: no remaining dev set (dev-remaining.jsonl); "
+                             f"{plan.task} samples buckets from dev and selects models on the "
+                             "dev examples in no bucket")
+        return files.remaining
     return data_file(spec, plan.data_dir, "dev", lang)
 
 
+def sweep_writer(name: str) -> str:
+    """How a sweep's records name their writer."""
+    return f"sweep {name!r}" if name else "fsxlt sweep"
+
+
 def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str, start: str,
-         source_training: bool, bucket: Path, dev: Path, test: Path, out: Path,
-         hashes: _Hashes, sweep_name: str = "", strategy: str = "") -> RunSpec:
+         source_training: bool, bucket: Path, dev: Path, test: Path | None, out: Path,
+         hashes: _Hashes, sweep: str | None, strategy: str = "") -> RunSpec:
+    """One run's spec; ``sweep`` is the sweep's name (None: ``fsxlt adapt`` writes it)."""
     index, name = bucket_id
     bucket_sha = hashes.text(bucket)
     method = plan.method(ref)
     identity = {
         "task": plan.task, "language": lang, "k": k, "index": index, "method": method.name,
         "source_training": source_training, "start": hashes.start(start),
-        "bucket": bucket_sha, "dev": hashes.file(dev), "test": hashes.file(test),
+        "bucket": bucket_sha, "dev": hashes.file(dev),
+        "test": hashes.file(test) if test is not None else None,
         "lrs": list(plan.lrs), "seed": plan.seed, "max_epochs": plan.max_epochs,
         "patience": plan.patience, "max_seq_length": plan.max_seq_length,
     }
@@ -654,76 +625,118 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
         if not predict.is_file():
             raise FsxltError(f"{predict}: file to predict for {plan.task} not found")
         identity["predict"] = hashes.file(predict)
-    digest = sha256_text(json.dumps(identity, sort_keys=True))[:16]
     sources = hashes.sources(start) if source_training else ()
-    record = out / plan.task / lang / f"k{k}" \
-        / arm_name(method.name, source_training, plan.select_start, sources, strategy) \
-        / f"{name or bucket_name(index)}.json"
+    arm = arm_name(method.name, source_training, plan.select_start, sources, strategy)
+    stem = name or bucket_name(index)
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start, bucket_path=str(bucket),
-                   bucket_sha256=bucket_sha, dev_path=str(dev), test_path=str(test),
+                   bucket_sha256=bucket_sha, dev_path=str(dev),
+                   test_path=str(test) if test is not None else "",
                    lrs=plan.lrs, seed=plan.seed, max_epochs=plan.max_epochs,
                    patience=plan.patience, max_seq_length=plan.max_seq_length,
-                   record_path=str(record), config_hash=f"sweep:{digest}",
-                   sweep_name=sweep_name, name=name, method_ref=ref,
+                   record_path=str(record_path(out, plan.task, lang, k, arm, stem)),
+                   config_hash=identity_hash(identity),
+                   sweep_name=sweep or "",
+                   name=name, method_ref=ref,
                    method_options=json.dumps(method.config, sort_keys=True),
                    select_start=plan.select_start,
                    predict_path=str(predict) if predict is not None else "",
-                   source_languages=sources, strategy=strategy)
+                   source_languages=sources, strategy=strategy,
+                   identity_json=json.dumps(identity, sort_keys=True),
+                   writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep))
 
 
-# --------------------------------------------------------------------------- resume
+# --------------------------------------------------------------------------- fsxlt adapt
 
-def read_record(path: str | Path) -> dict[str, Any] | None:
-    """A record file's JSON object, or ``None`` if missing, truncated or not an object."""
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return raw if isinstance(raw, dict) else None
+def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
+               method: str = "full", method_options: dict[str, Any] | None = None,
+               lrs: Sequence[float] | None = None, seed: int | None = None,
+               max_epochs: int | None = None, patience: int | None = None,
+               max_seq_length: int | None = None, select_start: bool = False,
+               predict: Path | None = None, dev: Path | None = None, test: Path | None = None,
+               no_test: bool = False, data_dir: Path | None = None) -> list[RunSpec]:
+    """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
+    bucket file), built as a sweep builds them, so both write the same records.
 
-
-def is_complete(record: dict[str, Any] | None) -> bool:
-    """A finished adapt record: right format, ``status: ok`` and a numeric test score."""
-    return (isinstance(record, dict) and record.get("format") == RUN_FORMAT
-            and record.get("status") == "ok"
-            and isinstance(record.get("test_score"), (int, float))
-            and not isinstance(record.get("test_score"), bool))
-
-
-def record_owner(record: dict[str, Any]) -> str | None:
-    """Who wrote a finished record: ``sweep 'NAME'``, ``fsxlt adapt``, or None if unknown.
-
-    Records of sweeps before names were recorded carry no name (None): they
-    count as the current sweep's own.
+    Defaults come from the task; each bucket selects on ``dev`` if given, else its own
+    dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
+    train) or the set's remaining dev examples (tasks sampled from dev).
     """
-    sweep = record.get("sweep")
-    if not isinstance(sweep, dict):
-        return "fsxlt adapt"
-    name = sweep.get("name")
-    return None if name is None else f"sweep {name!r}"
+    spec = get_task(task)
+    spec.check_language(language)
+    training = spec.training
+    grid = tuple(float(x) for x in (lrs or training.lr_grid))
+    if any(not lr > 0 for lr in grid):
+        raise FsxltError(f"learning rates must be > 0, got {list(grid)}")
+    for name, value in (("--max-epochs", max_epochs), ("--patience", patience)):
+        if value is not None and value < 1:
+            raise FsxltError(f"{name} must be at least 1, got {value}")
+    plan = TaskPlan(
+        task=spec.name, languages=(language,), k=(), buckets=str(bucket),
+        data_dir=str(data_dir) if data_dir is not None else None, start=start,
+        methods=(method,), n_buckets=None, lrs=grid,
+        seed=training.seed if seed is None else int(seed),
+        max_epochs=training.adapt_max_epochs if max_epochs is None else int(max_epochs),
+        patience=training.adapt_patience if patience is None else int(patience),
+        max_seq_length=(training.max_seq_length if max_seq_length is None
+                        else int(max_seq_length)),
+        no_source=None, method_options={method: dict(method_options)} if method_options else {},
+        select_start=select_start, predict=str(predict) if predict is not None else None)
+    plan.method(method).check_start(spec, start)  # an unknown method, a bad option, a task
+    # or start it cannot use (pet: no pattern, no masked-LM head): one line, before anything
+    hashes = _Hashes()
+    files = _adapt_files(Path(bucket), hashes)
+    set_task, set_lang, k = files.coordinates
+    if (set_task, set_lang) != (spec.name, language):
+        raise FsxltError(f"{bucket}: buckets of {set_task}/{set_lang}, not "
+                         f"{spec.name}/{language}")
+    for path, what in ((dev, "--dev"), (test, "--test")):
+        if path is not None and not Path(path).is_file():
+            raise FsxltError(f"{path}: {what} file not found")
+    test_path = None if no_test else (
+        test or (data_file(spec, plan.data_dir, "test", language) if data_dir is not None
+                 else files.test))
+    if test_path is None and not no_test:
+        raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
+    start_is_checkpoint = is_checkpoint(start)
+    runs = []
+    for index, name, path, own_dev in files.buckets:
+        chosen_dev = dev or own_dev or _adapt_dev(spec, plan, language, files)
+        runs.append(_run(plan, language, k, (index, name), method, start, start_is_checkpoint,
+                         path, Path(chosen_dev), Path(test_path) if test_path else None,
+                         Path(out), hashes, None, files.strategy))
+    return runs
 
 
-def record_state(path: str | Path, config_hash: str, sweep_name: str | None = None) -> str:
-    """``done``, or why the run must (re)run: ``missing``, ``corrupt``, ``error``, ``stale``.
+def _adapt_files(bucket: Path, hashes: _Hashes) -> SetFiles:
+    """The files ``fsxlt adapt --bucket`` names: a whole set, a bucket of a set, or a
+    bucket file on its own."""
+    from fsxlt.sampling.store import MANIFEST, read_bucket
 
-    With ``sweep_name``, a finished record with other settings that another
-    study wrote (another sweep's name, or ``fsxlt adapt``) is ``other-study``:
-    the sweep refuses to overwrite it rather than rerun it.
-    """
-    path = Path(path)
-    if not path.exists():
-        return "missing"
-    record = read_record(path)
-    if record is None:
-        return "corrupt"
-    if record.get("status") == "error":
-        return "error"
-    if not is_complete(record):
-        return "corrupt"
-    if (record.get("sweep") or {}).get("config_hash") != config_hash:
-        owner = record_owner(record)
-        if sweep_name is not None and owner is not None and owner != f"sweep {sweep_name!r}":
-            return "other-study"
-        return "stale"
-    return "done"
+    if bucket.is_dir():
+        if not (bucket / MANIFEST).is_file():
+            raise FsxltError(f"{bucket}: not a bucket set directory (no {MANIFEST})")
+        return set_files(bucket, hashes)
+    if not bucket.exists():
+        raise FsxltError(f"{bucket}: file not found")
+    if (bucket.parent / MANIFEST).is_file():
+        return set_files(bucket.parent, hashes, only=bucket.name)
+    loose = read_bucket(bucket)
+    strategy = loose.meta.get("strategy") if isinstance(loose.meta.get("strategy"), dict) \
+        else {}
+    return SetFiles(bucket.parent, [(loose.index, str(loose.meta.get("name") or ""), bucket,
+                                     None)],
+                    None, str(strategy.get("name") or ""),
+                    coordinates=(loose.task, loose.language, loose.k))
+
+
+def _adapt_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:
+    """The dev set of a bucket without its own, when ``--dev`` is not given."""
+    if plan.data_dir is not None and spec.sampling.split != "dev":
+        return data_file(spec, plan.data_dir, "dev", lang)
+    if files.remaining is not None:
+        return files.remaining
+    if spec.sampling.split == "dev":
+        raise FsxltError(f"{files.directory}: no dev-remaining.jsonl beside the bucket; task "
+                         f"{spec.name} samples buckets from dev, so pass --dev FILE explicitly")
+    raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")

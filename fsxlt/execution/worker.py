@@ -8,10 +8,12 @@ over) it swaps the engine's dev set and keeps everything else (a different
 ``max_seq_length`` gets a new engine, with the start's weights restored).
 It calls ``engine.adapt`` for each run; training itself is the engine's job.
 
-Every run ends in exactly one atomically written record: the engine's record
-plus ``status: ok`` and a ``sweep`` block (config hash, arm, bucket path), or
-an error record (``status: error``, the error text and the config hash) when
-anything fails, after which the worker goes on with the next run.
+Every run ends in exactly one atomically written record (format and rule:
+:mod:`fsxlt.runs`): the engine's record finished with ``status: ok`` and its
+``run`` block (identity, arm, writer, fsxlt version), or an error record
+(``status: error``, the error text and the identity) when anything fails,
+after which the worker goes on with the next run. ``fsxlt adapt`` and
+``fsxlt sweep`` both write through here.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from fsxlt.execution.plan import ERROR_FORMAT, RunSpec
+from fsxlt.execution.plan import RunSpec
 from fsxlt.fileio import atomic_write_json
+from fsxlt.runs import arm_of, error_record, finish_record
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,14 @@ def _error_text(err: BaseException) -> str:
 
 def write_error(run: RunSpec, err: BaseException, stage: str) -> Outcome:
     """Write the error record of a failed run."""
-    atomic_write_json(run.record_path, {
-        "format": ERROR_FORMAT, "status": "error", "stage": stage, "error": _error_text(err),
-        "traceback": traceback.format_exception(type(err), err, err.__traceback__)[-6:],
-        "task": run.task, "language": run.language, "k": run.k, "method": run.method,
-        "bucket": {"index": run.index, "name": run.bucket_name, "path": run.bucket_path},
-        "sweep": {"config_hash": run.config_hash, "arm": run.arm, "name": run.sweep_name},
-    })
+    atomic_write_json(run.record_path, error_record(
+        identity=run.identity, arm=run.arm, writer=run.writer, sweep=run.sweep_name,
+        stage=stage, error=_error_text(err),
+        traceback=traceback.format_exception(type(err), err, err.__traceback__)[-6:],
+        coordinates={"task": run.task, "language": run.language, "k": run.k,
+                     "method": run.method,
+                     "bucket": {"index": run.index, "name": run.bucket_name,
+                                "path": run.bucket_path}}))
     return Outcome(run.id, False, _error_text(err))
 
 
@@ -82,8 +86,11 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
                           predictions=test is not None, select_start=run.select_start,
                           predict=unlabelled[0] if unlabelled else None)
     record["bucket"]["path"] = run.bucket_path
-    record["status"] = "ok"
-    record["sweep"] = {"config_hash": run.config_hash, "arm": run.arm, "name": run.sweep_name}
+    if arm_of(record) != run.arm:  # the facts the run was filed by must be the record's
+        raise FsxltError(f"the run was planned as arm {run.arm} but its record says "
+                         f"{arm_of(record)}")
+    finish_record(record, identity=run.identity, arm=run.arm, writer=run.writer,
+                  sweep=run.sweep_name)
     if test is not None:
         save_run_predictions(run.record_path, record, test, engine.task)
     if unlabelled is not None:
@@ -95,11 +102,13 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
 def run_group(runs: Sequence[RunSpec], device: str = "auto",
               on_result: Callable[[Outcome], None] | None = None,
               should_stop: Callable[[], bool] | None = None,
-              save_predictions: bool = False) -> list[Outcome]:
+              save_predictions: bool = False, start: Any = None) -> list[Outcome]:
     """Run ``runs`` (one group: same task, language and start) and write their records.
 
     ``save_predictions``: also write each run's test predictions beside its
-    record (``fsxlt.predictions``), before the record itself.
+    record (``fsxlt.predictions``), before the record itself. ``start``: the
+    group's start, already loaded (``fsxlt adapt`` loads it before writing
+    anything, so a broken model is a one-line error rather than error records).
     """
     from fsxlt.tasks import get_task
     from fsxlt.training import AdaptEngine, load_start
@@ -121,8 +130,9 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     quiet_transformers()
     try:
         task = get_task(first.task)
-        start = load_start(first.start, task, seed=first.seed)
-        test = _read_examples(first.test_path, task, first.language)
+        start = start if start is not None else load_start(first.start, task, seed=first.seed)
+        test = (_read_examples(first.test_path, task, first.language) if first.test_path
+                else None)
     except Exception as err:  # every run of the group fails the same way
         for run in runs:
             report(write_error(run, err, "load"))
@@ -143,7 +153,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                     restore(start.model, engine.start_state)
                 engine = None
                 engine = AdaptEngine(task, first.language, start, dev=dev, test=test,
-                                     dev_source=dev_path, test_source=first.test_path,
+                                     dev_source=dev_path, test_source=first.test_path or None,
                                      device=device, max_seq_length=max_len)
                 engine_max_len = max_len
         except Exception as err:

@@ -50,7 +50,22 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
         raise FsxltError(f"{runs_dir}: no finished run records found")
     for path, problem in records.unreadable if warn else ():
         warn(f"warning: {Path(runs_dir) / path}: unreadable run record, not counted: {problem}")
+    mixed = mixed_versions(records)
+    if mixed and warn:
+        warn(mixed)
     return records
+
+
+def mixed_versions(records: Records) -> str | None:
+    """One line naming the cells whose records come from different fsxlt versions."""
+    cells = records.scores.groupby(["task", "language", "k", "arm"])["fsxlt_version"].unique()
+    mixed = cells[cells.map(len) > 1]
+    if mixed.empty:
+        return None
+    (task, lang, k, arm), versions = next(iter(mixed.items()))
+    more = f" and {len(mixed) - 1} more" if len(mixed) > 1 else ""
+    return (f"note: {task}/{lang}/k{k}/{arm}{more} mix records of fsxlt "
+            f"{', '.join(sorted(versions))}; numerics may differ between versions")
 
 
 def report_text(runs_dir: str | Path, fmt: str = "md", *, ddof: int = 1,
@@ -113,12 +128,12 @@ def strategies_report(runs_dir: str | Path, fmt: str = "md", out: str | Path | N
     if n_boot < 1:
         raise FsxltError("the bootstrap needs at least one resample")
     records = _load(runs_dir, warn)
-    result = judge(records, seed=seed, n_boot=n_boot)
+    result = judge(records, runs_dir, seed=seed, n_boot=n_boot, warn=warn)
     text = render_strategies(result, fmt, seed=seed, n_boot=n_boot)
     if out is not None:
         atomic_write_text(Path(out) / f"strategies.{SUFFIX[fmt]}", text)
         if plots:
-            plot_strategies(records, Path(out) / "plots")
+            plot_strategies(records, runs_dir, Path(out) / "plots")
     return result, text
 
 

@@ -3,12 +3,12 @@
 Every ``*.json`` below RUNS_DIR is read once, in sorted path order, and
 sorted into:
 
-- ``scores``: one row per finished adapt record (``fsxlt-adapt-run/1`` with a
-  numeric test score and status ``ok``, or no status as ``fsxlt adapt``
-  writes): task, language, k, arm, method, source_training, bucket,
-  test_score, dev_score, best_epoch, metric, record (its path under
-  RUNS_DIR). The arm names the source when it is not English (``full@de``),
-  so runs from different sources are never one cell;
+- ``scores``: one row per finished adapt record (:func:`fsxlt.runs.is_complete`):
+  task, language, k, arm, method, source_training, bucket, test_score,
+  dev_score, best_epoch, metric, record (its path under RUNS_DIR) and
+  fsxlt_version (that wrote it). The arm comes from the record's own facts
+  (:func:`fsxlt.runs.arm_of`) and names the source when it is not English
+  (``full@de``), so runs from different sources are never one cell;
 - ``curves``: the dev score of every epoch of the selected learning rate's
   run (task, language, k, arm, bucket, epoch, dev_score);
 - ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep,
@@ -43,11 +43,13 @@ import pandas as pd
 
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import EVALUATION_FORMAT
-from fsxlt.execution.plan import (
+from fsxlt.runs import (
     CHECKPOINT_FILE,
-    RUN_FORMAT,
+    SUBMISSION_DIR,
     ZERO_SHOT_FORMAT,
-    arm_name,
+    arm_of,
+    is_complete,
+    record_version,
     source_languages_of,
     source_name,
     start_fingerprint,
@@ -55,10 +57,9 @@ from fsxlt.execution.plan import (
 
 KEY = ["task", "language", "k", "arm", "bucket"]
 SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score",
-                       "best_epoch", "metric", "fixed", "record"]
+                       "best_epoch", "metric", "fixed", "record", "fsxlt_version"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
-SUBMISSION_DIR = "submission"  # fsxlt.submission.SUBMISSION_DIR
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
 ZERO_COLUMNS = ["task", "language", "source", "start", "where", "in_source", "test_score",
                 "metric"]
@@ -133,15 +134,10 @@ def load_records(runs_dir: str | Path) -> Records:
                          "metric": record.get("metric")})
         elif fmt == CHECKPOINT_FORMAT:
             zero += _checkpoint_zero_shot(record, path.parent, root)
-        elif (fmt == RUN_FORMAT and status in (None, "ok") and _number(record.get("test_score"))
-              and isinstance(record.get("bucket"), dict)
+        elif (is_complete(record) and isinstance(record.get("bucket"), dict)
               and record["bucket"].get("index") is not None and record.get("k") is not None):
-            model = record.get("model") or {}
-            source = bool(model.get("source_training", True))
-            arm = (record.get("sweep") or {}).get("arm") or arm_name(
-                record["method"], source, bool(record.get("select_start")),
-                (model.get("start") or {}).get("source_languages"),
-                record["bucket"].get("strategy") or "")
+            source = bool((record.get("model") or {}).get("source_training", True))
+            arm = arm_of(record)
             key = (record["task"], record["language"], int(record["k"]), arm,
                    int(record["bucket"]["index"]))
             if key in seen:
@@ -159,7 +155,7 @@ def load_records(runs_dir: str | Path) -> Records:
                                best_epoch=record.get("best_epoch"),
                                metric=record.get("metric"),
                                fixed=record["bucket"].get("sampler") == FIXED_SAMPLER,
-                               record=rel))
+                               record=rel, fsxlt_version=record_version(record)))
             selected = record.get("selected_lr")
             for run in record.get("runs") or []:
                 if run.get("lr") != selected:

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fsxlt.execution.plan import NOSOURCE_SUFFIX, SOURCE_MARK, arm_source, arm_strategy
 from fsxlt.modeling import METHODS
 from fsxlt.report.records import Records
+from fsxlt.runs import NOSOURCE_SUFFIX, SOURCE_MARK, arm_source, arm_strategy
 
 EXPECTED_BUCKETS = 40
 FIXED_SPLITS = 5  # FewCLUE: splits 0-4 (its union "all" is shown beside them)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from fsxlt.data import ChoiceExample, Split, TaggedSentence, TextExample, load_split
+from fsxlt.data import ChoiceExample, Example, Split, TaggedSentence, TextExample, load_split
 from fsxlt.errors import FsxltError
 from fsxlt.sampling.samplers import (
     check_k,
@@ -15,6 +15,7 @@ from fsxlt.sampling.samplers import (
     minimum_including,
     nway_kshot,
     present_labels,
+    query_of,
     remaining_examples,
     sentence_label_counts,
 )
@@ -34,6 +35,9 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
     that never occur in the pool are left out of the label set and recorded
     in ``missing_labels`` (from a dev split, the sentences in no bucket are
     kept as the new dev set, as for classification).
+
+    A set drawn from a dev split must leave dev examples for model
+    selection (see :func:`dev_remaining`); one that leaves none is an error.
     """
     task = get_task(task)
     n_buckets = task.sampling.n_buckets if n_buckets is None else n_buckets
@@ -54,7 +58,7 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
             rng = derive_rng(seed, task.name, split.language, k, index)
             picked = minimum_including(counts, labels, k, rng, context)
             buckets.append([sentences[i] for i in picked])
-        remaining = remaining_examples(sentences, buckets) if split.split == "dev" else None
+        remaining = dev_remaining(task, split, sentences, buckets, context)
         return BucketSet(**common, labels=labels, missing_labels=missing, buckets=buckets,
                          dev_remaining=remaining)
 
@@ -68,19 +72,49 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
     else:
         examples = [ex for ex in split.examples if isinstance(ex, TextExample)]
         buckets = nway_kshot(examples, task.labels, k, n_buckets, rng, context)
-    remaining = remaining_examples(examples, buckets) if split.split == "dev" else None
+    remaining = dev_remaining(task, split, examples, buckets, context)
     return BucketSet(**common, labels=list(task.labels), buckets=buckets, dev_remaining=remaining)
+
+
+def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],
+                  buckets: Sequence[Sequence[Example]], context: str) -> list[Example] | None:
+    """The dev examples in no bucket (the set's early-stopping data), or None off a dev split.
+
+    Refused in one line when the buckets leave nothing to select a model on:
+    no example at all, or, for a ranking task, no query with two judged pages
+    (the only queries nDCG can score).
+    """
+    if split.split != "dev":
+        return None
+    remaining = remaining_examples(pool, buckets)
+    source = Path(split.source).name
+    if not remaining:
+        raise FsxltError(f"{context}: the buckets use every example of {source}, leaving no "
+                         "dev examples for model selection (use fewer buckets or a smaller K)")
+    if task.is_ranking:
+        pages: dict[str, int] = {}
+        for example in remaining:
+            pages[query_of(example)] = pages.get(query_of(example), 0) + 1
+        if max(pages.values()) < 2:
+            raise FsxltError(f"{context}: no query of {source} left out of the buckets has two "
+                             "judged pages, so the dev nDCG for model selection has nothing to "
+                             "rank (use fewer buckets or a smaller K)")
+    return remaining
 
 
 def sample(task: str | TaskSpec, languages: Sequence[str], ks: Sequence[int], out: str | Path, *,
            data: str | Path | None = None, data_dir: str | Path | None = None,
            split: str | None = None, n_buckets: int | None = None, seed: int | None = None,
+           replace: bool = False,
            progress: Callable[[Iterable], Iterable] = lambda it: it) -> list[BucketSet]:
     """Sample bucket sets for every language and K and write them under ``out``.
 
     Data comes from ``data`` (one file, one language), ``data_dir`` (the
     task's file pattern) or, with neither, the Hugging Face hub. Everything
-    is sampled before anything is written, so an error writes nothing.
+    is sampled before anything is written, so an error writes nothing. Sets
+    are written by the store's write-once rule (:func:`write_sets`): a set
+    already there unchanged is left alone, another one is refused unless
+    ``replace``; each set's ``written`` says what happened.
     """
     task = get_task(task)
     if not languages:
@@ -94,5 +128,5 @@ def sample(task: str | TaskSpec, languages: Sequence[str], ks: Sequence[int], ou
     for language in progress(list(languages)):
         loaded = load_split(task, language, split, path=data, data_dir=data_dir)
         sets.extend(sample_set(task, loaded, k, n_buckets=n_buckets, seed=seed) for k in ks)
-    write_sets(out, sets)
+    write_sets(out, sets, replace=replace)
     return sets

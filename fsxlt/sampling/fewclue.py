@@ -15,10 +15,17 @@ Each task becomes one bucket set (``<task>/zh/k<N>``, N = the examples of
 ``dev_few_all``, and the set carries ``test_public`` as its test set, so a
 sweep needs nothing but the store.
 
-Examples without a label of the task (missing, ``-``, anything outside the
-task's label set) are left out and counted per file, never mapped to a
-label. A task directory that is missing or unreadable is reported and
-skipped; the other tasks are imported.
+Every example of a training or dev file must carry a label of the task:
+any other label (a typo, another case, none at all) is an error naming the
+file and line, never left out or mapped to a label. Only the test file may
+hold unlabelled examples, marked as FewCLUE marks them (no label key or a
+null label, as in its ``test.json``) or as OCNLI does (``-``); they are left
+out and counted. A field of the wrong JSON type and a CLUEWSC span that is
+empty or overlaps the other are errors too (:mod:`fsxlt.data`'s readers).
+
+A task whose directory is missing, is a file, or holds a malformed file is
+reported and skipped; the other tasks are imported. When every task fails
+nothing is written (an error). ``out`` must not be ``src`` or lie inside it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsxlt.data import Example, Skipped, read_examples
+from fsxlt.data import NO_LABEL, Example, Skipped, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file
 from fsxlt.sampling.store import BucketSet, write_sets
@@ -50,6 +57,14 @@ class FewClueImport:
     unlabelled: list[str] = field(default_factory=list)
 
 
+def check_out_apart(src: str | Path, out: str | Path) -> None:
+    """Refuse, in one line, an ``out`` that is ``src`` or lies inside it (before writing)."""
+    source, target = Path(src).resolve(), Path(out).resolve()
+    if target == source or source in target.parents:
+        raise FsxltError(f"{out}: --out must not be inside the FewCLUE input {src} (the import "
+                         "would write into its input); choose a folder outside it")
+
+
 def bucket_name(split: str) -> str:
     """The bucket a split becomes: ``0`` -> ``00``, ``all`` -> ``all``."""
     return split if split == "all" else f"{int(split):02d}"
@@ -62,27 +77,34 @@ def split_files(split: str) -> tuple[str, str]:
     return f"train_{split}.json", f"dev_{split}.json"
 
 
-def _read(path: Path, task: TaskSpec, unlabelled: list[str]) -> list[Example]:
+def _read_test(path: Path, task: TaskSpec, unlabelled: list[str]) -> list[Example]:
+    """The test file; its unlabelled examples are left out and counted in ``unlabelled``."""
     skipped = Skipped()
     examples = read_examples(path, task, skipped=skipped)
     if skipped:
-        lines = ", ".join(f"{line} ({label})" for _file, line, label in skipped[:3])
+        lines = ", ".join(f"{line} ({label if label == NO_LABEL else 'no label'})"
+                          for _file, line, label in skipped[:3])
         more = "" if len(skipped) <= 3 else f" and {len(skipped) - 3} more"
-        unlabelled.append(f"{task.name}/{path.name}: left out {len(skipped)} examples without "
-                          f"a label of the task: lines {lines}{more}")
+        unlabelled.append(f"{task.name}/{path.name}: left out {len(skipped)} unlabelled "
+                          f"examples: lines {lines}{more}")
     return examples
 
 
 def import_task(directory: Path, task: TaskSpec, unlabelled: list[str]) -> BucketSet:
-    """One task directory as a bucket set (raises on a missing or malformed file)."""
+    """One task directory as a bucket set.
+
+    Raises on a missing or malformed file, and on a training or dev example
+    without a label of the task; the test file's unlabelled examples are
+    left out and listed in ``unlabelled``.
+    """
     buckets, devs = [], []
     for split in SPLITS:
         train_name, dev_name = split_files(split)
-        buckets.append(_read(directory / train_name, task, unlabelled))
-        devs.append(_read(directory / dev_name, task, unlabelled))
+        buckets.append(read_examples(directory / train_name, task))
+        devs.append(read_examples(directory / dev_name, task))
     test_name = task.data.file_name("test", LANGUAGE)
     test_path = directory / test_name
-    test = _read(test_path, task, unlabelled)
+    test = _read_test(test_path, task, unlabelled)
     return BucketSet(
         task=task.name, language=LANGUAGE, k=len(buckets[0]), sampler=SAMPLER, seed=None,
         split="train", source_file=directory.name, source_sha256=None,
@@ -96,15 +118,22 @@ def import_task(directory: Path, task: TaskSpec, unlabelled: list[str]) -> Bucke
 
 
 def import_fewclue(src: str | Path, out: str | Path, *, tasks: Sequence[str] | None = None,
+                   replace: bool = False,
                    progress: Callable[[Iterable], Iterable] = lambda it: it) -> FewClueImport:
     """Import every FewCLUE task found under ``src`` (or just ``tasks``) into the store ``out``.
 
-    A task whose directory is missing or unreadable is reported in
-    ``skipped_tasks`` (one line each) and left out; the others are written.
+    A task whose directory is missing, is a file or holds a malformed file
+    is reported in ``skipped_tasks`` (one line each) and left out; the
+    others are written. Raises, writing nothing, when every task fails or
+    when ``out`` is ``src`` or lies inside it. Sets are written by the
+    store's write-once rule (:func:`write_sets`: a set already there
+    unchanged is left alone, another one is refused unless ``replace``;
+    each set's ``written`` says what happened).
     """
     src = Path(src)
     if not src.is_dir():
         raise FsxltError(f"{src}: no such directory (FewCLUE's datasets: one folder per task)")
+    check_out_apart(src, out)
     wanted = list(tasks or FEWCLUE_TASKS)
     for name in wanted:
         if name not in FEWCLUE_TASKS:
@@ -113,11 +142,15 @@ def import_fewclue(src: str | Path, out: str | Path, *, tasks: Sequence[str] | N
     for name in progress(wanted):
         directory = src / name
         if not directory.is_dir():
-            result.skipped_tasks.append(f"{name}: {directory} not found")
+            problem = "is a file, not a folder" if directory.is_file() else "not found"
+            result.skipped_tasks.append(f"{name}: {directory} {problem}")
             continue
         try:
             result.sets.append(import_task(directory, get_task(name), result.unlabelled))
         except (FsxltError, OSError) as err:
             result.skipped_tasks.append(f"{name}: {err}")
-    write_sets(out, result.sets)
+    if not result.sets:
+        raise FsxltError(f"nothing written to {out}: every task failed ({len(wanted)} of "
+                         f"{len(wanted)}): {'; '.join(result.skipped_tasks)}")
+    write_sets(out, result.sets, replace=replace)
     return result

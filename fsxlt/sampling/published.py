@@ -135,13 +135,16 @@ def _import_language(task_name: str, k: int, lang_dir: Path, root: Path,
 
 
 def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] | None = None,
+                     replace: bool = False,
                      progress: Callable[[Iterable], Iterable] = lambda it: it) -> ImportSummary:
     """Convert every published (task, K, language) under ``src`` into bucket sets under ``out``.
 
     Unknown folders and stray files (``.DS_Store``, readmes) are skipped and
     listed in the summary; unreadable buckets are left out of their sets and
     listed (see the module docstring). Everything is read before anything is
-    written.
+    written, by the store's write-once rule (:func:`write_sets`: a set already
+    there unchanged is left alone, another one is refused unless ``replace``;
+    each set's ``written`` says what happened).
     """
     src = Path(src)
     if not src.is_dir():
@@ -168,5 +171,5 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     if not summary.sets:
         raise FsxltError(f"{src}: no published buckets found "
                          "(expected <task>/<K>-shots/<language>/<i>-th/)")
-    write_sets(out, summary.sets)
+    write_sets(out, summary.sets, replace=replace)
     return summary

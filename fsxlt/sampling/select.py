@@ -51,11 +51,17 @@ DEFAULT_POOLS = 40
 DEFAULT_POOL_SIZE = 500
 
 
+def check_pools(n_pools: int, pool_size: int) -> None:
+    """One-line errors naming ``--n-pools`` or ``--pool-size`` when either is below 1."""
+    for option, value in (("--n-pools", n_pools), ("--pool-size", pool_size)):
+        if value < 1:
+            raise FsxltError(f"{option} must be at least 1, got {value}")
+
+
 def candidate_pools(n_examples: int, n_pools: int, pool_size: int, seed: int, task: str,
                     language: str) -> list[np.ndarray]:
     """Pool *i*: ``pool_size`` distinct example indices, sorted, from its own seeded stream."""
-    if n_pools < 1 or pool_size < 1:
-        raise FsxltError("--n-pools and --pool-size must be at least 1")
+    check_pools(n_pools, pool_size)
     if pool_size > n_examples:
         raise FsxltError(f"{task}/{language}: a pool of {pool_size} needs that many examples; "
                          f"the split has {n_examples}")
@@ -84,12 +90,18 @@ def compute_signals(start: str | Path, task: TaskSpec, examples: Sequence[Any], 
     """The source-trained model's embeddings and prediction entropies for ``examples``."""
     from fsxlt.evaluation import example_signals, prepare_eval
     from fsxlt.modeling import Featurizer
-    from fsxlt.training.checkpoint import is_checkpoint, load_start, resolve_device
+    from fsxlt.training.checkpoint import (
+        is_checkpoint,
+        load_start,
+        quiet_transformers,
+        resolve_device,
+    )
 
     if not is_checkpoint(Path(start)):
         raise FsxltError(f"{start}: model-based strategies need a source-trained fsxlt "
                          "checkpoint (fsxlt source-train)")
     device = resolve_device(device)
+    quiet_transformers()  # no load report or progress bar of transformers' own
     loaded = load_start(start, task, seed=task.training.seed)
     model = loaded.model.to(device)
     eval_set = prepare_eval(Featurizer(loaded.tokenizer, task, max_seq_length), examples, device)
@@ -153,12 +165,16 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: S
            out: str | Path, *, data: str | Path | None = None,
            data_dir: str | Path | None = None, start: str | Path | None = None,
            n_pools: int = DEFAULT_POOLS, pool_size: int = DEFAULT_POOL_SIZE, seed: int = 0,
-           device: str | None = None,
+           device: str | None = None, replace: bool = False,
            progress: Callable[[Iterable], Iterable] = lambda it: it,
            ) -> dict[str, list[BucketSet]]:
     """Build and write ``OUT/<strategy>/<task>/<lang>/k<K>`` for every strategy and K.
 
-    Everything is built before anything is written, so an error writes nothing.
+    Everything is built before anything is written, so an error writes
+    nothing. ``OUT`` is the bucket store; its sets are written by the
+    write-once rule (:func:`write_sets`: a set already there unchanged is
+    left alone, another one is refused unless ``replace``; each set's
+    ``written`` says what happened).
     """
     task = get_task(task)
     task.check_language(language)
@@ -169,6 +185,7 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: S
     entity = task.label_unit == "entity"
     for name in strategies:
         check_strategy(name, task.is_tagging, entity)
+    check_pools(n_pools, pool_size)
     for k in ks:
         check_k(k, n_pools)
     model_based = [s for s in strategies if s not in MODEL_FREE]
@@ -198,6 +215,7 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: S
         recorded = info if name not in MODEL_FREE else {"pools": info["pools"]}
         sets[name] = [select_set(task, split, k, name, pools, signals, seed, recorded, tagging)
                       for k in ks]
-    for name, bucket_sets in sets.items():
-        write_sets(Path(out) / name, bucket_sets)
+    order = [(name, s) for name, bucket_sets in sets.items() for s in bucket_sets]
+    write_sets(out, [s for _name, s in order], replace=replace,
+               folders=[name for name, _s in order])
     return sets

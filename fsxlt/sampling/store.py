@@ -2,6 +2,7 @@
 
 Layout (``ROOT`` is e.g. ``buckets/``)::
 
+    ROOT/.fsxlt-directory       marks ROOT as a bucket store (JSON; :mod:`fsxlt.directories`)
     ROOT/<task>/<lang>/k<K>/
         manifest.json         provenance of the whole set + ids and hash of every bucket
         00.json ... 39.json   one bucket each: provenance + its examples (text and labels)
@@ -20,11 +21,24 @@ example per line, so it diffs and greps well. Training needs nothing but
 these files. Every file is deterministic (sorted keys, no timestamps), so the
 same inputs give byte-identical files, and a set is written by swapping a
 finished temporary directory into place, never half-written.
+
+The write rule (write-once, :func:`write_sets`): a set, once written, is
+never changed silently. Writing a set where byte-identical files already
+are writes nothing (``unchanged``: this is how a rerun resumes); writing
+another set there (another seed, source, sampler or strategy, edited
+examples) is refused in one line naming the directory and what differs.
+``replace=True`` (``--replace``) replaces it, and says so, but only a
+directory that holds nothing but the old set's own files (those its
+manifest names): run records or anything else are never deleted. Every set
+of a command is checked before any is written, and ``ROOT`` is claimed as a
+bucket store first: a root that is, lies in or holds a runs directory is
+refused, so a refused command writes nothing, not even the marker.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +70,8 @@ class BucketSet:
     ``indices`` numbers the buckets (default 0, 1, ...); an imported set keeps
     the published numbers, and ``missing_buckets`` lists the published
     buckets that could not be read (``index``, ``file``, ``reason``), so the
-    gap stays visible in ``buckets check`` and in reports.
+    gap stays visible in ``buckets check`` and in reports. ``written`` is
+    what :func:`write_sets` did with the set (None until it is written).
     """
 
     task: str
@@ -80,6 +95,7 @@ class BucketSet:
     test: list[Example] | None = None
     test_source: dict[str, Any] | None = None
     strategy: dict[str, Any] | None = None  # a shot-selection strategy's name, pools, model
+    written: WrittenSet | None = field(default=None, compare=False, repr=False)
 
     def bucket_indices(self) -> list[int]:
         """The index of each bucket, in order."""
@@ -199,19 +215,191 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
     return files
 
 
-def write_sets(root: str | Path, bucket_sets: list[BucketSet]) -> list[Path]:
-    """Write bucket sets under ``root``; each set directory is replaced atomically.
+NEW, UNCHANGED, REPLACED = "new", "unchanged", "replaced"
+PROVENANCE = ("sampler", "seed", "split", "source", "strategy", "n_buckets", "labels",
+              "missing_labels", "missing_buckets", "test", "dev_remaining", "notes",
+              "fsxlt_version")  # the manifest fields a refusal names when they differ
 
-    Rendering happens for all sets before anything is written, so an error
-    while rendering leaves the store untouched.
+
+@dataclass(frozen=True)
+class WrittenSet:
+    """What :func:`write_sets` did with one set: its directory, ``new``, ``unchanged``
+    (byte-identical files already there; nothing written) or ``replaced``; ``detail``
+    says what differed from the replaced set."""
+
+    path: Path
+    status: str
+    detail: str = ""
+
+
+def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: bool = False,
+               what: str = "--out", folders: Sequence[str] | None = None,
+               ) -> list[WrittenSet]:
+    """Write bucket sets under ``root`` by the store's write-once rule (module docstring).
+
+    Every set is rendered and checked against what its directory holds
+    before anything is written, and ``root`` is claimed as a bucket store
+    (:func:`fsxlt.directories.claim`, ``what`` names it in a refusal), so a
+    refusal writes nothing. ``folders`` files set *i* under
+    ``root/folders[i]`` (``fsxlt select``: one folder per strategy). Each
+    set's :class:`WrittenSet` is returned and kept as ``bucket_set.written``.
     """
-    rendered = [(s, render_set(s)) for s in bucket_sets]
-    written = []
-    for bucket_set, files in rendered:
-        target = bucket_dir(root, bucket_set.task, bucket_set.language, bucket_set.k)
-        atomic_replace_dir(target, files)
-        written.append(target)
-    return written
+    from fsxlt.directories import BUCKETS, check_claim, claim
+
+    root = Path(root)
+    places = [root / folder for folder in folders] if folders is not None else None
+    check_claim(root, BUCKETS, what)
+    plans: dict[Path, tuple[dict[str, str], WrittenSet]] = {}
+    targets, refusals = [], []
+    for position, bucket_set in enumerate(bucket_sets):
+        base = places[position] if places is not None else root
+        target = bucket_dir(base, bucket_set.task, bucket_set.language, bucket_set.k)
+        targets.append(target)
+        files = render_set(bucket_set)
+        if target in plans:
+            if plans[target][0] != files:
+                refusals.append(f"{target}: two different bucket sets of this command go to "
+                                "this directory; nothing was written")
+            continue
+        try:
+            plans[target] = (files, plan_write(root, target, files, replace))
+        except FsxltError as err:
+            refusals.append(str(err))
+    if refusals:
+        others = len(refusals) - 1
+        more = f" ({others} more set{'s' if others > 1 else ''} refused)" if others else ""
+        raise FsxltError(refusals[0] + more)
+    claim(root, BUCKETS, what)
+    for target, (files, plan) in plans.items():
+        if plan.status != UNCHANGED:
+            atomic_replace_dir(target, files)
+    for bucket_set, target in zip(bucket_sets, targets, strict=True):
+        bucket_set.written = plans[target][1]
+    return [plan for _files, plan in plans.values()]
+
+
+def plan_write(root: Path, target: Path, files: dict[str, str], replace: bool) -> WrittenSet:
+    """What writing ``files`` as the set directory ``target`` would do; refuses in one line.
+
+    ``new`` where nothing (or an empty directory) is, ``unchanged`` where the
+    same files are already there byte for byte, ``replaced`` where another
+    set is and ``replace`` is given. Refused: another set without
+    ``replace``, and, even with it, a directory holding anything but a set's
+    own files (those its manifest names), which is never deleted.
+    """
+    for parent in [target, *target.parents]:
+        if parent.exists() and not parent.is_dir():
+            raise FsxltError(f"{parent}: a file where the bucket set {target} goes; "
+                             "nothing was written")
+        if parent == root:
+            break
+    if not target.exists() or not any(target.iterdir()):
+        return WrittenSet(target, NEW)
+    if same_files(target, files):
+        return WrittenSet(target, UNCHANGED)
+    old = _old_manifest(target)
+    present = {entry.name for entry in target.iterdir()}
+    if old is None:
+        raise FsxltError(f"{target}: holds {_listing(target, present)} but no bucket set "
+                         "(no readable manifest.json); nothing was written, and --replace "
+                         "replaces bucket sets only")
+    foreign = present - own_files(old)
+    foreign |= {name for name in present - foreign if not (target / name).is_file()}
+    if foreign:
+        raise FsxltError(f"{target}: holds {_listing(target, foreign)} besides its bucket set; "
+                         "nothing was written, and --replace replaces bucket sets only")
+    difference = describe_difference(target, old, files)
+    if not replace:
+        raise FsxltError(f"{target}: holds another bucket set ({difference}); nothing was "
+                         "written (--replace replaces it)")
+    return WrittenSet(target, REPLACED, difference)
+
+
+def same_files(directory: Path, files: dict[str, str]) -> bool:
+    """True if every one of ``files`` is in ``directory`` with exactly these bytes."""
+    names = [MANIFEST, *(name for name in files if name != MANIFEST)]  # the manifest fails first
+    for name in names:
+        path = directory / name
+        try:
+            if not path.is_file() or path.read_bytes() != files[name].encode("utf-8"):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def own_files(manifest: dict[str, Any]) -> set[str]:
+    """The files a set's manifest names: itself, its buckets, their dev sets, test, dev."""
+    names = {MANIFEST}
+    for entry in manifest.get("buckets") or []:
+        names.add(str(entry.get("file")))
+        if isinstance(entry.get("dev"), dict):
+            names.add(str(entry["dev"].get("file")))
+    for key in ("test", "dev_remaining"):
+        if isinstance(manifest.get(key), dict):
+            names.add(str(manifest[key].get("file")))
+    return names
+
+
+def describe_difference(directory: Path, old: dict[str, Any], files: dict[str, str]) -> str:
+    """How the set in ``directory`` differs from ``files``: the provenance fields that
+    differ (``seed: 0 -> 7``), else the files whose bytes differ."""
+    new = json.loads(files[MANIFEST])
+    fields = [f"{name}: {_short(before)} -> {_short(after)}"
+              for name, before, after in _changes(old, new, PROVENANCE)]
+    if fields:
+        return "; ".join(fields[:3]) + (f"; {len(fields) - 3} more fields" if len(fields) > 3
+                                        else "")
+    changed = sorted(name for name in own_files(old) | set(files) if name != MANIFEST
+                     and not _same_file(directory / name, files.get(name)))
+    shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+    return f"files differ: {shown or MANIFEST}"
+
+
+def _changes(old: Any, new: Any, keys: Sequence[str], prefix: str = "",
+             ) -> list[tuple[str, Any, Any]]:
+    """(dotted name, old, new) of every differing value of ``keys``, nested dicts flattened."""
+    found = []
+    for key in keys:
+        before = old.get(key) if isinstance(old, dict) else None
+        after = new.get(key) if isinstance(new, dict) else None
+        if before == after:
+            continue
+        if isinstance(before, dict) and isinstance(after, dict):
+            found += _changes(before, after, sorted(set(before) | set(after)), f"{prefix}{key}.")
+        else:
+            found.append((f"{prefix}{key}", before, after))
+    return found
+
+
+def _short(value: Any, width: int = 40) -> str:
+    """A value as a refusal shows it: hashes cut to 12 digits, long values cut."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if isinstance(value, str):
+        text = value[:12] + "..." if len(value) == 64 and value.isalnum() else value
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _same_file(path: Path, text: str | None) -> bool:
+    try:
+        return text is not None and path.is_file() and path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
+
+
+def _old_manifest(directory: Path) -> dict[str, Any] | None:
+    """The manifest of the set in ``directory``, or None when there is no readable one."""
+    try:
+        return read_manifest(directory)
+    except (FsxltError, OSError):
+        return None
+
+
+def _listing(directory: Path, names: set[str], shown: int = 3) -> str:
+    """A few entries of ``directory`` for a refusal: folders end in ``/``."""
+    labels = [name + ("/" if (directory / name).is_dir() else "") for name in sorted(names)]
+    more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
+    return ", ".join(labels[:shown]) + more
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

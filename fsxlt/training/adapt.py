@@ -49,6 +49,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.evaluation import (
     DEFAULT_EVAL_TOKENS,
     EvalSet,
+    check_rankable,
     make_eval_set,
     predict_labels,
     prepare_eval,
@@ -135,6 +136,8 @@ class AdaptEngine:
         if not dev:
             raise FsxltError("the target dev set is empty; early stopping needs one")
         self.dev = prepare_eval(self.featurizer, dev, self.device, max_tokens=self.eval_max_tokens)
+        if self.task.is_ranking:  # a dev set nDCG cannot score is refused before training
+            check_rankable(self.dev.encoded.groups or [], dev_source or self.dev.name)
         self.dev_info = data_info(dev, dev_source)
         self.dev_examples = list(dev)
         self.custom = {key: value for key, value in self.custom.items() if key[1] != "dev"}
@@ -360,8 +363,12 @@ class AdaptEngine:
                     "sampler": bucket.meta.get("sampler")}
             if bucket.meta.get("name"):
                 info["name"] = bucket.name
-            if isinstance(bucket.meta.get("strategy"), dict):
-                info["strategy"] = bucket.meta["strategy"].get("name")
+            strategy = bucket.meta.get("strategy")
+            if isinstance(strategy, dict):
+                info["strategy"] = strategy.get("name")
+                if isinstance(strategy.get("pools"), dict):  # the candidates it chose from
+                    info["strategy_pools"] = dict(
+                        strategy["pools"], source=(bucket.meta.get("source") or {}).get("sha256"))
             if bucket.union:
                 info["union"] = True  # FewCLUE's all: reported beside the splits, not among
             return list(bucket.examples), info

@@ -1,0 +1,422 @@
+"""The runs directory: its layout, its record format and the rule that writes records.
+
+``fsxlt adapt`` and ``fsxlt sweep`` write here; ``fsxlt report`` and
+``fsxlt analyze`` read. This module is the one place that knows how::
+
+    RUNS/.fsxlt-directory                       marks RUNS as a runs directory (JSON)
+    RUNS/<task>/<lang>/k0/zero-shot.json        K=0 record (copied from the start)
+    RUNS/<task>/<lang>/k0/zero-shot-test.json   fsxlt evaluate output for the analyses
+    RUNS/<task>/<lang>/k<K>/<arm>/<bucket>.json one record per adapting run
+    RUNS/<task>/<lang>/k<K>/<arm>/<bucket>.predictions.jsonl   its test predictions
+    RUNS/<task>/<lang>/k<K>/<arm>/submission/   its benchmark submission files
+
+*Arms.* The arm of a run names how it was made: the method, ``-epoch0``
+when the start model competed as epoch 0, ``-nosource`` when the start was
+a pretrained encoder (no source training), ``@de`` / ``@en+de+es`` when the
+start was source-trained on anything but English, ``~diverse`` when a
+shot-selection strategy built the bucket set. :func:`arm_of` derives it from
+a record's own facts, and every command files and reads records by it.
+
+*Records.* A finished record is the adapt engine's record (format
+``fsxlt-adapt-run/1``) with ``status: ok``, a numeric ``test_score`` and a
+``run`` block: the run's ``identity`` (everything that determines its
+result: coordinates, hyperparameters and the content hashes of its bucket,
+dev and test files and its start), the identity's ``hash``, the ``arm``,
+the ``writer`` (``fsxlt adapt`` or ``sweep 'NAME'``) and the
+``fsxlt_version``. A failed run leaves an error record (``status: error``)
+that the next start reruns. Records of earlier versions carry the identity
+hash in a ``sweep`` block; they are read the same way.
+
+*The write rule (write-once).* Before a run, :func:`record_state` compares
+the record at its path with the run's identity: ``missing``, ``corrupt``
+(unreadable, unfinished) and ``error`` records are (re)written; ``done``
+(same identity) is skipped and said so; a finished record with another
+identity is ``different`` and is never replaced unless the command was
+given ``--replace`` (which says what it replaced).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsxlt import __version__
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import sha256_text
+
+RUN_FORMAT = "fsxlt-adapt-run/1"
+ERROR_FORMAT = "fsxlt-adapt-error/1"
+ZERO_SHOT_FORMAT = "fsxlt-zero-shot/1"
+ZERO_SHOT_FILE = "zero-shot.json"
+ZERO_SHOT_STEM = "zero-shot-test"          # fsxlt evaluate's output kept for the analyses
+PREDICTIONS_SUFFIX = ".predictions.jsonl"
+SUBMISSION_DIR = "submission"
+CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # written by fsxlt.training.checkpoint
+HEAD_FILE = "fsxlt_head.safetensors"
+NOSOURCE_SUFFIX = "-nosource"
+EPOCH0_SUFFIX = "-epoch0"
+SOURCE_MARK = "@"          # full@de: adapted from a model source-trained on German
+DEFAULT_SOURCE = "en"      # the study's source; its arms carry no mark
+STRATEGY_MARK = "~"        # full~diverse: adapted on buckets a selection strategy built
+ADAPT_WRITER = "fsxlt adapt"
+
+
+# --------------------------------------------------------------------------- arms
+
+def arm_name(method: str, source_training: bool, select_start: bool = False,
+             source_languages: Sequence[str] | None = None, strategy: str = "") -> str:
+    """The arm of a run from its facts (see the module docstring).
+
+    Epoch-0 runs, runs from other sources and runs on a strategy's buckets get an
+    arm of their own so that they sit beside the study's protocol in one runs
+    directory, are never averaged with it, and ``fsxlt report --compare full@de
+    full`` pairs them bucket by bucket.
+    """
+    arm = f"{method}{EPOCH0_SUFFIX}" if select_start else method
+    if not source_training:
+        arm = f"{arm}{NOSOURCE_SUFFIX}"
+    else:
+        source = source_name(source_languages)
+        arm = arm if source == DEFAULT_SOURCE else f"{arm}{SOURCE_MARK}{source}"
+    return f"{arm}{STRATEGY_MARK}{strategy}" if strategy else arm
+
+
+def arm_of(record: dict[str, Any]) -> str:
+    """The arm of an adapt record, from its own facts: method, whether its start was
+    source-trained (and on what), epoch-0 selection and the bucket set's strategy."""
+    model = record.get("model") or {}
+    start = model.get("start") or {}
+    source_training = bool(model.get("source_training", True))
+    return arm_name(str(record["method"]), source_training, bool(record.get("select_start")),
+                    start.get("source_languages") or record.get("source_languages"),
+                    str((record.get("bucket") or {}).get("strategy") or ""))
+
+
+def source_name(source_languages: Sequence[str] | None) -> str:
+    """``en``, ``de``, ``en+de+es``: how records and reports name a start's source."""
+    return "+".join(source_languages) if source_languages else DEFAULT_SOURCE
+
+
+def arm_strategy(arm: str) -> tuple[str, str]:
+    """``(arm without its strategy, strategy)``; the strategy is "" for ordinary buckets."""
+    base, _, strategy = arm.partition(STRATEGY_MARK)
+    return base, strategy
+
+
+def arm_source(arm: str) -> str | None:
+    """The source an arm's start was trained on (None for the no-source ablation)."""
+    arm = arm_strategy(arm)[0]
+    if arm.endswith(NOSOURCE_SUFFIX):
+        return None
+    return arm.split(SOURCE_MARK, 1)[1] if SOURCE_MARK in arm else DEFAULT_SOURCE
+
+
+# --------------------------------------------------------------------------- starts
+
+def is_checkpoint(start: str | Path | None) -> bool:
+    """Whether ``start`` is an fsxlt source-training checkpoint (else a pretrained encoder)."""
+    return bool(start) and (Path(start) / CHECKPOINT_FILE).is_file()
+
+
+def source_languages_of(meta: dict[str, Any]) -> list[str]:
+    """A checkpoint record's source languages (English for one that predates them)."""
+    return list(meta.get("source_languages") or [meta.get("source_language", DEFAULT_SOURCE)])
+
+
+def start_source_languages(start: str | Path | None) -> list[str]:
+    """The source languages recorded in a checkpoint directory (English when it predates
+    them); empty for a start that is not an fsxlt checkpoint (a pretrained encoder)."""
+    if not is_checkpoint(start):
+        return []
+    meta_path = Path(str(start)) / CHECKPOINT_FILE
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise FsxltError(f"{meta_path}: unreadable checkpoint record ({err})") from None
+    return source_languages_of(meta)
+
+
+def start_fingerprint(start: str | Path) -> str:
+    """What identifies a start: a checkpoint's record and head bytes, or an encoder's name."""
+    import hashlib
+
+    path = Path(start)
+    if not (path / CHECKPOINT_FILE).is_file():
+        return f"pretrained:{start}"
+    digest = hashlib.sha256((path / CHECKPOINT_FILE).read_bytes())
+    if (path / HEAD_FILE).is_file():
+        digest.update((path / HEAD_FILE).read_bytes())
+    return "checkpoint:" + digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- layout
+
+def bucket_stem(bucket: dict[str, Any]) -> str:
+    """A record's file stem from its bucket block: the bucket's name, ``NN``, or its hash."""
+    if bucket.get("name"):
+        return str(bucket["name"])
+    if bucket.get("index") is not None:
+        return f"{int(bucket['index']):02d}"
+    return str(bucket["sha256"])[:12]
+
+
+def record_path(root: str | Path, task: str, language: str, k: int | None, arm: str,
+                stem: str) -> Path:
+    """``ROOT/<task>/<lang>/k<K>/<arm>/<stem>.json``: where a run's record lives."""
+    return Path(root) / task / language / (f"k{k}" if k is not None else "k-") / arm \
+        / f"{stem}.json"
+
+
+def record_path_of(root: str | Path, record: dict[str, Any]) -> Path:
+    """Where an adapt record belongs, from its own facts."""
+    return record_path(root, record["task"], record["language"], record.get("k"),
+                       arm_of(record), bucket_stem(record["bucket"]))
+
+
+def zero_shot_record_path(root: str | Path, task: str, language: str) -> Path:
+    return Path(root) / task / language / "k0" / ZERO_SHOT_FILE
+
+
+def predictions_path(record_path: str | Path) -> Path:
+    """``X.json`` -> ``X.predictions.jsonl`` (the file beside a record)."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.stem + PREDICTIONS_SUFFIX)
+
+
+def zero_shot_predictions_path(root: str | Path, task: str, language: str) -> Path:
+    """Where the analyses look for a language's zero-shot test predictions."""
+    return Path(root) / task / language / "k0" / f"{ZERO_SHOT_STEM}{PREDICTIONS_SUFFIX}"
+
+
+# --------------------------------------------------------------------------- identity
+
+def identity_hash(identity: dict[str, Any]) -> str:
+    """``run:<16 hex>``: the hash of a run's identity (sorted JSON)."""
+    return "run:" + sha256_text(json.dumps(identity, sort_keys=True))[:16]
+
+
+def _digest(value: Any) -> str | None:
+    """The hex part of an identity hash (``run:...``, or ``sweep:...`` of earlier records)."""
+    return value.split(":", 1)[-1] if isinstance(value, str) and value else None
+
+
+def record_identity_hash(record: dict[str, Any]) -> str | None:
+    """The identity hash a record was written with (any version), or None."""
+    run = record.get("run") if isinstance(record.get("run"), dict) else {}
+    sweep = record.get("sweep") if isinstance(record.get("sweep"), dict) else {}
+    return run.get("hash") or sweep.get("config_hash")
+
+
+def same_identity(record: dict[str, Any], identity_hash_: str) -> bool:
+    return _digest(record_identity_hash(record)) == _digest(identity_hash_)
+
+
+def differences(record: dict[str, Any], identity: dict[str, Any]) -> list[str]:
+    """The identity fields in which ``record`` differs from ``identity`` (names only)."""
+    old = (record.get("run") or {}).get("identity") if isinstance(record.get("run"), dict) \
+        else None
+    if not isinstance(old, dict):
+        return ["settings (the record predates recorded identities)"]
+    keys = sorted(set(old) | set(identity))
+    return [key for key in keys if old.get(key) != identity.get(key)] or ["identity hash"]
+
+
+# --------------------------------------------------------------------------- records
+
+def read_record(path: str | Path) -> dict[str, Any] | None:
+    """A record file's JSON object, or ``None`` if missing, truncated or not an object."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_complete(record: dict[str, Any] | None) -> bool:
+    """A finished adapt record: right format, ``status: ok`` and a numeric test score.
+
+    Records that ``fsxlt adapt`` wrote before it recorded a status (no
+    ``status`` key) count as finished too.
+    """
+    return (isinstance(record, dict) and record.get("format") == RUN_FORMAT
+            and record.get("status", "ok") == "ok" and _number(record.get("test_score")))
+
+
+def record_writer(record: dict[str, Any]) -> str:
+    """Who wrote a record: ``sweep 'NAME'``, ``fsxlt adapt`` or ``a sweep`` (unnamed)."""
+    run = record.get("run")
+    if isinstance(run, dict) and run.get("writer"):
+        return str(run["writer"])
+    sweep = record.get("sweep")
+    if not isinstance(sweep, dict):
+        return ADAPT_WRITER
+    return f"sweep {sweep['name']!r}" if sweep.get("name") else "a sweep"
+
+
+def record_version(record: dict[str, Any]) -> str:
+    """The fsxlt version that wrote a record (``unknown`` for records that lack it)."""
+    run = record.get("run")
+    if isinstance(run, dict) and run.get("fsxlt_version"):
+        return str(run["fsxlt_version"])
+    return str((record.get("versions") or {}).get("fsxlt") or "unknown")
+
+
+def record_state(path: str | Path, identity_hash_: str) -> str:
+    """``done``, or what to do: ``missing``/``corrupt``/``error`` (run it) or ``different``
+    (a finished record of other settings: refused unless replacing)."""
+    path = Path(path)
+    if not path.exists():
+        return "missing"
+    record = read_record(path)
+    if record is None:
+        return "corrupt"
+    if record.get("status") == "error":
+        return "error"
+    if not is_complete(record):
+        return "corrupt"
+    return "done" if same_identity(record, identity_hash_) else "different"
+
+
+def finish_record(record: dict[str, Any], *, identity: dict[str, Any], arm: str,
+                  writer: str, sweep: str = "") -> dict[str, Any]:
+    """Mark an engine record finished: ``status: ok`` and its ``run`` block."""
+    record["status"] = "ok"
+    record["run"] = {"identity": identity, "hash": identity_hash(identity), "arm": arm,
+                     "writer": writer, "sweep": sweep or None, "fsxlt_version": __version__}
+    return record
+
+
+def error_record(*, identity: dict[str, Any], arm: str, writer: str, sweep: str,
+                 stage: str, error: str, traceback: list[str], coordinates: dict[str, Any],
+                 ) -> dict[str, Any]:
+    """The record a failed run leaves (rerun at the next start)."""
+    return {"format": ERROR_FORMAT, "status": "error", "stage": stage, "error": error,
+            "traceback": traceback, **coordinates,
+            "run": {"identity": identity, "hash": identity_hash(identity), "arm": arm,
+                    "writer": writer, "sweep": sweep or None, "fsxlt_version": __version__}}
+
+
+def refusal(path: str | Path, record: dict[str, Any], identity: dict[str, Any],
+            count: int = 1) -> str:
+    """The one line that refuses to replace a finished record of other settings."""
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return (f"{path}{more}: a finished record of other settings "
+            f"({', '.join(differences(record, identity))} differ), written by "
+            f"{record_writer(record)}; pass --replace to replace it, or write to another "
+            "runs directory")
+
+
+def versions_note(records: Iterable[dict[str, Any]], what: str) -> str | None:
+    """One line when ``records`` come from different fsxlt versions (or another version
+    than this one), else None; numerics may change between versions."""
+    found = sorted({record_version(r) for r in records})
+    if not found or found == [__version__]:
+        return None
+    return (f"note: {what} written by fsxlt {', '.join(found)} (this is {__version__}); "
+            "numerics may differ between versions")
+
+
+# --------------------------------------------------------------------------- writing
+
+LOCK_FILE = ".fsxlt-sweep.lock"
+
+
+@contextmanager
+def runs_dir_lock(runs_dir: str | Path) -> Iterator[None]:
+    """Hold RUNS_DIR while a command writes records; a second one gets a one-line refusal.
+
+    An exclusive, non-blocking ``flock`` on ``RUNS_DIR/.fsxlt-sweep.lock``,
+    which names its holder (pid and host) for the refusal message. The kernel
+    releases it when the holder exits or is killed, so no lock is ever stale.
+    Without ``fcntl`` (not POSIX) writers are not serialised.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path = Path(runs_dir) / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise FsxltError(f"{runs_dir}: another fsxlt sweep or adapt is writing here "
+                             f"({holder}); wait for it to finish, or give this one another "
+                             "out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class WritePlan:
+    """What a command will do with each record path: run, skip (done) or replace."""
+
+    done: list[Any] = field(default_factory=list)
+    pending: list[tuple[Any, str]] = field(default_factory=list)  # (run, why)
+    replaced: list[tuple[Any, str]] = field(default_factory=list)  # (run, what differs)
+
+
+def plan_writes(runs: Sequence[Any], *, replace: bool = False,
+                need_predictions: bool = False) -> WritePlan:
+    """Sort runs (anything with ``record_path``, ``config_hash`` and ``identity``) by the
+    write rule; a finished record of other settings refuses the lot in one line unless
+    ``replace``. ``need_predictions``: a done run without its predictions file runs again.
+    """
+    result = WritePlan()
+    clashes = []
+    for run in runs:
+        state = record_state(run.record_path, run.config_hash)
+        if state == "done" and need_predictions and not predictions_path(
+                run.record_path).is_file():
+            state = "no-predictions"
+        if state == "done":
+            result.done.append(run)
+        elif state == "different":
+            clashes.append(run)
+        else:
+            result.pending.append((run, state))
+    if clashes and not replace:
+        first = clashes[0]
+        raise FsxltError(refusal(first.record_path, read_record(first.record_path) or {},
+                                 first.identity, len(clashes)))
+    for run in clashes:
+        what = ", ".join(differences(read_record(run.record_path) or {}, run.identity))
+        result.replaced.append((run, what))
+        result.pending.append((run, "replace"))
+    return result
+
+
+def check_zero_shot(path: str | Path, record: dict[str, Any], replace: bool = False) -> bool:
+    """Whether the K=0 record at ``path`` must be written: missing or unreadable (True),
+    identical (False); another finished record there is refused unless ``replace``."""
+    from fsxlt.fileio import dumps_json
+
+    path = Path(path)
+    old = read_record(path)
+    if old is None or old.get("status") == "error":
+        return True
+    if dumps_json(old) == dumps_json(record):
+        return False
+    if not replace:
+        raise FsxltError(f"{path}: a zero-shot record of another start is there; pass "
+                         "--replace to replace it, or write to another runs directory")
+    return True

@@ -1,0 +1,236 @@
+"""The runs directory's write rule: records are written once, by adapt and sweep alike.
+
+Each test drives the command line (``fsxlt.cli.run_app``) over a tiny study
+(tests.sweep_fixtures): a finished record is never replaced without
+``--replace``, the same settings find the finished record, the arm comes
+from the record's facts, a bucket store and a runs directory stay apart, and
+mixed fsxlt versions are said. The last test is the property: any sequence of
+``sample``, ``adapt``, ``sweep`` and ``report`` over the same two directories
+never removes or changes a file that was there, unless told to replace.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fsxlt.cli import run_app
+from tests.sweep_fixtures import build_study, sweep_config, write_config
+from tests.train_fixtures import NLI_LABELS, nli_data, write_pairs
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    study = build_study(tmp_path_factory.mktemp("study"))
+    write_pairs(study["data"] / "dev-de.tsv", nli_data(30, seed=9, source="dev-de"))
+    return study
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file below ``root`` (but the lock, rewritten by every writer) with its bytes."""
+    if not root.exists():
+        return {}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != ".fsxlt-sweep.lock"}
+
+
+def adapt(study, out: Path, *extra: str, bucket: Path | None = None,
+          start: Path | None = None, lr: str = "1e-2", epochs: str = "3") -> list[str]:
+    bucket = bucket or study["buckets"] / "xnli/de/k1/00.json"
+    return ["adapt", "--task", "xnli", "--lang", "de", "--bucket", str(bucket),
+            "--from", str(start or study["checkpoint"]), "--data-dir", str(study["data"]),
+            "--lr", lr, "--max-epochs", epochs, "--patience", "2", "--device", "cpu",
+            "--out", str(out), *extra]
+
+
+def one_line(status: int, err: str, says: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert says in lines[0], err
+
+
+def test_adapt_is_write_once(study, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert run_app(adapt(study, runs)) == 0
+    record = runs / "xnli/de/k1/full/00.json"
+    saved = json.loads(record.read_text())
+    assert saved["status"] == "ok" and saved["run"]["writer"] == "fsxlt adapt"
+    assert saved["run"]["arm"] == "full" and saved["run"]["fsxlt_version"]
+    before = files(runs)
+    capsys.readouterr()
+    assert run_app(adapt(study, runs)) == 0
+    assert "already done with these settings" in capsys.readouterr().out
+    assert files(runs) == before
+    one_line(run_app(adapt(study, runs, lr="2e-2")), capsys.readouterr().err,
+             "(lrs differ), written by fsxlt adapt; pass --replace")
+    assert files(runs) == before
+    assert run_app(adapt(study, runs, "--replace", lr="2e-2")) == 0
+    assert f"replacing {record} (lrs differ)" in capsys.readouterr().err
+    assert json.loads(record.read_text())["lrs"] == [2e-2]
+
+
+def test_a_sweep_finds_adapts_records_and_never_overwrites_them(study, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert run_app(adapt(study, runs)) == 0
+    adapted = (runs / "xnli/de/k1/full/00.json").read_bytes()
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
+    capsys.readouterr()
+    assert run_app(argv) == 0
+    assert "4 runs completed, 0 failed, 1 already done" in capsys.readouterr().out
+    assert (runs / "xnli/de/k1/full/00.json").read_bytes() == adapted
+    before = files(runs)
+    other = write_config(tmp_path / "other.yaml", sweep_config(study, runs, lrs=[2e-2]))
+    one_line(run_app(["sweep", str(other), "--workers", "0", "--lang", "de", "--k", "1"]),
+             capsys.readouterr().err, "(and 4 more): a finished record of other settings "
+             "(lrs differ), written by fsxlt adapt")
+    assert files(runs) == before
+
+
+def test_an_old_adapt_record_counts_as_finished_and_is_not_overwritten(study, tmp_path,
+                                                                       capsys):
+    from fsxlt.report.records import load_records
+
+    runs = tmp_path / "runs"
+    assert run_app(adapt(study, runs)) == 0
+    path = runs / "xnli/de/k1/full/00.json"
+    old = json.loads(path.read_text())
+    del old["status"], old["run"]  # as fsxlt adapt wrote records before this version
+    path.write_text(json.dumps(old))
+    assert len(load_records(runs).scores) == 1
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    capsys.readouterr()
+    one_line(run_app(["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]),
+             capsys.readouterr().err, "predates recorded identities) differ), written by "
+             "fsxlt adapt; pass --replace")
+    assert json.loads(path.read_text()) == old
+
+
+def test_the_no_source_arm_is_its_own(study, tmp_path, capsys):
+    from fsxlt.report.records import load_records
+
+    runs = tmp_path / "runs"
+    assert run_app(adapt(study, runs)) == 0
+    assert run_app(adapt(study, runs, start=study["encoder"])) == 0
+    plain = json.loads((runs / "xnli/de/k1/full-nosource/00.json").read_text())
+    assert plain["model"]["source_training"] is False
+    assert json.loads((runs / "xnli/de/k1/full/00.json").read_text())["model"][
+        "source_training"] is True
+    assert sorted(load_records(runs).scores["arm"]) == ["full", "full-nosource"]
+
+
+def test_adapt_refuses_a_set_file_that_changed_since_its_manifest(study, tmp_path, capsys):
+    buckets = tmp_path / "buckets"
+    shutil.copytree(study["buckets"], buckets)
+    remaining = buckets / "xnli/de/k1/dev-remaining.jsonl"
+    remaining.write_text("".join(remaining.read_text().splitlines(keepends=True)[:2]))
+    one_line(run_app(adapt(study, tmp_path / "runs", bucket=buckets / "xnli/de/k1")),
+             capsys.readouterr().err, "dev-remaining.jsonl: differs from the hash in its "
+             "manifest")
+    from fsxlt.sampling.store import BucketSet, write_sets
+
+    with_test = BucketSet(task="xnli", language="de", k=1, sampler="test", seed=0,
+                          split="train", source_file="toy", source_sha256=None,
+                          labels=list(NLI_LABELS), buckets=[nli_data(3, seed=2)],
+                          devs=[nli_data(6, seed=3)], test=nli_data(9, seed=4))
+    directory = write_sets(tmp_path / "own", [with_test])[0].path
+    test = directory / "test.jsonl"
+    test.write_text("".join(test.read_text().splitlines(keepends=True)[:3]))
+    argv = ["adapt", "--task", "xnli", "--lang", "de", "--bucket", str(directory),
+            "--from", str(study["checkpoint"]), "--out", str(tmp_path / "runs2"),
+            "--device", "cpu"]
+    one_line(run_app(argv), capsys.readouterr().err,
+             "test.jsonl: differs from the hash in its manifest")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "runs2").exists()
+
+
+@pytest.mark.parametrize("where", ["same", "inside", "around"])
+def test_a_sweep_keeps_records_and_buckets_apart(study, tmp_path, capsys, where):
+    buckets = tmp_path / "store"
+    shutil.copytree(study["buckets"], buckets)
+    out = {"same": buckets, "inside": buckets / "runs", "around": tmp_path}[where]
+    config = write_config(tmp_path / "sweep.yaml",
+                          sweep_config(study, out, buckets=str(buckets)))
+    before = files(tmp_path)
+    one_line(run_app(["sweep", str(config), "--workers", "0"]), capsys.readouterr().err,
+             {"same": "is", "inside": "lies inside", "around": "holds"}[where]
+             + " the bucket store")
+    assert files(tmp_path) == before
+
+
+def test_adapt_refuses_a_bucket_store_as_its_runs_directory(study, tmp_path, capsys):
+    buckets = tmp_path / "store"
+    shutil.copytree(study["buckets"], buckets)
+    before = files(buckets)
+    one_line(run_app(adapt(study, buckets, bucket=buckets / "xnli/de/k1/00.json")),
+             capsys.readouterr().err, "--out is a bucket store")
+    (buckets / ".fsxlt-directory").unlink()  # a store written before stores were marked
+    before = files(buckets)
+    one_line(run_app(adapt(study, buckets, bucket=buckets / "xnli/de/k1/00.json")),
+             capsys.readouterr().err, "holds bucket sets")
+    assert files(buckets) == before
+
+
+def test_mixed_versions_are_said(study, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
+    assert run_app(argv) == 0
+    path = runs / "xnli/de/k1/full/01.json"
+    record = json.loads(path.read_text())
+    record["run"]["fsxlt_version"] = "0.1.0"
+    path.write_text(json.dumps(record))
+    capsys.readouterr()
+    assert run_app(argv) == 0
+    err = capsys.readouterr().err
+    assert "5 finished records of this sweep were written by fsxlt 0.1.0, 0.2.0" in err
+    assert run_app(["report", str(runs), "--expected-buckets", "5"]) == 0
+    assert "xnli/de/k1/full mix records of fsxlt 0.1.0, 0.2.0" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the property
+
+OPERATIONS = st.lists(st.tuples(st.sampled_from(["sample", "adapt", "sweep", "report"]),
+                                st.sampled_from([0, 1]), st.sampled_from(["store", "runs"])),
+                      min_size=2, max_size=5)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(OPERATIONS)
+def test_no_command_sequence_changes_a_finished_file(study, operations):
+    """Whatever runs in whatever order on the two directories, without --replace, a file
+    that was there stays byte for byte (refusals are fine; losses are not)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        dirs = {"store": root / "store", "runs": root / "runs"}
+        assert run_app(["sample", "--task", "xnli", "--lang", "de", "--k", "1",
+                        "--n-buckets", "2", "--seed", "0", "--data-dir", str(study["data"]),
+                        "--out", str(dirs["store"])]) == 0
+        for name, variant, target in operations:
+            before = files(root)
+            out = dirs[target]
+            if name == "sample":
+                argv = ["sample", "--task", "xnli", "--lang", "de", "--k", "1",
+                        "--n-buckets", "2", "--seed", str(variant),
+                        "--data-dir", str(study["data"]), "--out", str(out)]
+            elif name == "adapt":
+                argv = adapt(study, out, bucket=dirs["store"] / "xnli/de/k1/00.json",
+                             lr=("1e-2", "2e-2")[variant], epochs="1")
+            elif name == "sweep":
+                config = write_config(root / "sweep.yaml", sweep_config(
+                    study, out, buckets=str(dirs["store"]), lrs=[(1e-2, 2e-2)[variant]],
+                    max_epochs=1, tasks={"xnli": {"languages": ["de"], "k": [1]}}))
+                argv = ["sweep", str(config), "--workers", "0"]
+            else:
+                argv = ["report", str(dirs["runs"]), "--expected-buckets", "2"]
+            run_app(argv)
+            after = files(root)
+            changed = [path for path, data in before.items()
+                       if path != "sweep.yaml" and after.get(path) != data]
+            assert not changed, (name, variant, target, changed)
