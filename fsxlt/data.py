@@ -237,11 +237,25 @@ def read_marc_jsonl(path: Path, task: TaskSpec) -> list[TextExample]:
 _LANG_PREFIX = re.compile(r"^([a-z]{2,3}):.")
 
 
+DOCSTART = "-DOCSTART-"  # CoNLL's document separator: a document break, never a word
+
+
+def is_docstart(line: str) -> bool:
+    """Whether a CoNLL line is a document separator (``-DOCSTART- O``, ``-DOCSTART- -X- -X- O``).
+
+    By the CoNLL convention, which XGLUE's evaluator follows for its gold
+    files, such a line ends the sentence before it and is no sentence itself.
+    """
+    fields = line.split()
+    return bool(fields) and fields[0] == DOCSTART
+
+
 def _sentences(lines: list[str]) -> Iterator[tuple[int, list[tuple[int, str]]]]:
-    """Group non-blank lines into blank-line-separated blocks: (first line no, [(no, line)])."""
+    """Group lines into sentences: (first line no, [(no, line)]) of each block of lines
+    between blank lines and ``-DOCSTART-`` lines (which belong to no sentence)."""
     block: list[tuple[int, str]] = []
     for line_no, line in enumerate(lines, start=1):
-        if line.strip():
+        if line.strip() and not is_docstart(line):
             block.append((line_no, line))
         elif block:
             yield block[0][0], block
@@ -305,7 +319,9 @@ def read_conll(path: Path, task: TaskSpec, *,
     A line without exactly one tab is split at whitespace instead: XGLUE's
     NER and POS files are ``word<SPACE>label`` (XGLUE's Data_Format.txt). A
     line that gives anything but a token and a tag either way is an error
-    saying what it found.
+    saying what it found. A ``-DOCSTART-`` line (whatever its other fields)
+    is a document break: it ends the sentence before it, like a blank line,
+    and is no sentence of its own (:func:`is_docstart`).
 
     XTREME files prefix tokens with the language (``de:Berlin``); when the
     file's first token carries such a prefix, it is stripped from all tokens.
@@ -317,7 +333,7 @@ def read_conll(path: Path, task: TaskSpec, *,
     files, which may hold one sentence, are read without it.
     """
     lines = _open_lines(path)
-    first = next(line for line in lines if line.strip())
+    first = next((line for line in lines if line.strip() and not is_docstart(line)), "")
     match = _LANG_PREFIX.match(first)
     prefix = f"{match.group(1)}:" if match else None
     sentences = []
@@ -382,8 +398,12 @@ def read_xglue_tsv(path: Path, task: TaskSpec, skipped: Any = None,
             continue
         fields = line.split("\t")
         if len(fields) != len(columns):
+            unlabelled = labelled and len(fields) == len(columns) - 1
             raise DataFormatError(path, f"expected {len(columns)} tab-separated fields "
-                                  f"({', '.join(columns)}), found {len(fields)}", line_no)
+                                  f"({', '.join(columns)}), found {len(fields)}"
+                                  + (" (no label: a file to predict, as XGLUE's test files "
+                                     "are; give it to --predict)" if unlabelled else ""),
+                                  line_no)
         parts: dict[str, list[str]] = {}
         for role, value in zip(columns, fields, strict=True):
             parts.setdefault(role, []).append(value.strip())
@@ -624,10 +644,37 @@ FEWCLUE_READERS = {"fewclue_json": read_fewclue_json, "fewclue_wsc": read_fewclu
                    "fewclue_chid": read_fewclue_chid}
 
 
+FEWCLUE_ID_KEYS = ("id", "idx")  # test.json says id; CLUEWSC's other files say idx
+
+
+def _row_id(row: dict[str, Any], keys: tuple[str, ...], path: Path, line_no: int) -> Any:
+    """The value of the first of ``keys`` the row gives (not null): a string or an integer."""
+    for key in keys:
+        value = row.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise DataFormatError(path, f"id {key!r} must be a string or an integer, found "
+                                  f"{_json_kind(value)}", line_no)
+        return value
+    raise DataFormatError(path, f"the example has no id (none of {', '.join(map(repr, keys))}); "
+                          "a submission line needs it", line_no)
+
+
 def source_ids(path: str | Path, task: TaskSpec) -> dict[int, Any]:
-    """Line number -> the id a JSON-lines file gives the example (for submission files)."""
-    key = task.data.fields.get("id", "id")
-    return {line_no: row.get(key) for line_no, row in _json_rows(Path(path))}
+    """Line number -> the id a JSON-lines file gives the example (for submission files).
+
+    Each file is read with its own key: the task's ``data.fields.id`` when the
+    YAML names one, else ``id`` or ``idx`` (:data:`FEWCLUE_ID_KEYS`), whichever
+    the row has (CLUEWSC's ``test.json`` says ``id``, its other files ``idx``).
+    The value is kept as the file gives it (TNEWS's test ids are strings). A
+    row with no id, or an id that is not a string or an integer, is an error
+    naming the file and line: a submission line is never written without one.
+    """
+    named = task.data.fields.get("id")
+    keys = (named, *(k for k in FEWCLUE_ID_KEYS if k != named)) if named else FEWCLUE_ID_KEYS
+    path = Path(path)
+    return {line_no: _row_id(row, keys, path, line_no) for line_no, row in _json_rows(path)}
 
 
 # readers that can also read files without labels (files to predict; tsv_pair too, below)
@@ -682,6 +729,36 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
         raise DataFormatError(path, "file holds no examples" if not skipped else
                               "file holds no example with a label of the task")
     return examples
+
+
+def _first_line(example: Example) -> int | None:
+    """The line an example of a local file starts on (its id ``file:line``)."""
+    match = re.search(r":(\d+)$", example.id)
+    return int(match.group(1)) if match else None
+
+
+def has_labels(path: str | Path, task: str | TaskSpec, *, language: str | None = None) -> bool:
+    """Whether a local data file is a labelled split (True) or a file to predict (False).
+
+    A file to predict reads without labels and its first example (or its
+    header) carries none: XGLUE's test files (``xglue.wpr.de.test``: query,
+    title, snippet; no grade). A file that is neither (a labelled file with a
+    broken line further on, a missing file) raises the error its labelled
+    reading gives, naming the file and line. The file is read in full.
+    """
+    task, path = get_task(task), Path(path)
+    try:
+        read_examples(path, task, language=language)
+        return True
+    except DataFormatError as err:
+        problem = err
+    try:
+        examples = read_examples(path, task, labelled=False, language=language)
+    except FsxltError:
+        raise problem from None
+    if problem.line not in (1, _first_line(examples[0])):  # line 1: a header lacking a label
+        raise problem
+    return False
 
 
 # --------------------------------------------------------------------------- the hub

@@ -5,17 +5,33 @@ Metrics (METHOD.md §2), all reported as fractions in [0, 1]:
 - ``accuracy`` (classification): scikit-learn's accuracy.
 - ``seqeval_f1`` (NER): entity-level micro F1 of seqeval (conlleval-style
   chunking of BIO tags); precision and recall are recorded too.
-- ``ndcg`` (ranking, XGLUE's WPR): scikit-learn's ``ndcg_score`` over each
-  query's pages (gold grades as the true relevance, the model's expected
-  grade, sum of grade x probability, as the ranking score; no cut-off),
-  averaged over queries. A query with one judged page is left out (any
-  ranking of one page is perfect); a query whose pages are all graded 0
-  scores 0, as scikit-learn has it. A set with no query of two judged pages
-  has nothing to score: an error naming the set, not a score.
-- ``token_accuracy`` (POS): correct words / all words, which equals micro F1
-  over words because every word gets exactly one tag. seqeval's F1 over the
-  raw tags is recorded as ``seqeval_f1`` as well, for comparison with
-  published numbers that were computed that way.
+- ``seqeval_precision`` (XGLUE's POS): what XGLUE's official evaluator
+  (``xglue_evaluate.py``) reports for POS, seqeval's micro precision over
+  the tag sequences. seqeval reads a UPOS tag as a chunk tag (its first
+  letter) and a type, so a run of equal tags is one "chunk": gold
+  ``NOUN VERB ADJ`` against ``NOUN VERB VERB`` scores 1/2 (token accuracy
+  2/3, seqeval F1 0.4). Token accuracy, seqeval recall and F1 are recorded
+  beside it.
+- ``token_accuracy`` (POS of the study, ``udpos``): correct words / all
+  words, which equals micro F1 over words because every word gets exactly
+  one tag. seqeval's F1 over the raw tags is recorded as ``seqeval_f1``
+  too, for comparison only (it is not XGLUE's POS metric either).
+- ``ndcg`` (ranking, XGLUE's WPR): what XGLUE's evaluator computes from the
+  prediction file fsxlt writes. Each page's predicted grade (the most
+  probable one, the grade the file holds) ranks a query's pages, and
+  scikit-learn's ``ndcg_score`` (gold grades as the true relevance, no
+  cut-off, tied predictions share their gain) is averaged over queries. A
+  query is a run of consecutive lines with the same query text, as the
+  evaluator reads the file: a query whose lines are split counts as one
+  query per run. A query of one judged page is left out (any ranking of one
+  page is perfect); a query whose pages are all graded 0 scores 0, as
+  scikit-learn has it. A set with no query of two judged pages has no nDCG
+  (XGLUE's evaluator gets NaN): an error naming the set, never a score; an
+  adapt or source-training run refuses such a dev or test set before it
+  trains (:func:`require_scorable`). ``fsxlt_expected_grade_ndcg`` is
+  fsxlt's own second figure, not XGLUE's: the same nDCG with pages ranked
+  by the expected grade (sum of grade x probability), which no prediction
+  file holds.
 
 Prediction is built for a loop that evaluates a dev set after every epoch,
 thousands of times: a split is tokenized once into an :class:`EvalSet`
@@ -150,34 +166,53 @@ def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[s
     return correct / total if total else 0.0
 
 
-def _query_pages(groups: Sequence[str]) -> dict[str, list[int]]:
-    """Each query's pages (their positions), queries in order of first occurrence."""
-    pages: dict[str, list[int]] = {}
+def query_runs(groups: Sequence[str]) -> list[list[int]]:
+    """The queries of a ranking set as XGLUE's evaluator reads its file: each run of
+    consecutive pages (positions) with the same query is one query, in file order.
+
+    A query whose lines are split by other queries' lines is as many queries
+    as it has runs.
+    """
+    runs: list[list[int]] = []
     for i, query in enumerate(groups):
-        pages.setdefault(query, []).append(i)
-    return pages
+        if runs and groups[i - 1] == query:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
 
 
 def check_rankable(groups: Sequence[str],
-                   what: str = "the evaluation set") -> dict[str, list[int]]:
-    """Each query's pages (:func:`_query_pages`); an error naming ``what`` if no query
+                   what: str = "the evaluation set") -> list[list[int]]:
+    """Each query's pages (:func:`query_runs`); an error naming ``what`` if no query
     has two judged pages.
 
     nDCG leaves such queries out (one page is always ranked perfectly), so
-    such a set has no score at all; scoring it as 0 would make model
-    selection early-stop on a constant.
+    such a set has no score at all (XGLUE's evaluator gets NaN); scoring it
+    as 0 would make model selection early-stop on a constant and report a
+    test score that does not exist.
     """
-    pages = _query_pages(groups)
-    if not any(len(idx) > 1 for idx in pages.values()):
+    runs = query_runs(groups)
+    if not any(len(idx) > 1 for idx in runs):
         raise FsxltError(f"{what}: no query has two judged pages, so nDCG has nothing to rank "
-                         f"({len(pages)} single-page queries)")
-    return pages
+                         f"({len(runs)} single-page queries)")
+    return runs
 
 
-def ndcg_scores(gold: Sequence[str], relevance: Sequence[float], groups: Sequence[str],
+def require_scorable(task: TaskSpec, eval_set: EvalSet, what: str | None = None) -> None:
+    """Refuse ``eval_set`` before any training if ``task``'s metric has no score for it.
+
+    Only nDCG can lack one (:func:`check_rankable`); ``what`` names the set
+    in the error (default: the set's own name).
+    """
+    if task.is_ranking:
+        check_rankable(eval_set.encoded.groups or [], what or eval_set.name)
+
+
+def ndcg_scores(gold: Sequence[str], ranking: Sequence[float], groups: Sequence[str],
                 what: str = "the evaluation set") -> dict[str, float]:
-    """Mean nDCG over queries: scikit-learn's ``ndcg_score`` per query (``groups`` names
-    each page's query; ``gold`` its grade, ``relevance`` the model's score).
+    """Mean nDCG over queries (:func:`query_runs`): scikit-learn's ``ndcg_score`` per
+    query, ``gold`` each page's grade and ``ranking`` the value it is ranked by.
 
     Raises :class:`~fsxlt.errors.FsxltError` naming ``what`` when no query
     has two judged pages (:func:`check_rankable`).
@@ -185,12 +220,12 @@ def ndcg_scores(gold: Sequence[str], relevance: Sequence[float], groups: Sequenc
     import numpy as np
     from sklearn.metrics import ndcg_score
 
-    pages = check_rankable(groups, what)
+    runs = check_rankable(groups, what)
     values = [float(ndcg_score(np.asarray([[float(gold[i]) for i in idx]]),
-                               np.asarray([[relevance[i] for i in idx]])))
-              for idx in pages.values() if len(idx) > 1]
+                               np.asarray([[float(ranking[i]) for i in idx]])))
+              for idx in runs if len(idx) > 1]
     return {"ndcg": float(np.mean(values)), "n_queries": len(values),
-            "single_page_queries": sum(len(idx) == 1 for idx in pages.values())}
+            "single_page_queries": sum(len(idx) == 1 for idx in runs)}
 
 
 def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any], *,
@@ -198,25 +233,25 @@ def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any]
                    relevance: Sequence[float] | None = None,
                    groups: Sequence[str] | None = None,
                    what: str = "the evaluation set") -> dict[str, Any]:
-    """All scores of ``task``'s metric; ``score`` is the one model selection uses.
+    """All scores of ``task``'s metric; ``score`` is the one model selection uses and
+    runs report (see the module docstring for each metric).
 
     ``gold_entities``: :func:`entity_set` of ``gold``, precomputed (tagging only).
-    ``relevance`` and ``groups``: each page's ranking score and query (nDCG only).
+    ``groups``: each page's query (nDCG only; ``predicted`` are the grades the
+    prediction file holds). ``relevance``: each page's expected grade, for
+    fsxlt's own ``fsxlt_expected_grade_ndcg`` (nDCG only, optional).
     ``what``: the set's name in an error (nDCG of a set with nothing to rank).
     """
     metric = task.metric
     if metric == "ndcg":
-        if relevance is None or groups is None:
-            raise ValueError("nDCG needs each page's ranking score and query")
-        s = ndcg_scores(gold, relevance, groups, what)
-        return {"metric": metric, "score": s["ndcg"], **s,
-                "accuracy": accuracy(gold, predicted), "n": len(gold)}
+        return _ranking_scores(gold, predicted, relevance, groups, what)
     if metric == "accuracy":
         acc = accuracy(gold, predicted)
         return {"metric": metric, "score": acc, "accuracy": acc, "n": len(gold)}
-    if metric == "seqeval_f1":
+    if metric in ("seqeval_f1", "seqeval_precision"):
         s = seqeval_scores(gold, predicted, gold_entities=gold_entities)
-        return {"metric": metric, "score": s["f1"], "seqeval_f1": s["f1"],
+        return {"metric": metric, "score": s["f1" if metric == "seqeval_f1" else "precision"],
+                "seqeval_f1": s["f1"], "seqeval_precision": s["precision"],
                 "precision": s["precision"], "recall": s["recall"],
                 "token_accuracy": token_accuracy(gold, predicted), "n": len(gold),
                 "n_words": sum(len(g) for g in gold)}
@@ -228,6 +263,20 @@ def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any]
                 "n": len(gold),
                 "n_words": sum(len(g) for g in gold)}
     raise ValueError(f"unknown metric {metric!r}")
+
+
+def _ranking_scores(gold: Sequence[Any], predicted: Sequence[Any],
+                    relevance: Sequence[float] | None, groups: Sequence[str] | None,
+                    what: str) -> dict[str, Any]:
+    """nDCG of the predicted grades (the score), fsxlt's expected-grade nDCG beside it."""
+    if groups is None:
+        raise ValueError("nDCG needs each page's query")
+    s = ndcg_scores(gold, [float(p) for p in predicted], groups, what)
+    scores = {"metric": "ndcg", "score": s["ndcg"], **s,
+              "accuracy": accuracy(gold, predicted), "n": len(gold)}
+    if relevance is not None:
+        scores["fsxlt_expected_grade_ndcg"] = ndcg_scores(gold, relevance, groups, what)["ndcg"]
+    return scores
 
 
 # --------------------------------------------------------------------------- prediction
@@ -365,12 +414,16 @@ def predict_labels(model: FsxltModel, eval_set: EvalSet, labels: Sequence[str], 
 
 def score_and_predict(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *,
                       amp: bool = True) -> tuple[dict[str, Any], list[Any]]:
-    """Predict ``eval_set`` once; the task's scores and the predicted labels."""
+    """Predict ``eval_set`` once; the task's scores and the predicted labels.
+
+    Ranking: the predicted labels are the most probable grades, the ones a
+    prediction file holds and the reported nDCG ranks by.
+    """
     if not task.is_ranking:
         predicted = predict_labels(model, eval_set, task.labels, amp=amp)
         return compute_scores(task, eval_set.encoded.gold, predicted,
                               gold_entities=eval_set.gold_entities()), predicted
-    check_rankable(eval_set.encoded.groups or [], eval_set.name)  # before any forward pass
+    require_scorable(task, eval_set)  # before any forward pass
     ids, relevance = _forward_all(model, eval_set, amp, [float(g) for g in task.labels])
     predicted = [task.labels[i] for i in ids]
     return compute_scores(task, eval_set.encoded.gold, predicted, relevance=relevance,

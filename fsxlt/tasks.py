@@ -35,7 +35,7 @@ SAMPLERS = ("nway-kshot", "minimum-including", "k-examples", "k-queries")
 DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu", "fewclue_json",
                 "fewclue_wsc", "fewclue_chid", "xglue_tsv")
 COLUMN_ROLES = ("text_a", "text_b", "label")
-METRICS = ("accuracy", "seqeval_f1", "token_accuracy", "ndcg")
+METRICS = ("accuracy", "seqeval_f1", "seqeval_precision", "token_accuracy", "ndcg")
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,10 @@ class DataSpec:
     (FewCLUE's test split is ``test_public.json``); ``fields`` maps the
     example's parts (``text_a``, ``text_b``, ``label``, ...) to the keys of a
     JSON-lines format; ``columns`` says what each column of a headerless TSV
-    is (``text_a``, ``text_b`` or ``label``; columns of one part are joined).
+    is (``text_a``, ``text_b`` or ``label``; columns of one part are joined);
+    ``alternatives`` are the file patterns of other distributions' layouts
+    (XGLUE's ``{lang}.{split}``, ``xnli.{split}.tsv``), tried in order after the
+    pattern (see :meth:`locate`).
     """
 
     format: str

@@ -1,10 +1,13 @@
 """Small FewCLUE-format fixtures: one folder per task, in the benchmark's own file layout.
 
 Each task folder holds ``train_0..4.json``, ``dev_0..4.json``,
-``train_few_all.json``, ``dev_few_all.json`` and ``test_public.json``, JSON
-lines with the task's real keys (``sentence``; ``sentence1/2``; ``abst`` and a
-``keyword`` list; CLUEWSC's ``target`` spans; ChID's ``candidates``,
-``content`` with ``#idiom#`` and ``answer``). Texts are random Chinese
+``train_few_all.json``, ``dev_few_all.json``, ``test_public.json`` and the
+unlabelled ``test.json`` one submits on, JSON lines with the task's real keys
+(``sentence``; ``sentence1/2``; ``abst`` and a ``keyword`` list; CLUEWSC's
+``target`` spans; ChID's ``candidates``, ``content`` with ``#idiom#`` and
+``answer``). ``test.json`` has the keys of FewCLUE's own test.json
+(:data:`TEST_KEYS`): no label, ``id`` everywhere (CLUEWSC's other files say
+``idx``) and TNEWS's ids as strings. Texts are random Chinese
 characters from :data:`CHARS` with a cue that decides the label, so a tiny
 model can learn something; :data:`FEWCLUE_VOCAB` is the vocabulary a tiny
 tokenizer needs to read them.
@@ -105,6 +108,25 @@ ROWS = {"eprstmt": eprstmt_row, "tnews": tnews_row, "iflytek": iflytek_row,
         "cluewsc": cluewsc_row, "chid": chid_row}
 
 
+# the keys of each task's test.json as FewCLUE ships it (its first line)
+TEST_KEYS = {
+    "eprstmt": ("id", "sentence"), "tnews": ("id", "sentence"), "iflytek": ("id", "sentence"),
+    "csldcp": ("id", "content"), "ocnli": ("sentence1", "sentence2", "id"),
+    "bustm": ("id", "sentence1", "sentence2"), "chid": ("id", "candidates", "content"),
+    "csl": ("id", "abst", "keyword"), "cluewsc": ("target", "id", "text"),
+}
+
+
+def unlabelled_row(task: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A labelled row as FewCLUE's test.json has it: its keys only, the id under ``id``
+    (CLUEWSC's ``idx`` renamed), TNEWS's id a string."""
+    example_id = row["id"] if "id" in row else row["idx"]
+    out = {key: (example_id if key == "id" else row[key]) for key in TEST_KEYS[task]}
+    if task == "tnews":
+        out["id"] = str(example_id)
+    return out
+
+
 def _write(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                     encoding="utf-8")
@@ -128,6 +150,8 @@ def write_task(root: Path, task: str, seed: int = 0, n_test: int = 21) -> Path:
     _write(folder / "train_few_all.json", trains)
     _write(folder / "dev_few_all.json", devs)
     _write(folder / "test_public.json", [make(rng, next(counter)) for _ in range(n_test)])
+    _write(folder / "test.json", [unlabelled_row(task, make(rng, next(counter)))
+                                  for _ in range(n_test)])
     return folder
 
 

@@ -108,22 +108,25 @@ def test_prediction_files_in_xglue_format(tmp_path):
 # --------------------------------------------------------------------------- wpr: ranking
 
 def test_ndcg_against_a_hand_worked_example():
-    """Query q1: gold grades 3, 2, 0 ranked by scores .5, .9, .1 -> order 2, 3, 0.
+    """Query q1: gold grades 3, 2, 0 ranked by predicted grades 2, 4, 0 -> order 2, 3, 0.
     DCG = 2/log2(2) + 3/log2(3) + 0 = 3.8928; ideal = 3 + 2/log2(3) = 4.2619;
     nDCG = 0.91340. Query q2 is ranked perfectly (1.0); q3 has one page and is
-    left out. The mean over queries is 0.95670."""
+    left out. The mean over queries is 0.95670. Expected grades .5, .9, .1, .2, .8
+    rank the same way (fsxlt's own second figure)."""
     from fsxlt.evaluation import compute_scores
 
     gold = ["3", "2", "0", "0", "1", "4"]
+    predicted = ["2", "4", "0", "0", "1", "4"]
     relevance = [0.5, 0.9, 0.1, 0.2, 0.8, 3.0]
     groups = ["q1", "q1", "q1", "q2", "q2", "q3"]
     q1 = (2 + 3 / math.log2(3)) / (3 + 2 / math.log2(3))
     assert q1 == pytest.approx(0.913402, abs=1e-6)
-    scores = compute_scores(get_task("wpr"), gold, ["3"] * 6, relevance=relevance,
+    scores = compute_scores(get_task("wpr"), gold, predicted, relevance=relevance,
                             groups=groups)
     assert scores["score"] == pytest.approx((q1 + 1.0) / 2)
+    assert scores["fsxlt_expected_grade_ndcg"] == pytest.approx((q1 + 1.0) / 2)
     assert scores["n_queries"] == 2 and scores["single_page_queries"] == 1
-    assert scores["accuracy"] == pytest.approx(1 / 6)
+    assert scores["accuracy"] == pytest.approx(4 / 6)
 
 
 def test_wpr_reads_grades_and_groups_pages_by_query(tmp_path):

@@ -9,6 +9,7 @@ from fsxlt.cli import buckets as _buckets  # noqa: F401
 from fsxlt.cli import demo as _demo  # noqa: F401
 from fsxlt.cli import methods as _methods  # noqa: F401
 from fsxlt.cli import report as _report  # noqa: F401
+from fsxlt.cli import submission as _submission  # noqa: F401
 from fsxlt.cli import sweep as _sweep  # noqa: F401
 from fsxlt.cli import train as _train  # noqa: F401
 from fsxlt.cli.app import app, run_app

@@ -60,3 +60,15 @@ Replace = Annotated[
     typer.Option("--replace", help="Replace finished records of other settings (else "
                  "refused); says what it replaced."),
 ]
+BatchSize = Annotated[
+    int | None,
+    typer.Option("--batch-size", help="Adapt in shuffled mini-batches of this many examples, "
+                 "one Adam step each; default: the whole bucket, one step per epoch (the "
+                 "study's protocol)."),
+]
+PatienceFrom = Annotated[
+    str | None,
+    typer.Option("--patience-from", help="start (default: patience counts from epoch 1) or "
+                 "first-improvement (from the first epoch whose dev score beats the first "
+                 "epoch's)."),
+]

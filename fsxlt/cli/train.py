@@ -10,6 +10,7 @@ import typer
 
 from fsxlt.cli.app import app
 from fsxlt.cli.options import (
+    BatchSize,
     DataDir,
     Device,
     Lrs,
@@ -18,11 +19,12 @@ from fsxlt.cli.options import (
     MethodName,
     MethodOpts,
     Patience,
+    PatienceFrom,
     Replace,
     Seed,
     SelectStart,
 )
-from fsxlt.data import Example, load_split, read_examples
+from fsxlt.data import Example, has_labels, load_split, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
 from fsxlt.methods import DEFAULT_MODEL, get_method, parse_method_options
@@ -39,6 +41,24 @@ def _split(
         raise FsxltError(f"no {split} data for {lang}: pass a file or --data-dir")
     loaded = load_split(task, lang, split, data_dir=data_dir)
     return loaded.examples, loaded.source
+
+
+def _zero_shot_test(task: TaskSpec, lang: str,
+                    data_dir: Path) -> tuple[list[Example], str] | None:
+    """A target's test set from ``data_dir`` for the zero-shot score, or None (said in a
+    one-line note) when there is none to score: no test file, or one without labels
+    (XGLUE's test files, which only XGLUE scores)."""
+    path = task.data.locate(data_dir, "test", lang)
+    if not path.is_file():
+        why = "no test file"
+    elif not has_labels(path, task, language=lang):
+        why = "the test file carries no labels (a file to predict, as XGLUE's are)"
+    else:
+        loaded = load_split(task, lang, "test", path=path)
+        return loaded.examples, loaded.source
+    typer.echo(f"note: {path}: {why}; no zero-shot test score for {lang} (pass "
+               f"--target-test {lang}=FILE to score a labelled one)", err=True)
+    return None
 
 
 def _limit(examples: list[Example], limit: int | None) -> list[Example]:
@@ -120,7 +140,8 @@ def source_train_cmd(
         typer.Option(
             "--target",
             help="Target language to score after every epoch (repeatable); "
-            "dev and test come from --data-dir unless given by --target-dev/--target-test.",
+            "dev and test come from --data-dir unless given by --target-dev/--target-test "
+            "(a test file there without labels, as XGLUE's, is not scored: a note says so).",
         ),
     ] = None,
     target_dev: Annotated[
@@ -162,6 +183,8 @@ def source_train_cmd(
     (their train sets joined). Records the source and target dev scores of every
     epoch of every lr and the zero-shot (K=0) test scores of the selected
     checkpoint; a target that was also a source is marked, not zero-shot.
+    A target's test set from --data-dir that is missing or carries no labels
+    (XGLUE's test files) gets no zero-shot score, said in a one-line note.
 
     Example:
 
@@ -207,10 +230,12 @@ def source_train_cmd(
             tdev[lang], sources[f"dev-{lang}"] = _split(
                 spec, lang, "dev", dev_files.get(lang), data_dir
             )
-        if lang in test_files or data_dir is not None:
+        if lang in test_files:
             ttest[lang], sources[f"test-{lang}"] = _split(
-                spec, lang, "test", test_files.get(lang), data_dir
+                spec, lang, "test", test_files[lang], data_dir
             )
+        elif data_dir is not None and (found := _zero_shot_test(spec, lang, data_dir)):
+            ttest[lang], sources[f"test-{lang}"] = found
     quiet_transformers()
     result = source_train(
         spec,
@@ -298,6 +323,8 @@ def adapt_cmd(
     no_test: Annotated[bool, typer.Option("--no-test", help="Skip the test set.")] = False,
     max_epochs: MaxEpochs = None,
     patience: Patience = None,
+    batch_size: BatchSize = None,
+    patience_from: PatienceFrom = None,
     max_seq_length: MaxSeqLength = None,
     device: Device = "auto",
     save_predictions: Annotated[
@@ -312,8 +339,9 @@ def adapt_cmd(
 ) -> None:
     """Adapt a model on a bucket (or every bucket of a set) and write one record per run.
 
-    Early stopping on the target dev set, batch = the whole bucket, best epoch scored
-    on the target test set; over several --lr the best dev score wins. Runs are
+    Early stopping on the target dev set, batch = the whole bucket (or --batch-size
+    mini-batches), best epoch scored on the target test set; over several --lr the best
+    dev score wins. Runs are
     built and written exactly as a sweep's: a run whose record with the same
     settings is already in --out is skipped (and said so), a finished record of
     other settings is refused unless --replace. Starting from a pretrained
@@ -341,7 +369,7 @@ def adapt_cmd(
                       max_epochs=max_epochs, patience=patience,
                       max_seq_length=max_seq_length, select_start=select_start,
                       predict=predict, dev=dev_file, test=test_file, no_test=no_test,
-                      data_dir=data_dir)
+                      data_dir=data_dir, batch_size=batch_size, patience_from=patience_from)
     first = plan_writes(runs, replace=replace, need_predictions=save_predictions)  # refuse first
     loaded = None
     if first.pending:  # a broken start is a one-line error before anything is written

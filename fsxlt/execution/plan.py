@@ -19,10 +19,20 @@ A sweep config (YAML) names a grid; :func:`expand` turns it into one
     max_epochs: null                # null: the task's default (50)
     patience: null                  # null: the task's default (10)
     max_seq_length: null            # null: the task's default (128)
-    no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation
+    batch_size: null                # null: one Adam step per epoch on the whole bucket (the
+                                    # study's); N: shuffled mini-batches of N, a step each
+    patience_from: start            # or first-improvement: patience counts from the first
+                                    # epoch whose dev score beats the first epoch's
+    no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
+                                    # it may set its own lrs, max_epochs, patience,
+                                    # batch_size and patience_from (its protocol)
     tasks:
       xnli: {languages: [de, fr], k: [1, 2, 4, 8]}
       marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
+
+``batch_size`` and ``patience_from`` are the adapting protocol
+(:class:`fsxlt.training.adapt.Protocol`); a run's identity holds them only
+when they are not the study's defaults, so existing records keep theirs.
 
 Every top-level key except ``out`` and ``tasks`` may be overridden per task;
 ``{task}`` in a path is replaced by the task name. Paths are relative to the
@@ -74,7 +84,9 @@ from fsxlt.tasks import TaskSpec, get_task
 
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
             "max_epochs", "patience", "max_seq_length", "no_source_training",
-            "method_options", "select_start", "predict")
+            "method_options", "select_start", "predict", "batch_size", "patience_from")
+# what no_source_training may set for its own arm, beside encoder and methods
+NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from")
 
 TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
@@ -101,6 +113,8 @@ class TaskPlan:
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     select_start: bool = False
     predict: str | None = None
+    batch_size: int | None = None   # the adapting protocol (fsxlt.training.adapt.Protocol)
+    patience_from: str = "start"
 
     def method(self, ref: str) -> Any:
         """The configured :class:`~fsxlt.methods.Method` for a method reference of this task."""
@@ -210,20 +224,26 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         _text(m, where, "methods") for m in _as_list(merged["methods"], where, "methods")]
     options = _method_options(merged["method_options"], where)
     start = _text(merged["start"], where, "start")
-    start = None if start is None else start.format(task=name)
+    start = None if start is None else _expand(start, where, "start", name)
     for method in methods:  # before any model loads: e.g. pet on a task without a pattern
         get_method(method, spec.kind, options.get(method)).check_start(spec, start)
     no_source = merged["no_source_training"]
     if no_source is not None:
         if not isinstance(no_source, dict) or "encoder" not in no_source:
             raise FsxltError(f"{where}: no_source_training needs {{encoder: NAME, methods: [...]}}")
+        unknown = sorted(set(no_source) - {"encoder", "methods", *NO_SOURCE_SETTINGS})
+        if unknown:
+            raise FsxltError(f"{where}: unknown key(s) in no_source_training: "
+                             f"{', '.join(map(str, unknown))} (it takes encoder, methods, "
+                             f"{', '.join(NO_SOURCE_SETTINGS)})")
         ns_methods = [str(m) for m in _as_list(no_source.get("methods"), where, "methods")] \
             or ["full"]
         for method in ns_methods:
             get_method(method, spec.kind, options.get(method)).check_start(
-                spec, str(no_source["encoder"]).format(task=name))
-        no_source = {"encoder": str(no_source["encoder"]).format(task=name),
-                     "methods": ns_methods}
+                spec, _expand(str(no_source["encoder"]), where, "encoder", name))
+        no_source = {"encoder": _expand(str(no_source["encoder"]), where, "encoder", name),
+                     "methods": ns_methods,
+                     "settings": _arm_settings(no_source, f"{where}: no_source_training")}
     unused = sorted(set(options) - set(methods) - set((no_source or {}).get("methods") or []))
     if unused:
         raise FsxltError(f"{where}: method_options for {', '.join(unused)}, which task {name} "
@@ -238,7 +258,7 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
 
     def path(key: str) -> str | None:
         value = _text(merged[key], where, key)
-        return None if value is None else value.format(task=name)
+        return None if value is None else _expand(value, where, key, task=name)
 
     n_buckets = merged["n_buckets"]
     n_buckets = None if n_buckets is None else _number(n_buckets, where, "n_buckets", int, 1)
@@ -257,7 +277,55 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         max_seq_length=pick("max_seq_length", training.max_seq_length, 8),
         no_source=no_source, method_options=options,
         select_start=_flag(merged["select_start"], where, "select_start"),
-        predict=path("predict"))
+        predict=path("predict"),
+        batch_size=_batch_size(merged["batch_size"], where),
+        patience_from=_patience_from(merged["patience_from"], where))
+
+
+def _batch_size(value: Any, where: str) -> int | None:
+    """``batch_size``: null (the whole bucket, one step per epoch) or an integer >= 1."""
+    return None if value is None else _number(value, where, "batch_size", int, 1)
+
+
+def _patience_from(value: Any, where: str) -> str:
+    """``patience_from``: ``start`` (the default) or ``first-improvement``."""
+    from fsxlt.training.adapt import PATIENCE_FROM
+
+    if value is None:
+        return PATIENCE_FROM[0]
+    if value not in PATIENCE_FROM:
+        raise FsxltError(f"{where}: patience_from must be one of {', '.join(PATIENCE_FROM)}, "
+                         f"got {value!r}")
+    return str(value)
+
+
+def _arm_settings(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The settings an arm (no_source_training) gives itself, as TaskPlan fields."""
+    out: dict[str, Any] = {}
+    if raw.get("lrs") is not None:
+        out["lrs"] = tuple(_number(x, where, "lrs", float, 0, exclusive=True)
+                           for x in _as_list(raw["lrs"], where, "lrs"))
+    for key in ("max_epochs", "patience"):
+        if raw.get(key) is not None:
+            out[key] = _number(raw[key], where, key, int, 1)
+    if "batch_size" in raw:
+        out["batch_size"] = _batch_size(raw["batch_size"], where)
+    if raw.get("patience_from") is not None:
+        out["patience_from"] = _patience_from(raw["patience_from"], where)
+    return out
+
+
+def _expand(value: str, where: str, key: str, task: str) -> str:
+    """A path setting with ``{task}`` filled in; ``{lang}`` stays for ``predict`` (filled per
+    language); any other placeholder is a one-line error."""
+    import re
+
+    allowed = {"task", "lang"} if key == "predict" else {"task"}
+    for name in re.findall(r"\{([^{}]*)\}", value):
+        if name not in allowed:
+            shown = ", ".join("{" + a + "}" for a in sorted(allowed))
+            raise FsxltError(f"{where}: {key} may hold {shown}, not {{{name}}}")
+    return value.replace("{task}", task)
 
 
 def _method_options(raw: Any, where: str) -> dict[str, dict[str, Any]]:
@@ -302,6 +370,11 @@ def parse_config(raw: Any, where: str = "<sweep config>",
         task_raw = dict(task_raw or {})
         for key in overridden & set(SETTINGS):  # a command-line flag beats per-task settings
             task_raw.pop(key, None)
+        for holder in (task_raw, raw):  # ... and the settings of the no-source arm
+            no_source = holder.get("no_source_training")
+            if isinstance(no_source, dict) and overridden & set(NO_SOURCE_SETTINGS):
+                holder["no_source_training"] = {k: v for k, v in no_source.items()
+                                                if k not in overridden}
         plans.append(_task_plan(str(name), task_raw, raw, where))
     return SweepConfig(out=_text(raw.get("out"), where, "out") or "runs", tasks=tuple(plans),
                        name=_text(raw.get("name"), where, "name") or "", source=where)
@@ -350,6 +423,8 @@ class RunSpec:
     strategy: str = ""        # the shot-selection strategy of the bucket set (fsxlt select)
     identity_json: str = "{}"  # what determines the result (config_hash is its hash)
     writer: str = ""          # who writes the record: "sweep 'NAME'" or "fsxlt adapt"
+    batch_size: int | None = None  # the adapting protocol (None, "start": the study's)
+    patience_from: str = "start"
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -430,13 +505,42 @@ class _Hashes:
 
 
 def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Path:
-    """The task's ``{split}-{lang}`` file under ``data_dir`` (a ``.conllu`` one as fallback)."""
+    """The task's ``{split}-{lang}`` file under ``data_dir`` (or another layout's, as
+    :meth:`~fsxlt.tasks.DataSpec.locate` finds it).
+
+    A test file must carry labels, since runs are scored on it: a file to
+    predict (XGLUE's test files) is a one-line error saying how to score on
+    a labelled test set of one's own and to predict this one instead.
+    """
     if data_dir is None:
         raise FsxltError(f"{spec.name}: the sweep needs data_dir (target {split} files)")
     path = spec.data.locate(data_dir, split, lang)
     if not path.is_file():
         raise FsxltError(f"{path}: {split} file for {spec.name}/{lang} not found")
+    if split == "test" and not _has_labels(path, spec, lang):
+        raise FsxltError(
+            f"{path}: the test file of {spec.name}/{lang} carries no labels (a file to "
+            "predict, as XGLUE's test files are), and runs are scored on a labelled test set: "
+            "score on one of your own (fsxlt adapt --test FILE; a sweep: a data_dir holding a "
+            "labelled file of this name, e.g. a held-out part of dev) and predict this one "
+            "for the benchmark (--predict FILE; a sweep's predict:), or run fsxlt adapt "
+            "--no-test --predict FILE for predictions without a test score")
     return path
+
+
+_LABELLED: dict[tuple, bool] = {}  # (file, size, mtime, task, language) -> has labels
+
+
+def _has_labels(path: Path, spec: TaskSpec, lang: str) -> bool:
+    """:func:`fsxlt.data.has_labels`, each file read once per process while unchanged."""
+    from fsxlt.data import has_labels
+
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, spec.name, spec.config_path,
+           lang)
+    if key not in _LABELLED:
+        _LABELLED[key] = has_labels(path, spec, language=lang)
+    return _LABELLED[key]
 
 
 @dataclass(frozen=True)
@@ -553,17 +657,18 @@ def expand(config: SweepConfig) -> Plan:
     result = Plan()
     for plan in config.tasks:
         spec = get_task(plan.task)
-        starts: list[tuple[str, bool, tuple[str, ...]]] = []
+        starts: list[tuple[str, bool, tuple[str, ...], TaskPlan]] = []
         if plan.methods:
             if plan.start is None:
                 raise FsxltError(f"{plan.task}: the sweep needs start (a source-trained "
                                  "checkpoint)")
             if not Path(plan.start).exists():
                 raise FsxltError(f"{plan.start}: starting checkpoint for {plan.task} not found")
-            starts.append((plan.start, is_checkpoint(plan.start), plan.methods))
+            starts.append((plan.start, is_checkpoint(plan.start), plan.methods, plan))
         if plan.no_source and plan.no_source["methods"]:
             encoder = plan.no_source["encoder"]
-            starts.append((encoder, is_checkpoint(encoder), tuple(plan.no_source["methods"])))
+            starts.append((encoder, is_checkpoint(encoder), tuple(plan.no_source["methods"]),
+                           replace(plan, **plan.no_source.get("settings", {}))))
         for lang in plan.languages:
             zero = _zero_shot(plan, lang, out, hashes)
             if zero is not None:
@@ -574,10 +679,10 @@ def expand(config: SweepConfig) -> Plan:
                 shared_dev = None
                 if any(dev is None for *_rest, dev in files.buckets):
                     shared_dev = _shared_dev(spec, plan, lang, files)
-                for start, source_training, methods in starts:
+                for start, source_training, methods, arm_plan in starts:
                     for method in methods:
                         for index, name, bucket, dev in files.buckets:
-                            result.runs.append(_run(plan, lang, k, (index, name), method,
+                            result.runs.append(_run(arm_plan, lang, k, (index, name), method,
                                                     start, source_training, bucket,
                                                     dev or shared_dev, test, out, hashes,
                                                     config.name, files.strategy))
@@ -620,7 +725,11 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
         identity["method_info"] = method.describe()  # version and options rerun on change
     if plan.select_start:
         identity["select_start"] = True
-    predict = Path(plan.predict) if plan.predict else None
+    if plan.batch_size is not None:  # the study's protocol keeps its old identity
+        identity["batch_size"] = plan.batch_size
+    if plan.patience_from != "start":
+        identity["patience_from"] = plan.patience_from
+    predict = Path(plan.predict.replace("{lang}", lang)) if plan.predict else None
     if predict is not None:
         if not predict.is_file():
             raise FsxltError(f"{predict}: file to predict for {plan.task} not found")
@@ -643,7 +752,8 @@ def _run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str
                    predict_path=str(predict) if predict is not None else "",
                    source_languages=sources, strategy=strategy,
                    identity_json=json.dumps(identity, sort_keys=True),
-                   writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep))
+                   writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
+                   batch_size=plan.batch_size, patience_from=plan.patience_from)
 
 
 # --------------------------------------------------------------------------- fsxlt adapt
@@ -654,10 +764,13 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                max_epochs: int | None = None, patience: int | None = None,
                max_seq_length: int | None = None, select_start: bool = False,
                predict: Path | None = None, dev: Path | None = None, test: Path | None = None,
-               no_test: bool = False, data_dir: Path | None = None) -> list[RunSpec]:
+               no_test: bool = False, data_dir: Path | None = None,
+               batch_size: int | None = None, patience_from: str | None = None,
+               ) -> list[RunSpec]:
     """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
     bucket file), built as a sweep builds them, so both write the same records.
 
+    ``batch_size`` / ``patience_from``: the adapting protocol (None: the study's).
     Defaults come from the task; each bucket selects on ``dev`` if given, else its own
     dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
     train) or the set's remaining dev examples (tasks sampled from dev).
@@ -668,7 +781,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     grid = tuple(float(x) for x in (lrs or training.lr_grid))
     if any(not lr > 0 for lr in grid):
         raise FsxltError(f"learning rates must be > 0, got {list(grid)}")
-    for name, value in (("--max-epochs", max_epochs), ("--patience", patience)):
+    for name, value in (("--max-epochs", max_epochs), ("--patience", patience),
+                        ("--batch-size", batch_size)):
         if value is not None and value < 1:
             raise FsxltError(f"{name} must be at least 1, got {value}")
     plan = TaskPlan(
@@ -681,7 +795,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
         max_seq_length=(training.max_seq_length if max_seq_length is None
                         else int(max_seq_length)),
         no_source=None, method_options={method: dict(method_options)} if method_options else {},
-        select_start=select_start, predict=str(predict) if predict is not None else None)
+        select_start=select_start, predict=str(predict) if predict is not None else None,
+        batch_size=batch_size, patience_from=_patience_from(patience_from, "--patience-from"))
     plan.method(method).check_start(spec, start)  # an unknown method, a bad option, a task
     # or start it cannot use (pet: no pattern, no masked-LM head): one line, before anything
     hashes = _Hashes()

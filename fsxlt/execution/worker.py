@@ -84,7 +84,8 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
     record = engine.adapt(bucket, method=run.load_method(), lrs=list(run.lrs), seed=run.seed,
                           max_epochs=run.max_epochs, patience=run.patience,
                           predictions=test is not None, select_start=run.select_start,
-                          predict=unlabelled[0] if unlabelled else None)
+                          predict=unlabelled[0] if unlabelled else None,
+                          batch_size=run.batch_size, patience_from=run.patience_from)
     record["bucket"]["path"] = run.bucket_path
     if arm_of(record) != run.arm:  # the facts the run was filed by must be the record's
         raise FsxltError(f"the run was planned as arm {run.arm} but its record says "
@@ -94,7 +95,8 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
     if test is not None:
         save_run_predictions(run.record_path, record, test, engine.task)
     if unlabelled is not None:
-        write_submission(Path(run.record_path).parent, engine.task, record, unlabelled[1])
+        write_submission(Path(run.record_path).parent, engine.task, record, unlabelled[1],
+                         inputs=unlabelled[0])
     atomic_write_json(run.record_path, record)
     return Outcome(run.id, True)
 

@@ -9,6 +9,9 @@ Conventions (METHOD.md §5):
 - A cell whose bucket count differs from ``expected`` (40) shows ``(n=…)``
   and its missing bucket indices are listed under "Missing buckets".
 - K=0 is the zero-shot score of the source-trained model (one number).
+- Fixed splits (FewCLUE's 0-4, bucket sets made by the ``fewclue-fixed``
+  sampler, a cell's ``fixed``) expect five buckets and get the FewCLUE
+  overview; a cell of five sampled buckets is no fixed split.
 - Gain over zero-shot: K-shot mean minus the zero-shot score.
 - No-source-training drop: mean of the source-trained arm minus the mean of
   the same method started from the pretrained encoder (positive = omitting
@@ -69,7 +72,8 @@ def arm_order(arm: str) -> tuple:
 
 def aggregate(records: Records, *, ddof: int = 1,
               expected: int = EXPECTED_BUCKETS) -> pd.DataFrame:
-    """One row per (task, arm, language, k): n, mean, std (points), missing buckets, gain.
+    """One row per (task, arm, language, k): n, mean, std (points), missing buckets, gain,
+    whether its buckets are fixed splits (``fixed``) and its records' ``metric``.
 
     Rows with k == 0 carry the zero-shot score (source-trained arms only), so
     the frame has the columns ``task, language, k, mean`` that
@@ -77,7 +81,7 @@ def aggregate(records: Records, *, ddof: int = 1,
     """
     scores = records.scores
     columns = ["task", "arm", "language", "k", "n", "mean", "std", "zero_shot", "gain",
-               "missing", "expected", "union", "in_source"]
+               "missing", "expected", "union", "in_source", "fixed", "metric"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
@@ -87,6 +91,8 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["std"] *= 100.0
     present = grouped["bucket"].apply(lambda s: set(int(x) for x in s)).reset_index(drop=True)
     fixed = grouped["fixed"].apply(lambda s: bool(s.astype(bool).any())).reset_index(drop=True)
+    cells["fixed"] = fixed.astype(bool)
+    cells["metric"] = grouped["metric"].apply(_metric_name).reset_index(drop=True)
     cells["expected"] = [FIXED_SPLITS if f else expected for f in fixed]
     cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(n)) - have))
                         for have, n in zip(present, cells["expected"], strict=True)]
@@ -107,6 +113,8 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["zero_shot"] = cells["zero_shot"].astype(float)
     cells["gain"] = cells["mean"] - cells["zero_shot"]
     zero_rows = []
+    metrics = {(t, arm): m for t, arm, m in zip(cells["task"], cells["arm"], cells["metric"],
+                                                strict=True)}
     for (task, arm), _ in cells.groupby(["task", "arm"], sort=True):
         if arm not in source_arms:
             continue
@@ -119,16 +127,23 @@ def aggregate(records: Records, *, ddof: int = 1,
                                   "mean": zero[key], "std": np.nan,
                                   "zero_shot": zero[key], "gain": 0.0,
                                   "missing": "", "expected": 1, "union": np.nan,
-                                  "in_source": key in in_source})
+                                  "in_source": key in in_source, "fixed": False,
+                                  "metric": metrics.get((task, arm), "")})
     if zero_rows:
         cells = pd.concat([pd.DataFrame(zero_rows, columns=columns), cells[columns]],
                           ignore_index=True)
     cells["k"] = cells["k"].astype(int)
     cells["n"] = cells["n"].astype(int)
     cells["expected"] = cells["expected"].astype(int)
+    cells["fixed"] = cells["fixed"].astype(bool)
     cells["order"] = cells["arm"].map(arm_order)
     cells = cells.sort_values(["task", "order", "language", "k"], ignore_index=True)
     return cells[columns]
+
+
+def _metric_name(metrics: pd.Series) -> str:
+    """The metric of a cell's records (``a/b`` should they differ; "" when none says)."""
+    return "/".join(sorted({str(m) for m in metrics if isinstance(m, str) and m}))
 
 
 # --------------------------------------------------------------------------- formatting
@@ -187,27 +202,43 @@ def latex_escape(text: str) -> str:
 def fixed_split_table(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> Table | None:
     """FewCLUE's view: one row per arm, one column per task, and the average over tasks.
 
-    A cell is the mean ± std over the fixed splits 0-4, with the ``all``
-    split's score beside it; the average is the mean of the task means over
-    the tasks the arm ran (named in the header when an arm lacks some).
+    Only cells on fixed splits (``fixed``: bucket sets of the ``fewclue-fixed``
+    sampler) are shown, never cells that merely have five buckets. A column
+    is a task (``task lang`` when the task ran on several languages); a cell
+    is the mean ± std over the fixed splits 0-4, with the ``all`` split's
+    score beside it; the average is the mean of the columns' means over the
+    columns the arm ran (named in the header when an arm lacks some). The
+    title names the metric the tasks share; where they differ, each column
+    names its own.
     """
-    fixed = cells[(cells["expected"] == FIXED_SPLITS) & (cells["k"] > 0)]
+    fixed = cells[cells["fixed"].astype(bool) & (cells["k"] > 0)]
     if fixed.empty:
         return None
-    tasks = sorted(set(fixed["task"]))
+    keys = sorted(set(zip(fixed["task"], fixed["language"], strict=True)))
+    several = {task for task, _ in keys if sum(t == task for t, _ in keys) > 1}
+    metric = {key: m for key, m in zip(zip(fixed["task"], fixed["language"], strict=True),
+                                       fixed["metric"], strict=True)}
+    shared = len(set(metric.values())) == 1
+    header = []
+    for task, lang in keys:
+        name = f"{task} {lang}" if task in several else task
+        header.append(name if shared else f"{name} ({metric[(task, lang)] or '?'})")
     rows = []
     for arm in sorted(set(fixed["arm"]), key=arm_order):
         row, means = [arm_label(arm)], []
-        for task in tasks:
-            hit = fixed[(fixed["arm"] == arm) & (fixed["task"] == task)]
+        for task, lang in keys:
+            hit = fixed[(fixed["arm"] == arm) & (fixed["task"] == task)
+                        & (fixed["language"] == lang)]
             row.append(cell_text(hit.iloc[0], expected) if len(hit) else "–")
             if len(hit):
                 means.append(float(hit.iloc[0]["mean"]))
         average = fmt(float(np.mean(means)))
-        row.append(average if len(means) == len(tasks) else f"{average} ({len(means)} tasks)")
+        row.append(average if len(means) == len(keys) else f"{average} ({len(means)} tasks)")
         rows.append(row)
-    return Table("FewCLUE: test accuracy, mean ± std over splits 0-4 (all: the union split)",
-                 ["arm"] + tasks + ["average"], rows)
+    what = f"test {next(iter(metric.values())) or 'score'}" if shared else \
+        "test score (each column's metric in its header)"
+    return Table(f"FewCLUE: {what}, mean ± std over splits 0-4 (all: the union split)",
+                 ["arm"] + header + ["average"], rows)
 
 
 def source_tables(zero_shot: pd.DataFrame) -> list[Table]:

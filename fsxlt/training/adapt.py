@@ -25,6 +25,18 @@ passed without improvement, i.e. at best epoch + patience. Over a grid of
 learning rates the one with the best dev score wins (ties: the earlier lr in
 the grid) and only its best-epoch weights are scored on the test set.
 
+That is the study's protocol, the default. A :class:`Protocol` changes two
+things of it (FewCLUE's fine-tuning baseline needs both: a fresh head barely
+moves in one step per epoch and stops at epoch 1 + patience):
+``batch_size`` N makes an epoch one pass over the bucket in shuffled
+mini-batches of N examples, one Adam step each (ceil(bucket / N) steps; the
+order is drawn from the run's seed); ``patience_from="first-improvement"``
+starts the patience count only at the first epoch whose dev score beats the
+first scored epoch's (until then the run goes on, at most ``max_epochs``).
+Records carry the protocol (``protocol``) and each run its optimizer steps;
+the record's ``config_hash`` includes the protocol only when it is not the
+default, so the study's records keep their hashes.
+
 Starting from a plain pretrained encoder (no source-training ablation) the
 classifier is freshly initialised with the run's seed in every run.
 
@@ -38,8 +50,10 @@ every run, ``loss`` in every step, ``feature_point`` for the cache.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -53,6 +67,7 @@ from fsxlt.evaluation import (
     make_eval_set,
     predict_labels,
     prepare_eval,
+    require_scorable,
     score,
     score_and_predict,
 )
@@ -77,6 +92,46 @@ from fsxlt.training.loop import (
 RUN_FORMAT = "fsxlt-adapt-run/1"
 TIMING_KEYS = ("wall_time_s",)
 CPU_EVAL_TOKENS = 4096
+PATIENCE_FROM = ("start", "first-improvement")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How adapting trains, beyond lr, epochs and patience (module docstring).
+
+    ``batch_size``: None, the study's one step per epoch on the whole bucket;
+    N, shuffled mini-batches of N examples, one Adam step each.
+    ``patience_from``: ``start`` (the study's) or ``first-improvement``.
+    """
+
+    batch_size: int | None = None
+    patience_from: str = "start"
+
+    def __post_init__(self) -> None:
+        size = self.batch_size
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int)
+                                 or size < 1):
+            raise FsxltError(f"batch_size must be an integer >= 1 (or none: the whole "
+                             f"bucket), got {size!r}")
+        if self.patience_from not in PATIENCE_FROM:
+            raise FsxltError(f"patience_from must be one of {', '.join(PATIENCE_FROM)}, "
+                             f"got {self.patience_from!r}")
+
+    @property
+    def is_default(self) -> bool:
+        return self == Protocol()
+
+    def changes(self) -> dict[str, Any]:
+        """The settings that differ from the study's protocol (what identities add)."""
+        out: dict[str, Any] = {}
+        if self.batch_size is not None:
+            out["batch_size"] = self.batch_size
+        if self.patience_from != "start":
+            out["patience_from"] = self.patience_from
+        return out
+
+    def steps_per_epoch(self, n_examples: int) -> int:
+        return 1 if self.batch_size is None else max(1, math.ceil(n_examples / self.batch_size))
 
 
 def eval_token_budget(device: torch.device) -> int:
@@ -111,6 +166,8 @@ class AdaptEngine:
         self.test: EvalSet | None = (prepare_eval(self.featurizer, test, self.device,
                                                   max_tokens=self.eval_max_tokens)
                                      if test else None)
+        if self.test is not None:  # a test set with no score is refused before training
+            require_scorable(self.task, self.test, test_source or self.test.name)
         self.test_info = data_info(test, test_source)
         self.test_examples = list(test) if test else None
         self.custom: dict[tuple[str, str], EvalSet | None] = {}  # a method's own eval inputs
@@ -169,17 +226,37 @@ class AdaptEngine:
                 encoded, self.featurizer.pad_id, self.device, max_tokens=self.eval_max_tokens)
         return self.custom[key] or own
 
-    def _bucket_batches(self, examples: Sequence[Example],
-                        method: Method | None = None) -> list[dict[str, torch.Tensor]]:
+    def _bucket_rows(self, examples: Sequence[Example], method: Method | None = None) -> list:
+        """The bucket's training rows, as ``method`` encodes them (else the task's way)."""
         encoded = method.encode(self.featurizer, examples) if method is not None else None
         rows = (encoded or self.featurizer.encode(examples, windows=False)).rows
         if not rows:
             raise FsxltError("the bucket holds no examples")
+        return list(rows)
+
+    def _micro_batches(self, rows: Sequence[Any]) -> list[dict[str, torch.Tensor]]:
+        """``rows`` (one logical batch) as micro-batches that fit memory."""
         # ``micro_batch`` counts encoder inputs: a multiple-choice row is one per candidate
         # (ChID: 7), so 64 of its rows at once would be 448 sequences in one backward pass
         step = max(1, self.micro_batch // rows[0].n_sequences)
         return [collate(rows[i:i + step], self.featurizer.pad_id, self.device)
                 for i in range(0, len(rows), step)]
+
+    def _bucket_batches(self, examples: Sequence[Example],
+                        method: Method | None = None) -> list[dict[str, torch.Tensor]]:
+        """The whole bucket as the micro-batches of one step (the study's protocol)."""
+        return self._micro_batches(self._bucket_rows(examples, method))
+
+    def _epoch_steps(self, rows: Sequence[Any], protocol: Protocol,
+                     generator: torch.Generator) -> list[list[dict[str, torch.Tensor]]]:
+        """One epoch of mini-batches: the bucket shuffled by ``generator``, cut into
+        ``protocol.batch_size`` rows; each step's micro-batches, as the method reads them."""
+        size = int(protocol.batch_size or len(rows))
+        order = torch.randperm(len(rows), generator=generator).tolist()
+        return [self.features.bucket_batches(
+                    self._micro_batches([rows[i] for i in order[at:at + size]]),
+                    self.features.active)
+                for at in range(0, len(rows), size)]
 
     def _reset(self, method: str | Method, seed: int) -> list[str]:
         """Undo the last run's method, restore the start, let ``method`` prepare the model."""
@@ -203,44 +280,60 @@ class AdaptEngine:
         self.features.activate(self.features.point_for(method))  # dev/test serve features
         return trainable
 
-    def _run(self, batches: list[dict[str, torch.Tensor]], method: Method, lr: float, seed: int,
+    def _run(self, rows: Sequence[Any], method: Method, lr: float, seed: int,
              max_epochs: int, patience: int, select_start: bool = False,
-             dev_set: EvalSet | None = None,
+             dev_set: EvalSet | None = None, protocol: Protocol = Protocol(),
              ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """One learning rate: train, score dev after every epoch, keep the best epoch.
 
         With ``select_start`` the model as the method prepared it, before any
         step, is scored too and competes as epoch 0: adapting then never
         selects a model worse on the target dev set than its start.
+        ``protocol``: the steps of an epoch and when patience counts (module docstring).
         """
         began = time.perf_counter()
         trainable = self._reset(method, seed)
         dev_set = dev_set or self.dev
-        batches = self.features.bucket_batches(batches, self.features.active)
+        whole = None if protocol.batch_size is not None else self.features.bucket_batches(
+            self._micro_batches(rows), self.features.active)
         seed_all(seed)
+        order = torch.Generator().manual_seed(seed)  # mini-batch order; global RNG untouched
         optimizer = make_optimizer(self.model, lr)
         epochs: list[dict[str, Any]] = []
         best_score, best_epoch, best_dev = float("-inf"), 0, None
         best_state = snapshot(self.model, trainable)
+        first_score: float | None = None  # the first scored epoch's (first-improvement)
+        counting = None if protocol.patience_from == "first-improvement" else 0
         if select_start:
             best_dev = score(self.model, dev_set, self.task, amp=self.amp)
-            best_score = best_dev["score"]
+            best_score = first_score = best_dev["score"]
             epochs.append({"epoch": 0, "train_loss": None, "dev_score": best_score})
+        n_steps = 0
         for epoch in range(1, max_epochs + 1):
-            loss = train_step(self.model, batches, optimizer, amp=self.amp, loss_fn=method.loss)
+            steps = [whole] if whole is not None else self._epoch_steps(rows, protocol, order)
+            losses = [train_step(self.model, batches, optimizer, amp=self.amp,
+                                 loss_fn=method.loss) for batches in steps]
+            n_steps += len(steps)
+            loss = losses[0] if len(losses) == 1 else sum(losses) / len(losses)
             dev = score(self.model, dev_set, self.task, amp=self.amp)
             epochs.append({"epoch": epoch, "train_loss": loss, "dev_score": dev["score"]})
+            first_score = dev["score"] if first_score is None else first_score
+            if counting is None and dev["score"] > first_score:
+                counting = epoch  # the first improvement: patience counts from here
             if dev["score"] > best_score:
                 best_score, best_epoch, best_dev = dev["score"], epoch, dev
                 best_state = snapshot(self.model, trainable)
-            elif epoch - best_epoch >= patience:
+            elif counting is not None and epoch - best_epoch >= patience:
                 break
         restore(self.model, best_state)
         run = {"lr": lr, "epochs": epochs, "best_epoch": best_epoch,
                "stopped_epoch": epochs[-1]["epoch"], "dev": best_dev,
                "n_trainable_parameters": sum(
                    p.numel() for p in self.model.parameters() if p.requires_grad),
+               "optimizer_steps": n_steps,
                "wall_time_s": round(time.perf_counter() - began, 3)}
+        if protocol.patience_from == "first-improvement":
+            run["patience_from_epoch"] = counting  # None: never improved, ran max_epochs
         return run, best_state
 
     # ----------------------------------------------------------------- the API
@@ -250,7 +343,8 @@ class AdaptEngine:
               max_epochs: int | None = None, patience: int | None = None,
               predictions: bool = False, method_options: dict[str, Any] | None = None,
               select_start: bool = False,
-              predict: Sequence[Example] | None = None) -> dict[str, Any]:
+              predict: Sequence[Example] | None = None,
+              batch_size: int | None = None, patience_from: str = "start") -> dict[str, Any]:
         """Adapt on one bucket over a learning-rate grid; return the run record (a dict).
 
         ``method`` is a name (built-in or installed plug-in), a
@@ -264,6 +358,8 @@ class AdaptEngine:
         and drop the key, so saved records stay small. ``predict``: examples
         of an unlabelled file; the record's ``predict`` then holds the
         selected model's label for each (``fsxlt.submission`` writes them).
+        ``batch_size`` and ``patience_from``: the :class:`Protocol` (defaults: the
+        study's); the record's ``protocol`` says which one ran.
         """
         began = time.perf_counter()
         task = self.task
@@ -276,16 +372,17 @@ class AdaptEngine:
             raise FsxltError("max_epochs and patience must be at least 1")
         if any(not lr > 0 for lr in lrs):
             raise FsxltError(f"learning rates must be > 0, got {lrs}")
+        protocol = Protocol(batch_size, patience_from)
         examples, bucket_info = self._bucket_info(bucket)
         method.bind(task, self.language, self.start.tokenizer,
                     dict(self.start.info, mlm_head=self.start.extra.get("mlm_head")))
-        batches = self._bucket_batches(examples, method)
+        rows = self._bucket_rows(examples, method)
         dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
         runs: list[dict[str, Any]] = []
         chosen: tuple[float, int, dict[str, torch.Tensor]] | None = None
         for index, lr in enumerate(lrs):
-            run, state = self._run(batches, method, lr, seed, max_epochs, patience, select_start,
-                                   dev_set)
+            run, state = self._run(rows, method, lr, seed, max_epochs, patience, select_start,
+                                   dev_set, protocol)
             runs.append(run)
             if chosen is None or run["dev"]["score"] > chosen[0]:
                 chosen = (run["dev"]["score"], index, state)
@@ -309,7 +406,8 @@ class AdaptEngine:
             "max_seq_length": self.featurizer.max_len, "start": self.start.info["id"],
             "dev": self.dev_info["sha256"] if self.dev_info else None,
             "test": self.test_info["sha256"] if self.test_info else None,
-            "batch": "bucket", "optimizer": "adam",
+            "batch": protocol.batch_size or "bucket", "optimizer": "adam",
+            **({} if protocol.is_default else {"protocol": protocol.changes()}),
         }
         record = {
             "format": RUN_FORMAT,
@@ -317,6 +415,9 @@ class AdaptEngine:
             "bucket": bucket_info, "method": method.name, "method_info": method.describe(),
             "select_start": select_start, "lrs": lrs, "seed": seed,
             "max_epochs": max_epochs, "patience": patience,
+            "protocol": {"batch_size": protocol.batch_size,
+                         "steps_per_epoch": protocol.steps_per_epoch(len(rows)),
+                         "patience_from": protocol.patience_from},
             "max_seq_length": self.featurizer.max_len, "metric": task.metric,
             "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
                       "source_training": not self.start.fresh_head},

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from fsxlt.data import Example
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import make_eval_set, score
+from fsxlt.evaluation import describe_examples, make_eval_set, require_scorable, score
 from fsxlt.methods import get_method
 from fsxlt.modeling import DEFAULT_MODEL, Featurizer, FsxltModel, collate
 from fsxlt.tasks import TaskSpec, get_task
@@ -131,8 +131,11 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     def inputs(examples: Sequence[Example]) -> Any:
         return trainer.encode(featurizer, examples) or featurizer.encode(examples, windows=True)
 
-    def eval_set(examples: Sequence[Example]) -> Any:
-        return make_eval_set(inputs(examples), featurizer.pad_id, device)
+    def eval_set(examples: Sequence[Example]) -> Any:  # one nDCG cannot score: refused now
+        made = make_eval_set(inputs(examples), featurizer.pad_id, device,
+                             name=describe_examples(examples))
+        require_scorable(task, made)
+        return made
 
     rows = inputs(train).rows
     dev_sets = {lang: eval_set(examples) for lang, examples in source_dev.items()}
