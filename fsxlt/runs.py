@@ -217,14 +217,18 @@ def same_identity(record: dict[str, Any], identity_hash_: str) -> bool:
     return _digest(record_identity_hash(record)) == _digest(identity_hash_)
 
 
-def differences(record: dict[str, Any], identity: dict[str, Any]) -> list[str]:
-    """The identity fields in which ``record`` differs from ``identity`` (names only)."""
+def differences(record: dict[str, Any], identity: dict[str, Any],
+                metric: str | None = None) -> list[str]:
+    """The identity fields in which ``record`` differs from ``identity`` (names only), and
+    ``metric`` when the record was scored with another metric than the task's now."""
+    scored = ["metric"] if metric is not None and record.get("metric") != metric else []
     old = (record.get("run") or {}).get("identity") if isinstance(record.get("run"), dict) \
         else None
     if not isinstance(old, dict):
-        return ["settings (the record predates recorded identities)"]
+        return ["settings (the record predates recorded identities)", *scored]
     keys = sorted(set(old) | set(identity))
-    return [key for key in keys if old.get(key) != identity.get(key)] or ["identity hash"]
+    return [key for key in keys if old.get(key) != identity.get(key)] + scored \
+        or ["identity hash"]
 
 
 # --------------------------------------------------------------------------- records
@@ -271,9 +275,10 @@ def record_version(record: dict[str, Any]) -> str:
     return str((record.get("versions") or {}).get("fsxlt") or "unknown")
 
 
-def record_state(path: str | Path, identity_hash_: str) -> str:
+def record_state(path: str | Path, identity_hash_: str, metric: str | None = None) -> str:
     """``done``, or what to do: ``missing``/``corrupt``/``error`` (run it) or ``different``
-    (a finished record of other settings: refused unless replacing)."""
+    (a finished record of other settings, or scored with another ``metric`` than the
+    task's now: refused unless replacing)."""
     path = Path(path)
     if not path.exists():
         return "missing"
@@ -284,6 +289,8 @@ def record_state(path: str | Path, identity_hash_: str) -> str:
         return "error"
     if not is_complete(record):
         return "corrupt"
+    if metric is not None and record.get("metric") != metric:
+        return "different"
     return "done" if same_identity(record, identity_hash_) else "different"
 
 
@@ -307,11 +314,11 @@ def error_record(*, identity: dict[str, Any], arm: str, writer: str, sweep: str,
 
 
 def refusal(path: str | Path, record: dict[str, Any], identity: dict[str, Any],
-            count: int = 1) -> str:
+            count: int = 1, metric: str | None = None) -> str:
     """The one line that refuses to replace a finished record of other settings."""
     more = f" (and {count - 1} more)" if count > 1 else ""
     return (f"{path}{more}: a finished record of other settings "
-            f"({', '.join(differences(record, identity))} differ), written by "
+            f"({', '.join(differences(record, identity, metric))} differ), written by "
             f"{record_writer(record)}; pass --replace to replace it, or write to another "
             "runs directory")
 
@@ -377,14 +384,18 @@ class WritePlan:
 
 def plan_writes(runs: Sequence[Any], *, replace: bool = False,
                 need_predictions: bool = False) -> WritePlan:
-    """Sort runs (anything with ``record_path``, ``config_hash`` and ``identity``) by the
-    write rule; a finished record of other settings refuses the lot in one line unless
+    """Sort runs (anything with ``task``, ``record_path``, ``config_hash`` and ``identity``)
+    by the write rule (a record scored with another metric than its task's now counts as
+    other settings); a finished record of other settings refuses the lot in one line unless
     ``replace``. ``need_predictions``: a done run without its predictions file runs again.
     """
+    from fsxlt.tasks import get_task
+
     result = WritePlan()
     clashes = []
+    metrics = {task: get_task(task).metric for task in {run.task for run in runs}}
     for run in runs:
-        state = record_state(run.record_path, run.config_hash)
+        state = record_state(run.record_path, run.config_hash, metrics[run.task])
         if state == "done" and need_predictions and not predictions_path(
                 run.record_path).is_file():
             state = "no-predictions"
@@ -397,9 +408,10 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
     if clashes and not replace:
         first = clashes[0]
         raise FsxltError(refusal(first.record_path, read_record(first.record_path) or {},
-                                 first.identity, len(clashes)))
+                                 first.identity, len(clashes), metrics[first.task]))
     for run in clashes:
-        what = ", ".join(differences(read_record(run.record_path) or {}, run.identity))
+        what = ", ".join(differences(read_record(run.record_path) or {}, run.identity,
+                                     metrics[run.task]))
         result.replaced.append((run, what))
         result.pending.append((run, "replace"))
     return result

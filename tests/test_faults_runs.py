@@ -234,3 +234,17 @@ def test_no_command_sequence_changes_a_finished_file(study, operations):
             changed = [path for path, data in before.items()
                        if path != "sweep.yaml" and after.get(path) != data]
             assert not changed, (name, variant, target, changed)
+
+
+def test_a_record_scored_with_another_metric_is_not_done(study, tmp_path, capsys):
+    """A task's metric changed between versions (xglue-pos, wpr): its old records are
+    other settings, never silently counted as this version's."""
+    runs = tmp_path / "runs"
+    assert run_app(adapt(study, runs)) == 0
+    path = runs / "xnli/de/k1/full/00.json"
+    record = json.loads(path.read_text())
+    record["metric"] = "token_accuracy"
+    path.write_text(json.dumps(record))
+    capsys.readouterr()
+    one_line(run_app(adapt(study, runs)), capsys.readouterr().err,
+             "(metric differ), written by fsxlt adapt; pass --replace")
