@@ -26,6 +26,7 @@ from pathlib import Path
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json
+from fsxlt.runs import record_files
 
 MARKER = ".fsxlt-directory"
 BUCKETS = "buckets"
@@ -138,7 +139,7 @@ def check_separate(root: str | Path, kind: str, what: str = "--out") -> None:
             raise FsxltError(f"{root}: {what} holds bucket sets ({example}); a runs directory "
                              "must be a directory of its own")
     else:
-        records = [*sorted(root.glob("*/*/k*/*/*.json"))[:50], *sorted(root.glob("*/*/k0/*.json"))]
+        records = [*record_files(root)[:50], *sorted(root.glob("*/*/k0/*.json"))]
         for record in records:
             try:
                 fmt = json.loads(record.read_text(encoding="utf-8")).get("format", "")

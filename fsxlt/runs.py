@@ -179,6 +179,14 @@ def record_path_of(root: str | Path, record: dict[str, Any]) -> Path:
                        arm_of(record), bucket_stem(record["bucket"]))
 
 
+RECORD_GLOB = "*/*/k*/*/*.json"  # <task>/<lang>/k<K>/<arm>/<bucket>.json
+
+
+def record_files(root: str | Path) -> list[Path]:
+    """The record-shaped files of a runs directory (sorted), by the layout alone."""
+    return sorted(Path(root).glob(RECORD_GLOB))
+
+
 def zero_shot_record_path(root: str | Path, task: str, language: str) -> Path:
     return Path(root) / task / language / "k0" / ZERO_SHOT_FILE
 
@@ -246,14 +254,17 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def is_complete(record: dict[str, Any] | None) -> bool:
-    """A finished adapt record: right format, ``status: ok`` and a numeric test score.
-
-    Records that ``fsxlt adapt`` wrote before it recorded a status (no
-    ``status`` key) count as finished too.
-    """
+def is_finished(record: dict[str, Any] | None) -> bool:
+    """An adapt record of a run that ended well: right format and ``status: ok`` (records
+    that ``fsxlt adapt`` wrote before it recorded a status, with none, count too)."""
     return (isinstance(record, dict) and record.get("format") == RUN_FORMAT
-            and record.get("status", "ok") == "ok" and _number(record.get("test_score")))
+            and record.get("status", "ok") == "ok")
+
+
+def is_complete(record: dict[str, Any] | None) -> bool:
+    """A finished adapt record with a numeric test score (what counts in reports and as
+    done; a ``--no-test`` run has none)."""
+    return is_finished(record) and _number(record.get("test_score"))
 
 
 def record_writer(record: dict[str, Any]) -> str:
@@ -279,12 +290,14 @@ def record_state(path: str | Path, identity_hash_: str, metric: str | None = Non
     """``done``, or what to do: ``missing``/``corrupt``/``error`` (run it) or ``different``
     (a finished record of other settings, or scored with another ``metric`` than the
     task's now: refused unless replacing)."""
-    path = Path(path)
-    if not path.exists():
-        return "missing"
-    record = read_record(path)
+    return _state(Path(path), read_record(path), identity_hash_, metric)
+
+
+def _state(path: Path, record: dict[str, Any] | None, identity_hash_: str,
+           metric: str | None) -> str:
+    """:func:`record_state` of ``record``, the content of ``path`` (None: unreadable)."""
     if record is None:
-        return "corrupt"
+        return "corrupt" if path.exists() else "missing"
     if record.get("status") == "error":
         return "error"
     if not is_complete(record):
@@ -323,10 +336,11 @@ def refusal(path: str | Path, record: dict[str, Any], identity: dict[str, Any],
             "runs directory")
 
 
-def versions_note(records: Iterable[dict[str, Any]], what: str) -> str | None:
-    """One line when ``records`` come from different fsxlt versions (or another version
-    than this one), else None; numerics may change between versions."""
-    found = sorted({record_version(r) for r in records})
+def versions_note(versions: Iterable[str], what: str) -> str | None:
+    """One line when records of ``versions`` (:func:`record_version`) come from different
+    fsxlt versions (or another version than this one), else None; numerics may change
+    between versions."""
+    found = sorted(set(versions))
     if not found or found == [__version__]:
         return None
     return (f"note: {what} written by fsxlt {', '.join(found)} (this is {__version__}); "
@@ -380,6 +394,7 @@ class WritePlan:
     done: list[Any] = field(default_factory=list)
     pending: list[tuple[Any, str]] = field(default_factory=list)  # (run, why)
     replaced: list[tuple[Any, str]] = field(default_factory=list)  # (run, what differs)
+    versions: set[str] = field(default_factory=set)  # fsxlt versions of the done records
 
 
 def plan_writes(runs: Sequence[Any], *, replace: bool = False,
@@ -392,26 +407,27 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
     from fsxlt.tasks import get_task
 
     result = WritePlan()
-    clashes = []
+    clashes: list[tuple[Any, dict[str, Any]]] = []  # (run, the finished record there)
     metrics = {task: get_task(task).metric for task in {run.task for run in runs}}
     for run in runs:
-        state = record_state(run.record_path, run.config_hash, metrics[run.task])
+        record = read_record(run.record_path)  # each record read once
+        state = _state(Path(run.record_path), record, run.config_hash, metrics[run.task])
         if state == "done" and need_predictions and not predictions_path(
                 run.record_path).is_file():
             state = "no-predictions"
         if state == "done":
             result.done.append(run)
+            result.versions.add(record_version(record or {}))
         elif state == "different":
-            clashes.append(run)
+            clashes.append((run, record or {}))
         else:
             result.pending.append((run, state))
     if clashes and not replace:
-        first = clashes[0]
-        raise FsxltError(refusal(first.record_path, read_record(first.record_path) or {},
-                                 first.identity, len(clashes), metrics[first.task]))
-    for run in clashes:
-        what = ", ".join(differences(read_record(run.record_path) or {}, run.identity,
-                                     metrics[run.task]))
+        first, record = clashes[0]
+        raise FsxltError(refusal(first.record_path, record, first.identity, len(clashes),
+                                 metrics[first.task]))
+    for run, record in clashes:
+        what = ", ".join(differences(record, run.identity, metrics[run.task]))
         result.replaced.append((run, what))
         result.pending.append((run, "replace"))
     return result

@@ -46,7 +46,7 @@ from typing import Any
 from fsxlt.data import Example, read_examples, source_ids
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_replace_dir, atomic_write_text
-from fsxlt.runs import RUN_FORMAT, SUBMISSION_DIR, arm_of, bucket_stem, read_record
+from fsxlt.runs import SUBMISSION_DIR, arm_of, bucket_stem, is_finished, read_record, record_files
 from fsxlt.tasks import TaskSpec
 
 _LINE = re.compile(r":(\d+)$")
@@ -175,7 +175,6 @@ def write_submission(directory: str | Path, task: TaskSpec, record: dict[str, An
 # --------------------------------------------------------------------------- one folder per study
 
 FIXED_SPLITS = ("00", "01", "02", "03", "04", "all")  # FewCLUE's splits and their union
-FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 BEST_DEV = "best-dev"
 
 
@@ -212,21 +211,16 @@ def folder_name(file: str) -> str:
     raise FsxltError(f"{file}: not a submission file of a run (submission/<file>)")
 
 
-def _finished(record: dict[str, Any] | None) -> bool:
-    """An adapt record that finished (a run with ``--no-test`` has no test score)."""
-    return (isinstance(record, dict) and record.get("format") == RUN_FORMAT
-            and record.get("status", "ok") == "ok")
-
-
 def submission_claims(runs_dir: str | Path) -> list[Claim]:
     """Every finished run under ``runs_dir`` whose record names a submission file (runs
     adapted with ``--predict``), in path order. A named file that is not there is an
     error naming it: the folder would silently lack it."""
-    root = Path(runs_dir)
+    from fsxlt.sampling.fewclue import SAMPLER as FIXED_SAMPLER
+
     claims = []
-    for path in sorted(root.glob("*/*/k*/*/*.json")):
+    for path in record_files(runs_dir):
         record = read_record(path)
-        block = record.get("submission") if _finished(record) else None
+        block = record.get("submission") if is_finished(record) else None
         if not isinstance(block, dict) or not isinstance(block.get("file"), str):
             continue
         source = path.parent / block["file"]

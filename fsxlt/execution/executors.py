@@ -1,7 +1,7 @@
 """Running a sweep: resume check, grouping, and the local and Ray executors.
 
 :func:`run_sweep` expands a config, writes the zero-shot (K=0) records, drops
-the runs whose record is already done (:func:`~fsxlt.execution.plan.record_state`),
+the runs whose record is already done (:func:`fsxlt.runs.plan_writes`),
 groups the rest by (task, language, start) and hands the groups to an executor:
 
 - ``local``: ``workers`` processes (spawn context) pulling groups from a queue;
@@ -54,6 +54,7 @@ class SweepStatus:
     done: list[RunSpec] = field(default_factory=list)
     pending: list[tuple[RunSpec, str]] = field(default_factory=list)  # (run, why)
     replaced: list[tuple[RunSpec, str]] = field(default_factory=list)  # (run, what differs)
+    versions: set[str] = field(default_factory=set)  # fsxlt versions of the done records
 
     def groups(self) -> list[list[RunSpec]]:
         by_key: dict[tuple[str, str, str], list[RunSpec]] = {}
@@ -95,7 +96,7 @@ def sweep_status(config: SweepConfig, save_predictions: bool = False,
 
     plan = plan if plan is not None else expand(config)
     writes = plan_writes(plan.runs, replace=replace, need_predictions=save_predictions)
-    return SweepStatus(plan, writes.done, writes.pending, writes.replaced)
+    return SweepStatus(plan, writes.done, writes.pending, writes.replaced, writes.versions)
 
 
 def write_zero_shot(plan: Plan, replace: bool = False) -> None:
@@ -249,7 +250,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     (records replaced, finished records from other fsxlt versions).
     """
     from fsxlt.directories import RUNS, check_apart, claim
-    from fsxlt.runs import check_zero_shot, read_record, runs_dir_lock, versions_note
+    from fsxlt.runs import check_zero_shot, runs_dir_lock, versions_note
 
     if executor not in EXECUTORS:
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
@@ -268,7 +269,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
         status = sweep_status(config, save_predictions, plan, replace)  # under the lock
         for run, what in status.replaced:
             say(f"replacing {run.record_path} ({what} differ)")
-        mixed = versions_note([read_record(run.record_path) or {} for run in status.done],
+        mixed = versions_note(status.versions,
                               f"{len(status.done)} finished records of this sweep were")
         if mixed:
             say(mixed)

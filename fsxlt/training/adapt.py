@@ -63,7 +63,6 @@ from fsxlt.errors import FsxltError
 from fsxlt.evaluation import (
     DEFAULT_EVAL_TOKENS,
     EvalSet,
-    check_rankable,
     make_eval_set,
     predict_labels,
     prepare_eval,
@@ -73,6 +72,7 @@ from fsxlt.evaluation import (
 )
 from fsxlt.methods import Method, get_method
 from fsxlt.modeling import Featurizer, collate
+from fsxlt.runs import RUN_FORMAT
 from fsxlt.sampling.store import Bucket
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
@@ -89,7 +89,6 @@ from fsxlt.training.loop import (
     versions,
 )
 
-RUN_FORMAT = "fsxlt-adapt-run/1"
 TIMING_KEYS = ("wall_time_s",)
 CPU_EVAL_TOKENS = 4096
 PATIENCE_FROM = ("start", "first-improvement")
@@ -193,8 +192,7 @@ class AdaptEngine:
         if not dev:
             raise FsxltError("the target dev set is empty; early stopping needs one")
         self.dev = prepare_eval(self.featurizer, dev, self.device, max_tokens=self.eval_max_tokens)
-        if self.task.is_ranking:  # a dev set nDCG cannot score is refused before training
-            check_rankable(self.dev.encoded.groups or [], dev_source or self.dev.name)
+        require_scorable(self.task, self.dev, dev_source or self.dev.name)  # before training
         self.dev_info = data_info(dev, dev_source)
         self.dev_examples = list(dev)
         self.custom = {key: value for key, value in self.custom.items() if key[1] != "dev"}
