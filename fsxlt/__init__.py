@@ -1,7 +1,7 @@
 """fsxlt: few-shot crosslingual transfer with standardized, verifiable buckets.
 
-The package is a set of small modules, one concern each (see README's
-architecture section); the ``fsxlt`` command line is a thin layer over them,
+The package is a set of small modules, one concern each (see
+docs/architecture.md); the ``fsxlt`` command line is a thin layer over them,
 so everything it does can also be called from Python or a notebook. What a
 notebook needs is named here (loaded on first use, so ``import fsxlt`` stays
 light and does not import torch)::
@@ -37,7 +37,10 @@ _API = {
     "load_start": "fsxlt.training", "AdaptEngine": "fsxlt.training",
     # adapting methods
     "Method": "fsxlt.methods", "Option": "fsxlt.methods", "get_method": "fsxlt.methods",
-    "available_methods": "fsxlt.methods",
+    "discover_methods": "fsxlt.methods",
+    # shot-selection strategies
+    "Strategy": "fsxlt.sampling.strategies", "get_strategy": "fsxlt.sampling.strategies",
+    "discover_strategies": "fsxlt.sampling.strategies",
     # sweeps and reports
     "load_config": "fsxlt.execution", "parse_config": "fsxlt.execution",
     "expand": "fsxlt.execution", "run_sweep": "fsxlt.execution",
@@ -47,7 +50,7 @@ _API = {
     # errors
     "FsxltError": "fsxlt.errors",
 }
-_RENAMED = {"available_methods": "available"}
+_RENAMED = {"discover_methods": "discover", "discover_strategies": "discover"}
 
 __all__ = ["__version__", *_API]
 

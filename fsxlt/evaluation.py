@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -65,9 +65,6 @@ from fsxlt.tasks import TaskSpec
 
 DEFAULT_EVAL_TOKENS = 32768
 DEFAULT_EVAL_ROWS = 512
-
-# ``fsxlt evaluate --out``: the scores of one checkpoint on one split (not a run record).
-EVALUATION_FORMAT = "fsxlt-evaluation/1"
 
 
 # --------------------------------------------------------------------------- metrics
@@ -242,27 +239,54 @@ def compute_scores(task: TaskSpec, gold: Sequence[Any], predicted: Sequence[Any]
     fsxlt's own ``fsxlt_expected_grade_ndcg`` (nDCG only, optional).
     ``what``: the set's name in an error (nDCG of a set with nothing to rank).
     """
-    metric = task.metric
-    if metric == "ndcg":
-        return _ranking_scores(gold, predicted, relevance, groups, what)
-    if metric == "accuracy":
-        acc = accuracy(gold, predicted)
-        return {"metric": metric, "score": acc, "accuracy": acc, "n": len(gold)}
-    if metric in ("seqeval_f1", "seqeval_precision"):
-        s = seqeval_scores(gold, predicted, gold_entities=gold_entities)
-        return {"metric": metric, "score": s["f1" if metric == "seqeval_f1" else "precision"],
-                "seqeval_f1": s["f1"], "seqeval_precision": s["precision"],
-                "precision": s["precision"], "recall": s["recall"],
-                "token_accuracy": token_accuracy(gold, predicted), "n": len(gold),
-                "n_words": sum(len(g) for g in gold)}
-    if metric == "token_accuracy":
-        acc = token_accuracy(gold, predicted)
-        return {"metric": metric, "score": acc, "token_accuracy": acc,
-                "seqeval_f1": seqeval_scores(gold, predicted,
-                                             gold_entities=gold_entities)["f1"],
-                "n": len(gold),
-                "n_words": sum(len(g) for g in gold)}
-    raise ValueError(f"unknown metric {metric!r}")
+    scorer = METRIC_SCORERS.get(task.metric)
+    if scorer is None:
+        raise ValueError(f"unknown metric {task.metric!r}")
+    return scorer(task.metric, gold, predicted,
+                  ScoreInputs(gold_entities=gold_entities, relevance=relevance, groups=groups,
+                              what=what))
+
+
+@dataclass(frozen=True)
+class ScoreInputs:
+    """What a metric may read besides the gold and predicted labels (:func:`compute_scores`)."""
+
+    gold_entities: frozenset[tuple[str, int, int]] | None = None
+    relevance: Sequence[float] | None = None
+    groups: Sequence[str] | None = None
+    what: str = "the evaluation set"
+
+
+def _accuracy_scores(metric: str, gold: Sequence[Any], predicted: Sequence[Any],
+                     inputs: ScoreInputs) -> dict[str, Any]:
+    acc = accuracy(gold, predicted)
+    return {"metric": metric, "score": acc, "accuracy": acc, "n": len(gold)}
+
+
+def _seqeval_metric_scores(metric: str, gold: Sequence[Any], predicted: Sequence[Any],
+                           inputs: ScoreInputs) -> dict[str, Any]:
+    """seqeval F1 or precision (``seqeval_<score>``) as the score, the others beside it."""
+    s = seqeval_scores(gold, predicted, gold_entities=inputs.gold_entities)
+    return {"metric": metric, "score": s[metric.removeprefix("seqeval_")],
+            "seqeval_f1": s["f1"], "seqeval_precision": s["precision"],
+            "precision": s["precision"], "recall": s["recall"],
+            "token_accuracy": token_accuracy(gold, predicted), "n": len(gold),
+            "n_words": sum(len(g) for g in gold)}
+
+
+def _token_accuracy_scores(metric: str, gold: Sequence[Any], predicted: Sequence[Any],
+                           inputs: ScoreInputs) -> dict[str, Any]:
+    acc = token_accuracy(gold, predicted)
+    return {"metric": metric, "score": acc, "token_accuracy": acc,
+            "seqeval_f1": seqeval_scores(gold, predicted,
+                                         gold_entities=inputs.gold_entities)["f1"],
+            "n": len(gold),
+            "n_words": sum(len(g) for g in gold)}
+
+
+def _ndcg_scores(metric: str, gold: Sequence[Any], predicted: Sequence[Any],
+                 inputs: ScoreInputs) -> dict[str, Any]:
+    return _ranking_scores(gold, predicted, inputs.relevance, inputs.groups, inputs.what)
 
 
 def _ranking_scores(gold: Sequence[Any], predicted: Sequence[Any],
@@ -277,6 +301,17 @@ def _ranking_scores(gold: Sequence[Any], predicted: Sequence[Any],
     if relevance is not None:
         scores["fsxlt_expected_grade_ndcg"] = ndcg_scores(gold, relevance, groups, what)["ndcg"]
     return scores
+
+
+# a task YAML's ``metric`` -> its scores (fsxlt.tasks.METRICS names the same metrics)
+METRIC_SCORERS: dict[str, Callable[[str, Sequence[Any], Sequence[Any], ScoreInputs],
+                                   dict[str, Any]]] = {
+    "accuracy": _accuracy_scores,
+    "seqeval_f1": _seqeval_metric_scores,
+    "seqeval_precision": _seqeval_metric_scores,
+    "token_accuracy": _token_accuracy_scores,
+    "ndcg": _ndcg_scores,
+}
 
 
 # --------------------------------------------------------------------------- prediction
@@ -463,32 +498,16 @@ def evaluate_examples(model: FsxltModel, featurizer: Featurizer, examples: Seque
     return score(model, eval_set, featurizer.task, amp=amp)
 
 
-def evaluate_checkpoint(checkpoint: str, task: TaskSpec | str, examples: Sequence[Example], *,
-                        device: str | torch.device | None = None, amp: bool = True,
-                        max_seq_length: int | None = None) -> dict[str, Any]:
-    """Load a checkpoint (or encoder with a fresh, seeded head) and score ``examples``."""
-    from fsxlt.tasks import get_task
-    from fsxlt.training.checkpoint import load_start, resolve_device
-
-    task = get_task(task)
-    device = resolve_device(device)
-    start = load_start(checkpoint, task, seed=task.training.seed)
-    from fsxlt.pet import checkpoint_eval_set
-
-    model = start.model.to(device)
-    featurizer = Featurizer(start.tokenizer, task, max_seq_length)
-    eval_set = checkpoint_eval_set(start, task, featurizer, examples, device)
-    return score(model, eval_set, task, amp=amp)
-
-
 def example_signals(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True,
                     ) -> tuple[Any, Any]:
     """What a model makes of each example, in one batched pass (for shot selection).
 
     Returns ``(embeddings, entropy)`` as NumPy arrays with one row per
-    example: the classifier's input (the pooled [CLS] state; tagging: the
-    mean of the sentence's word vectors), L2-normalised, and the entropy in
-    nats of the predicted distribution (tagging: the mean over its words).
+    example: what the model's prediction reads (:meth:`FsxltModel.represent`:
+    the pooled [CLS] state, or the state at the mask that a method's own
+    output head scores; tagging: the mean of the sentence's word vectors),
+    L2-normalised, and the entropy in nats of the predicted distribution
+    (tagging: the mean over its words).
     """
     import numpy as np
 
@@ -499,8 +518,8 @@ def example_signals(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True,
     try:
         with torch.inference_mode(), autocast_context(eval_set.device, amp):
             for batch, where in zip(eval_set.batches, slots, strict=True):
-                pooled = model.pool(model.encode(batch))
-                log_p = model.classify(pooled).float().log_softmax(dim=-1)
+                pooled, logits = model.represent(batch)
+                log_p = logits.float().log_softmax(dim=-1)
                 if features is None:
                     features = torch.zeros(eval_set.n_outputs, pooled.shape[-1],
                                            device=eval_set.device)

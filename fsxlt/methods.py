@@ -25,6 +25,25 @@ The contract (attributes and hooks; only :meth:`Method.prepare` is required):
     How records, reports and ``fsxlt methods`` name it; the version and the
     option values go into every run record and the sweep's config hash, so
     changing either reruns the method's runs.
+``label``
+    How report tables and plots title its arm (``Full FT``); default: the name.
+``source_trains``
+    Whether ``fsxlt source-train --method`` may train a start with it
+    (``full``, ``pet``); default: no. A checkpoint records the method it was
+    trained with, and loading it for scoring rebuilds that method
+    (:mod:`fsxlt.training.starts`), so it is scored the way it was trained.
+``identity_by_name``
+    True for the study's five methods of METHOD.md §4, whose records and
+    config hashes name them only (as they always have); any other method's
+    identity (:meth:`Method.identity`) is its name, version and options.
+``saved_modules``
+    Modules the method adds to the model (attribute names) that a
+    source-trained checkpoint saves beside the head and that ``bind`` gets
+    back, by name, in ``start_info`` (``pet``: ``mlm_head``); default: none.
+``scores_untrained``
+    Whether the model as ``prepare`` leaves it predicts something before any
+    training, so that K=0 (no bucket) is a run of its own (``pet``: the
+    pretrained masked LM and the pattern); default: no.
 ``kinds``
     The task kinds it supports (``classification``, ``tagging``,
     ``multiple_choice``; default: all three).
@@ -75,16 +94,13 @@ torch, so the command line validates ``--method`` without loading it.
 
 from __future__ import annotations
 
-import importlib
 import math
-import re
-import traceback
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from fsxlt.errors import FsxltError
+from fsxlt.plugins import CLASS_REFERENCE, describe_error
 
 DEFAULT_MODEL = "bert-base-multilingual-cased"
 ENTRY_POINT_GROUP = "fsxlt.methods"
@@ -141,6 +157,11 @@ class Method:
     summary: ClassVar[str] = ""
     kinds: ClassVar[tuple[str, ...]] = KINDS
     options: ClassVar[tuple[Option, ...]] = ()
+    label: ClassVar[str] = ""
+    source_trains: ClassVar[bool] = False
+    identity_by_name: ClassVar[bool] = False
+    saved_modules: ClassVar[tuple[str, ...]] = ()
+    scores_untrained: ClassVar[bool] = False
 
     def __init__(self, **options: Any) -> None:
         declared = {option.name: option for option in self.options}
@@ -215,6 +236,11 @@ class Method:
         """What a run record says about the method (also part of the config hash)."""
         return {"name": self.name, "version": str(self.version), "options": dict(self.config)}
 
+    def identity(self) -> dict[str, Any] | None:
+        """What a config hash adds for the method beside its name: :meth:`describe`, or
+        None for a method whose identity is its name alone (``identity_by_name``)."""
+        return None if self.identity_by_name else self.describe()
+
     def check_kind(self, kind: str) -> None:
         if kind not in self.kinds:
             raise FsxltError(f"method {self.name} supports {' and '.join(self.kinds)} tasks, "
@@ -234,7 +260,10 @@ class Full(Method):
     """Full fine-tuning: every weight trains (the study's default)."""
 
     name = "full"
+    label = "Full FT"
     summary = "full fine-tuning: encoder, pooler and classifier"
+    source_trains = True
+    identity_by_name = True
 
     def prepare(self, model: Any, seed: int) -> None:
         _set_trainable(model, {"encoder": True, "pooler": True, "classifier": True})
@@ -245,6 +274,7 @@ class _HeadOnly(Method):
 
     train_pooler: ClassVar[bool] = False
     classifier: ClassVar[str] = "keep"  # keep | reset | cos
+    identity_by_name = True  # all four are study methods (METHOD.md §4)
 
     def prepare(self, model: Any, seed: int) -> None:
         if self.classifier == "cos":
@@ -263,11 +293,13 @@ class Fc(_HeadOnly):
     """The classifier alone trains."""
 
     name = "fc"
+    label = "FC only"
     summary = "classifier only (frozen encoder; features cached)"
 
 
 class FcPooler(_HeadOnly):
     name = "fc-pooler"
+    label = "FC+Pooler"
     summary = "classifier and pooler (frozen encoder; features cached)"
     kinds = ("classification", "multiple_choice")
     train_pooler = True
@@ -275,6 +307,7 @@ class FcPooler(_HeadOnly):
 
 class CosPooler(_HeadOnly):
     name = "cos-pooler"
+    label = "COS+Pooler"
     summary = "new cosine classifier (scale 10) and pooler (frozen encoder)"
     kinds = ("classification", "multiple_choice")
     train_pooler = True
@@ -283,6 +316,7 @@ class CosPooler(_HeadOnly):
 
 class FcResetPooler(_HeadOnly):
     name = "fc-reset-pooler"
+    label = "FC(reset)+Pooler"
     summary = "re-initialised classifier and pooler (frozen encoder)"
     kinds = ("classification", "multiple_choice")
     train_pooler = True
@@ -337,15 +371,21 @@ class Pet(Method):
 
     The task's pattern and verbalizers come from its YAML (``pet``); the
     target language's verbalizer is used when the YAML gives one, else the
-    English one (``verbalizer: en`` forces English). The masked-LM head
+    English one (``verbalizer: en`` forces English). A label word of several
+    pieces gets as many masks (:mod:`fsxlt.pet`); a multiple-choice task's
+    candidates are its words. The masked-LM head
     comes from the start's pretrained encoder, or from the checkpoint when it
     was source-trained with ``pet``; it is kept on the model between runs and
     restored from memory before each.
     """
 
     name = "pet"
+    version = "2"  # 2: a mask per piece, summed log-probabilities (1: mean logit, one mask)
     summary = "prompt-based: a cloze pattern, label words scored by the masked-LM head"
-    kinds = ("classification",)
+    kinds = ("classification", "multiple_choice")
+    source_trains = True
+    saved_modules = ("mlm_head",)
+    scores_untrained = True  # K=0: the pretrained masked LM and the pattern (FewCLUE's zero-shot)
     options = (
         Option("train_encoder", bool, True, "false: only the masked-LM head trains"),
         Option("verbalizer", str, "target", "target (the language's words, else English) or en"),
@@ -368,18 +408,25 @@ class Pet(Method):
         from fsxlt.pet import task_pet, verbalizer_pieces
 
         self.spec = task_pet(task)
-        words = self.spec.verbalizer("en" if self.verbalizer == "en" else language)
-        self.pieces = verbalizer_pieces(tokenizer, [words[label] for label in task.labels])
+        self.n_choices = len(task.labels) if task.kind == "multiple_choice" else 0
+        self.mask_id = tokenizer.mask_token_id
+        self.pieces = []
+        if not self.n_choices:
+            words = self.spec.verbalizer("en" if self.verbalizer == "en" else language)
+            self.pieces = verbalizer_pieces(tokenizer, [words[label] for label in task.labels])
         self.source = start_info.get("encoder")
         self.saved_head = start_info.get("mlm_head")
 
     def encode(self, featurizer: Any, examples: Any) -> Any:
-        from fsxlt.pet import encode_pattern
+        from fsxlt.pet import encode_choice_pattern, encode_pattern
 
-        return encode_pattern(featurizer, self.spec, examples)
+        if self.n_choices:
+            return encode_choice_pattern(featurizer, self.spec, examples)
+        return encode_pattern(featurizer, self.spec, examples,
+                              n_masks=max(len(word) for word in self.pieces))
 
     def prepare(self, model: Any, seed: int) -> None:
-        from fsxlt.pet import PetScorer, load_mlm_head
+        from fsxlt.pet import PetChoiceScorer, PetScorer, load_mlm_head
 
         if not hasattr(self, "spec"):
             raise FsxltError("method pet must be bound to a task first (bind)")
@@ -392,56 +439,36 @@ class Pet(Method):
                                       for k, v in model.mlm_head.state_dict().items()}
         else:
             model.mlm_head.load_state_dict(model.mlm_head_initial)
-        model.output_head = PetScorer(model.mlm_head, self.pieces)
+        self._detach_hook()
+        if self.n_choices:
+            scorer = PetChoiceScorer(model.mlm_head, self.n_choices, self.mask_id)
+            self.hook = scorer.attach(model)
+            model.output_head = scorer
+        else:
+            model.output_head = PetScorer(model.mlm_head, self.pieces)
         _set_trainable(model, {"encoder": self.train_encoder, "mlm_head": True,
                                "output_head": True})
 
+    def _detach_hook(self) -> None:
+        if getattr(self, "hook", None) is not None:
+            self.hook.remove()
+            self.hook = None
+
     def teardown(self, model: Any) -> None:
+        self._detach_hook()
         model.output_head = None
 
 
 BUILTIN: dict[str, type[Method]] = {
     cls.name: cls for cls in (Full, Fc, FcPooler, CosPooler, FcResetPooler, Lora, Pet)}
-METHODS = ("full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler")  # METHOD.md §4
-_REF = re.compile(r"^[\w.]+:[\w.]+$")
-
-
-def _plugin_frame(frame: traceback.FrameSummary) -> bool:
-    """Whether a traceback frame is the plug-in's code (not this module's nor the importer's)."""
-    name = frame.filename
-    return not (name.startswith("<") or name == __file__
-                or Path(name).parent.name == "importlib")
-
-
-def describe_error(err: BaseException) -> str:
-    """``Type: first line of the message (file, line N)``: one line on a plug-in's failure.
-
-    The place is the syntax error's, else the last frame of the traceback in
-    the plug-in's own code; none when the failure is in finding the module.
-    """
-    if isinstance(err, SyntaxError):
-        text, place = err.msg, (err.filename, err.lineno)
-    else:
-        text = next(iter(str(err).strip().splitlines()), "")
-        frames = [f for f in traceback.extract_tb(err.__traceback__) if _plugin_frame(f)]
-        place = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
-    line = f"{err.__class__.__name__}: {text}" if text else err.__class__.__name__
-    return f"{line} ({place[0]}, line {place[1]})" if place[0] else line
+METHODS = tuple(name for name, cls in BUILTIN.items() if cls.identity_by_name)  # METHOD.md §4
 
 
 def _import_class(ref: str, label: str | None = None) -> type[Method]:
     """The class ``module:Class`` names; any failure is one line starting with ``label``."""
-    label = label or f"method {ref}"
-    module_name, _, attr = ref.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except Exception as err:  # a plug-in module can fail any way on import: SyntaxError, ...
-        raise FsxltError(f"{label}: cannot import it ({describe_error(err)})") from err
-    if not (isinstance(obj, type) and issubclass(obj, Method)) or not obj.name:
-        raise FsxltError(f"{label}: not a subclass of fsxlt.methods.Method with a name")
-    return obj
+    from fsxlt.plugins import import_class
+
+    return import_class(ref, Method, label or f"method {ref}")
 
 
 def _load_plugin(name: str, ref: str) -> type[Method]:
@@ -451,9 +478,9 @@ def _load_plugin(name: str, ref: str) -> type[Method]:
 
 def plugins() -> dict[str, str]:
     """Installed plug-in methods: entry-point name -> ``module:Class`` (nothing is imported)."""
-    from importlib.metadata import entry_points
+    from fsxlt.plugins import entry_point_refs
 
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return entry_point_refs(ENTRY_POINT_GROUP)
 
 
 def discover() -> tuple[dict[str, type[Method]], dict[str, str]]:
@@ -464,34 +491,56 @@ def discover() -> tuple[dict[str, type[Method]], dict[str, str]]:
     missing module, an exception on import, not a Method) is left out of the
     first mapping and named, with its error, in the second.
     """
-    found: dict[str, type[Method]] = dict(BUILTIN)
-    broken: dict[str, str] = {}
-    for name, ref in sorted(plugins().items()):
-        if name in found:
-            continue
-        try:
-            found[name] = _load_plugin(name, ref)
-        except FsxltError as err:
-            broken[name] = str(err)
-    return found, broken
+    from fsxlt.plugins import discover_group
 
-
-def available() -> dict[str, type[Method]]:
-    """Every method that loads, by name: built-ins, then installed plug-ins (see discover)."""
-    return discover()[0]
+    return discover_group(ENTRY_POINT_GROUP, BUILTIN, Method, "method")
 
 
 def method_class(ref: str) -> type[Method]:
     """A method class from a name (built-in or installed) or ``package.module:Class``."""
     if ref in BUILTIN:
         return BUILTIN[ref]
-    if _REF.match(ref):
+    if CLASS_REFERENCE.match(ref):
         return _import_class(ref)
     installed = plugins()
     if ref in installed:
         return _load_plugin(ref, installed[ref])
     valid = ", ".join([*BUILTIN, *sorted(set(installed) - set(BUILTIN))])
     raise FsxltError(f"unknown method {ref!r}; valid: {valid}, or package.module:Class")
+
+
+def method_label(name: str) -> str:
+    """How reports title the method ``name``: its class's ``label``, else the name itself
+    (also for a name no built-in or installed plug-in has, or one that fails to load)."""
+    try:
+        cls = method_class(name) if name in BUILTIN or name in plugins() else None
+    except FsxltError:
+        cls = None
+    return (cls.label or cls.name) if cls is not None else name
+
+
+def source_training_methods() -> list[str]:
+    """The built-in methods that ``fsxlt source-train --method`` takes (``source_trains``)."""
+    return [name for name, cls in BUILTIN.items() if cls.source_trains]
+
+
+def check_source_training(cls: type[Method]) -> None:
+    """One-line error unless the method class may source-train a start."""
+    if not cls.source_trains:
+        raise FsxltError(f"source-training uses {' or '.join(source_training_methods())} "
+                         f"(or a method that declares source_trains), not {cls.name}")
+
+
+def prepare_method(model: Any, method: str | Method, seed: int) -> list[str]:
+    """Let ``method`` set up the head and the trainable set; return the trainable names.
+
+    Every method, built in or a plug-in, goes through its own
+    :meth:`Method.prepare` (``cos-pooler`` installs a new random cosine
+    matrix, ``fc-reset-pooler`` re-initialises the linear classifier, both
+    seeded with ``seed``; ``lora`` wraps the encoder).
+    """
+    get_method(method, model.kind).prepare(model, seed)
+    return model.trainable_names()
 
 
 def _build(cls: type[Method], options: dict[str, Any]) -> Method:
@@ -518,11 +567,6 @@ def get_method(ref: str | Method, kind: str = "classification",
     return method
 
 
-def method_spec(ref: str, kind: str = "classification") -> Method:
-    """Validate a method name for a task kind (kept for callers of the old table)."""
-    return get_method(ref, kind)
-
-
 def parse_method_options(pairs: list[str] | None) -> dict[str, str]:
     """``["rank=4", "alpha=8"]`` -> ``{"rank": "4", "alpha": "8"}`` (values typed later)."""
     options: dict[str, str] = {}
@@ -535,5 +579,6 @@ def parse_method_options(pairs: list[str] | None) -> dict[str, str]:
 
 
 __all__ = ["BUILTIN", "DEFAULT_MODEL", "ENTRY_POINT_GROUP", "METHODS", "Method", "Option",
-           "available", "describe_error", "discover", "get_method", "method_class", "method_spec",
-           "parse_method_options", "plugins"]
+           "check_source_training", "discover", "get_method",
+           "method_class", "method_label", "parse_method_options", "plugins",
+           "prepare_method", "source_training_methods"]

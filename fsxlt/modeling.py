@@ -21,7 +21,7 @@ one vector per scored word); :meth:`FsxltModel.head` maps features to logits
 whole encoder and run it in eval mode (no dropout), so its features are a
 deterministic function of the input and can be cached.
 
-The study's adapting methods (:data:`METHODS`; all but ``full`` freeze
+The study's adapting methods (:data:`fsxlt.methods.METHODS`; all but ``full`` freeze
 embeddings and all transformer layers; each is a class in :mod:`fsxlt.methods`,
 where LoRA and plug-ins live too):
 
@@ -57,13 +57,6 @@ from torch.nn import functional as F
 
 from fsxlt.data import CHID_BLANK, ChoiceExample, Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
-from fsxlt.methods import (  # noqa: F401  (re-exported for older imports)
-    DEFAULT_MODEL,
-    METHODS,
-    Method,
-    get_method,
-    method_spec,
-)
 from fsxlt.tasks import TaskSpec
 
 COS_SCALE = 10.0
@@ -256,6 +249,19 @@ class FsxltModel(nn.Module):
             return self.output_head(self.encode(batch, positions=True))
         return self.head(self.encode(batch))
 
+    def represent(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the prediction reads, and the logits it makes of it.
+
+        The pooled [CLS] state (tagging: each word's state) and the
+        classifier's logits; with a method's own ``output_head`` (``pet``),
+        the states at the scored positions (the mask) and that head's logits.
+        """
+        if self.output_head is not None:
+            states = self.encode(batch, positions=True)
+            return states, self.output_head(states)
+        pooled = self.pool(self.encode(batch))
+        return pooled, self.classify(pooled)
+
     # ----------------------------------------------------------------- state
 
     def head_state_dict(self) -> dict[str, torch.Tensor]:
@@ -279,18 +285,6 @@ class FsxltModel(nn.Module):
     def detach_pooler(self) -> None:
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler = None
-
-
-def prepare_method(model: FsxltModel, method: str | Method, seed: int) -> list[str]:
-    """Let ``method`` set up the head and the trainable set; return the trainable names.
-
-    Every method, built in or a plug-in, goes through its own
-    :meth:`~fsxlt.methods.Method.prepare` (``cos-pooler`` installs a new
-    random cosine matrix, ``fc-reset-pooler`` re-initialises the linear
-    classifier, both seeded with ``seed``; ``lora`` wraps the encoder).
-    """
-    get_method(method, model.kind).prepare(model, seed)
-    return model.trainable_names()
 
 
 def build_model(encoder: nn.Module, task: TaskSpec, seed: int = 0) -> FsxltModel:
@@ -514,3 +508,11 @@ def collate(rows: Sequence[Row], pad_id: int, device: torch.device | str = "cpu"
     if any(r.positions for r in rows):
         batch["word_index"] = torch.tensor(word_index, dtype=torch.long)
     return {k: v.to(device) for k, v in batch.items()}
+
+
+def quiet_transformers() -> None:
+    """Silence transformers' load reports and progress bars (the CLI prints its own)."""
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()

@@ -116,29 +116,6 @@ def check_comparable(a: Predictions, b: Predictions) -> None:
         raise FsxltError(f"{a.path} and {b.path} were made on different test sets")
 
 
-def checkpoint_predictions(checkpoint: str, task: Any, examples: Sequence[Example], *,
-                           device: Any = None, max_seq_length: int | None = None,
-                           ) -> tuple[dict[str, Any], list[Any]]:
-    """Scores and predicted labels of a checkpoint on ``examples`` (one pass).
-
-    What ``fsxlt evaluate --save-predictions`` uses, so the scores it prints
-    and the predictions it saves come from the same forward passes.
-    """
-    from fsxlt.evaluation import score_and_predict
-    from fsxlt.modeling import Featurizer
-    from fsxlt.pet import checkpoint_eval_set
-    from fsxlt.tasks import get_task
-    from fsxlt.training.checkpoint import load_start, resolve_device
-
-    task = get_task(task)
-    device = resolve_device(device)
-    start = load_start(checkpoint, task, seed=task.training.seed)
-    model = start.model.to(device)
-    eval_set = checkpoint_eval_set(start, task, Featurizer(start.tokenizer, task,
-                                                           max_seq_length), examples, device)
-    return score_and_predict(model, eval_set, task)
-
-
 def save_run_predictions(record_path: str | Path, record: dict[str, Any],
                          test: Sequence[Example], task: Any) -> Path:
     """Move an adapt record's ``test_predictions`` into the file beside the record.

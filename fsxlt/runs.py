@@ -6,6 +6,7 @@
     RUNS/.fsxlt-directory                       marks RUNS as a runs directory (JSON)
     RUNS/<task>/<lang>/k0/zero-shot.json        K=0 record (copied from the start)
     RUNS/<task>/<lang>/k0/zero-shot-test.json   fsxlt evaluate output for the analyses
+    RUNS/<task>/<lang>/k0/<arm>/zero-shot.json  K=0 run of a method that scores untrained (pet)
     RUNS/<task>/<lang>/k<K>/<arm>/<bucket>.json one record per adapting run
     RUNS/<task>/<lang>/k<K>/<arm>/<bucket>.predictions.jsonl   its test predictions
     RUNS/<task>/<lang>/k<K>/<arm>/submission/   its benchmark submission files
@@ -53,11 +54,14 @@ from fsxlt.fileio import sha256_text
 RUN_FORMAT = "fsxlt-adapt-run/1"
 ERROR_FORMAT = "fsxlt-adapt-error/1"
 ZERO_SHOT_FORMAT = "fsxlt-zero-shot/1"
+# ``fsxlt evaluate --out``: the scores of one checkpoint on one split (not a run record).
+EVALUATION_FORMAT = "fsxlt-evaluation/1"
 ZERO_SHOT_FILE = "zero-shot.json"
 ZERO_SHOT_STEM = "zero-shot-test"          # fsxlt evaluate's output kept for the analyses
+ZERO_SHOT_RUN = "zero-shot"                # the bucket name (file stem) of a K=0 run
 PREDICTIONS_SUFFIX = ".predictions.jsonl"
 SUBMISSION_DIR = "submission"
-CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # written by fsxlt.training.checkpoint
+CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # a checkpoint's facts (fsxlt.training.checkpoint)
 HEAD_FILE = "fsxlt_head.safetensors"
 NOSOURCE_SUFFIX = "-nosource"
 EPOCH0_SUFFIX = "-epoch0"
@@ -90,6 +94,9 @@ def arm_name(method: str, source_training: bool, select_start: bool = False,
 def arm_of(record: dict[str, Any]) -> str:
     """The arm of an adapt record, from its own facts: method, whether its start was
     source-trained (and on what), epoch-0 selection and the bucket set's strategy."""
+    if isinstance(record.get("icl"), dict):  # in-context learning: no start, no source
+        return arm_name(str(record["method"]), True,
+                        strategy=str((record.get("bucket") or {}).get("strategy") or ""))
     model = record.get("model") or {}
     start = model.get("start") or {}
     source_training = bool(model.get("source_training", True))

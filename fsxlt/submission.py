@@ -393,8 +393,8 @@ def write_submission_folder(runs_dir: str | Path, out: str | Path, *, arm: str |
 
 def fewclue_lacking(tasks: set[str]) -> list[str]:
     """FewCLUE's tasks missing from a folder that holds some of them (else none)."""
-    from fsxlt.sampling.fewclue import FEWCLUE_TASKS
+    from fsxlt.sampling.fewclue import fewclue_tasks
 
-    if not tasks & set(FEWCLUE_TASKS):
+    if not tasks & set(fewclue_tasks()):
         return []
-    return [task for task in FEWCLUE_TASKS if task not in tasks]
+    return [task for task in fewclue_tasks() if task not in tasks]

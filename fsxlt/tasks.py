@@ -7,7 +7,9 @@ from (local files or the Hugging Face hub) and the default sampling and
 training hyperparameters of METHOD.md. FewCLUE's tasks add ``label_names``
 (descriptions of numeric label ids), ``source_task`` (the English counterpart
 whose checkpoint starts the FS-XLT arm) and ``submission`` (the task's name in
-its benchmark's prediction files; ``submission_format``: fewclue or xglue). The built-in specs live
+its benchmark's prediction files; ``submission_format``: fewclue or xglue); ``benchmark``
+names the benchmark a task belongs to (``fewclue``: the task is one of FewCLUE's, which
+``fsxlt buckets import-fewclue`` imports). The built-in specs live
 in ``configs/<task>.yaml``; a path to another YAML file with the same fields
 defines a new task without touching the code.
 
@@ -25,13 +27,16 @@ from typing import Any, Literal
 
 import yaml
 
+from fsxlt.config_checks import document, mapping, one_of, require
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import parse_yaml
 
 TaskKind = Literal["classification", "tagging", "multiple_choice"]
 KINDS = ("classification", "tagging", "multiple_choice")
 InputKind = Literal["single", "pair", "tokens", "choices"]
-SAMPLERS = ("nway-kshot", "minimum-including", "k-examples", "k-queries")
+# sampling.sampler -> the task kinds it draws buckets for (fsxlt.sampling.api.SAMPLERS draws)
+SAMPLERS = {"nway-kshot": ("classification",), "minimum-including": ("tagging",),
+            "k-examples": ("multiple_choice",), "k-queries": ("classification",)}
 DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu", "fewclue_json",
                 "fewclue_wsc", "fewclue_chid", "xglue_tsv")
 COLUMN_ROLES = ("text_a", "text_b", "label")
@@ -118,14 +123,27 @@ class PetSpec:
     ``pattern`` holds ``{text_a}``, ``{text_b}`` (pair tasks) and exactly one
     ``{mask}``; ``verbalizers`` maps a language to the word of every label,
     with ``en`` the fallback for languages it does not list (which
-    verbalizer to use in a target language is itself a research question).
+    verbalizer to use in a target language is itself a research question);
+    a section without ``en`` must list every language of the task (FewCLUE's
+    are Chinese only).
+    Tasks whose text marks two spans (CLUEWSC) may also name them,
+    ``{span1}`` and ``{span2}``. A multiple-choice task's pattern (ChID) has
+    ``{text_a}``, the passage whose blank becomes the masks, and
+    ``{choices}``, its candidates; the candidates are the label words, so it
+    has no ``{mask}`` and no verbalizers.
     """
 
     pattern: str
     verbalizers: dict[str, dict[str, str]]
 
     def verbalizer(self, language: str) -> dict[str, str]:
-        return self.verbalizers.get(language) or self.verbalizers["en"]
+        if not self.verbalizers:
+            raise FsxltError("this pet pattern has no verbalizer (its candidates are the words)")
+        words = self.verbalizers.get(language) or self.verbalizers.get("en")
+        if words is None:
+            raise FsxltError(f"the pet section has no verbalizer for {language} and no English "
+                             f"one (it has {', '.join(sorted(self.verbalizers))})")
+        return words
 
 
 @dataclass(frozen=True)
@@ -146,11 +164,13 @@ class TaskSpec:
     label_unit: str = "tag"
     config_path: str = field(default="", compare=False)
     pet: PetSpec | None = field(default=None, compare=False)
+    icl: Any = field(default=None, compare=False)  # fsxlt.icl.prompts.IclSpec
     label_names: dict[str, str] = field(default_factory=dict, compare=False)
     label_aliases: dict[str, str] = field(default_factory=dict, compare=False)
     source_task: str | None = None
     submission: str | None = None
     submission_format: str = "fewclue"
+    benchmark: str | None = None  # the benchmark the task belongs to (fewclue: its nine)
 
     @property
     def is_tagging(self) -> bool:
@@ -203,12 +223,6 @@ class TaskSpec:
         return k
 
 
-def _require(raw: dict[str, Any], key: str, where: str) -> Any:
-    if key not in raw:
-        raise FsxltError(f"{where}: missing required field {key!r}")
-    return raw[key]
-
-
 def _parse_hub(raw: dict[str, Any] | None) -> HubSource | None:
     if not raw:
         return None
@@ -220,31 +234,62 @@ def _parse_hub(raw: dict[str, Any] | None) -> HubSource | None:
     )
 
 
-_PLACEHOLDERS = ("{text_a}", "{text_b}", "{mask}")
+PET_PLACEHOLDERS = ("{text_a}", "{text_b}", "{span1}", "{span2}", "{choices}", "{mask}")
+PET_SPAN_FORMAT = "fewclue_wsc"  # texts with marked spans: {span1} and {span2} may be named
+
+
+def _pet_placeholders(input_kind: str, data_format: str) -> tuple[tuple[str, ...], ...]:
+    """(required once, allowed at most once) placeholders of a task's pet pattern."""
+    if input_kind == "choices":
+        return ("{text_a}", "{choices}"), ()
+    required = ("{text_a}", "{mask}") + (("{text_b}",) if input_kind == "pair" else ())
+    spans = ("{span1}", "{span2}") if data_format == PET_SPAN_FORMAT else ()
+    return required, spans
+
+
+def _check_pet_pattern(pattern: str, input_kind: str, data_format: str, where: str) -> None:
+    required, optional = _pet_placeholders(input_kind, data_format)
+    if pattern.count("{mask}") != (0 if input_kind == "choices" else 1) \
+            or "{text_a}" not in pattern:
+        raise FsxltError(f"{where}: the pet pattern needs {{text_a}} and exactly one {{mask}}"
+                         if input_kind != "choices" else f"{where}: a multiple-choice pet "
+                         "pattern needs {text_a} (its blank holds the masks) and no {mask}")
+    if ("{text_b}" in pattern) != (input_kind == "pair"):
+        raise FsxltError(f"{where}: the pet pattern must use {{text_b}} exactly when the "
+                         "task's input is a pair")
+    for placeholder in required + optional:
+        if pattern.count(placeholder) > 1 or (placeholder in required
+                                              and placeholder not in pattern):
+            raise FsxltError(f"{where}: the pet pattern must use {placeholder} "
+                             f"{'exactly' if placeholder in required else 'at most'} once")
+    stray = pattern
+    for placeholder in required + optional:
+        stray = stray.replace(placeholder, "")
+    if "{" in stray or "}" in stray:
+        raise FsxltError(f"{where}: the pet pattern may only use "
+                         f"{', '.join(required + optional)}")
 
 
 def _parse_pet(raw: Any, labels: tuple[str, ...], input_kind: str,
-               where: str) -> PetSpec | None:
+               where: str, data_format: str = "",
+               languages: tuple[str, ...] = ()) -> PetSpec | None:
     """The ``pet`` section: ``{pattern: ..., verbalizers: {en: {label: word}, ...}}``."""
     if raw is None:
         return None
     if not isinstance(raw, dict) or not isinstance(raw.get("pattern"), str):
         raise FsxltError(f"{where}: pet needs a pattern (text with {{mask}}) and verbalizers")
     pattern = raw["pattern"]
-    if pattern.count("{mask}") != 1 or "{text_a}" not in pattern:
-        raise FsxltError(f"{where}: the pet pattern needs {{text_a}} and exactly one {{mask}}")
-    if ("{text_b}" in pattern) != (input_kind == "pair"):
-        raise FsxltError(f"{where}: the pet pattern must use {{text_b}} exactly when the "
-                         "task's input is a pair")
-    stray = pattern
-    for placeholder in _PLACEHOLDERS:
-        stray = stray.replace(placeholder, "")
-    if "{" in stray or "}" in stray:
-        raise FsxltError(f"{where}: the pet pattern may only use {', '.join(_PLACEHOLDERS)}")
+    _check_pet_pattern(pattern, input_kind, data_format, where)
     verbalizers = raw.get("verbalizers")
-    if not isinstance(verbalizers, dict) or "en" not in verbalizers:
-        raise FsxltError(f"{where}: pet verbalizers must map languages (at least en) to "
-                         "{label: word}")
+    if input_kind == "choices":
+        if verbalizers:
+            raise FsxltError(f"{where}: a multiple-choice pet pattern takes no verbalizers "
+                             "(each example's candidates are its words)")
+        return PetSpec(pattern=pattern, verbalizers={})
+    if not isinstance(verbalizers, dict) or ("en" not in verbalizers and not (
+            languages and set(languages) <= set(map(str, verbalizers)))):
+        raise FsxltError(f"{where}: pet verbalizers must map languages (at least en, or every "
+                         "language of the task) to {label: word}")
     parsed = {}
     for language, words in verbalizers.items():
         if not isinstance(words, dict) or {str(k) for k in words} != set(labels):
@@ -260,11 +305,8 @@ SUBMISSION_FORMATS = ("fewclue", "xglue")
 
 
 def _submission_format(raw: dict[str, Any], where: str) -> str:
-    value = str(raw.get("submission_format", "fewclue"))
-    if value not in SUBMISSION_FORMATS:
-        raise FsxltError(f"{where}: submission_format must be one of "
-                         f"{', '.join(SUBMISSION_FORMATS)}")
-    return value
+    return one_of(str(raw.get("submission_format", "fewclue")), SUBMISSION_FORMATS, where,
+                  "submission_format")
 
 
 def _parse_columns(raw: Any, fmt: str, where: str) -> tuple[str, ...]:
@@ -296,8 +338,7 @@ def _check_metric(metric: str, kind: str, labels: tuple[str, ...], sampler: str,
                   where: str) -> None:
     """A ranking task (nDCG) is a classification over numeric relevance grades whose
     buckets are whole queries; the other metrics have no such demands."""
-    if metric not in METRICS:
-        raise FsxltError(f"{where}: metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    one_of(metric, METRICS, where, "metric")
     if (metric == "ndcg") != (sampler == "k-queries"):
         raise FsxltError(f"{where}: metric ndcg and sampler k-queries go together "
                          "(a ranking task's shot is a query with all its pages)")
@@ -311,26 +352,28 @@ def _check_metric(metric: str, kind: str, labels: tuple[str, ...], sampler: str,
                              f"got {', '.join(labels)}") from None
 
 
+def _check_sampler(sampler: str, kind: str, where: str) -> None:
+    """The sampler must draw buckets for the task's kind (multiple-choice buckets have no
+    per-label quota, tagging buckets are Minimum-Including ones)."""
+    if kind not in SAMPLERS[sampler]:
+        fitting = [name for name, kinds in SAMPLERS.items() if kind in kinds]
+        raise FsxltError(f"{where}: sampler {sampler} draws {' and '.join(SAMPLERS[sampler])} "
+                         f"buckets, not {kind} ones; use sampler: {' or '.join(fitting)}")
+
+
 def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
     """Build a :class:`TaskSpec` from the mapping a task YAML file holds."""
-    if not isinstance(raw, dict):
-        raise FsxltError(f"{where}: a task config must be a YAML mapping")
-    data = _require(raw, "data", where)
-    sampling = _require(raw, "sampling", where)
-    kind = _require(raw, "kind", where)
-    if kind not in KINDS:
-        raise FsxltError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    if data.get("format") not in DATA_FORMATS:
-        raise FsxltError(f"{where}: data.format must be one of {', '.join(DATA_FORMATS)}")
-    if sampling.get("sampler") not in SAMPLERS:
-        raise FsxltError(f"{where}: sampling.sampler must be one of {', '.join(SAMPLERS)}")
+    raw = document(raw, where, "a task config")
+    data = mapping(require(raw, "data", where), where, "data")
+    sampling = mapping(require(raw, "sampling", where), where, "sampling")
+    kind = one_of(require(raw, "kind", where), KINDS, where, "kind")
+    one_of(data.get("format"), DATA_FORMATS, where, "data.format")
+    _check_sampler(one_of(sampling.get("sampler"), tuple(SAMPLERS), where, "sampling.sampler"),
+                   kind, where)
     if kind == "multiple_choice" and raw.get("input") != "choices":
         raise FsxltError(f"{where}: a multiple_choice task needs input: choices")
-    if kind == "multiple_choice" and sampling.get("sampler") == "nway-kshot":
-        raise FsxltError(f"{where}: multiple-choice buckets have no per-label quota; "
-                         "use sampler: k-examples")
-    labels = tuple(str(label) for label in _require(raw, "labels", where))
-    _check_metric(str(_require(raw, "metric", where)), kind, labels, sampling["sampler"], where)
+    labels = tuple(str(label) for label in require(raw, "labels", where))
+    _check_metric(str(require(raw, "metric", where)), kind, labels, sampling["sampler"], where)
     names = {str(k): str(v) for k, v in (raw.get("label_names") or {}).items()}
     if set(names) - set(labels):
         raise FsxltError(f"{where}: label_names for labels the task does not have: "
@@ -339,14 +382,14 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
     if "lr_grid" in training:
         training["lr_grid"] = tuple(float(x) for x in training["lr_grid"])
     return TaskSpec(
-        name=str(_require(raw, "name", where)),
+        name=str(require(raw, "name", where)),
         description=str(raw.get("description", "")),
         kind=kind,
-        input=_require(raw, "input", where),
+        input=require(raw, "input", where),
         labels=labels,
-        metric=str(_require(raw, "metric", where)),
+        metric=str(require(raw, "metric", where)),
         source_language=str(raw.get("source_language", "en")),
-        languages=tuple(str(lang) for lang in _require(raw, "languages", where)),
+        languages=tuple(str(lang) for lang in require(raw, "languages", where)),
         data=DataSpec(format=data["format"], pattern=data.get("pattern", "{split}-{lang}.tsv"),
                       hf=_parse_hub(data.get("hf")),
                       files={str(k): str(v) for k, v in (data.get("files") or {}).items()},
@@ -364,14 +407,26 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         training=TrainingSpec(**training),
         label_unit=str(raw.get("label_unit", "tag")),
         config_path=where,
-        pet=_parse_pet(raw.get("pet"), tuple(str(x) for x in raw["labels"]), raw["input"], where)
-        if kind == "classification" else None,
+        pet=_parse_pet(raw.get("pet"), tuple(str(x) for x in raw["labels"]), raw["input"], where,
+                       str(data.get("format") or ""),
+                       tuple(str(lang) for lang in raw["languages"]))
+        if kind != "tagging" else None,
         label_names=names,
         label_aliases=_label_aliases(raw.get("label_aliases"), labels, where),
         source_task=None if raw.get("source_task") is None else str(raw["source_task"]),
         submission=None if raw.get("submission") is None else str(raw["submission"]),
         submission_format=_submission_format(raw, where),
+        benchmark=None if raw.get("benchmark") is None else str(raw["benchmark"]),
+        icl=_parse_icl(raw, kind, labels, where),
     )
+
+
+def _parse_icl(raw: dict[str, Any], kind: str, labels: tuple[str, ...], where: str) -> Any:
+    """The ``icl`` section (in-context learning prompts), parsed by :mod:`fsxlt.icl.prompts`."""
+    from fsxlt.icl.prompts import parse_icl
+
+    return parse_icl(raw.get("icl"), kind=kind, input_kind=str(raw.get("input")),
+                     labels=labels, where=where)
 
 
 def _builtin_config_dir():
@@ -390,6 +445,12 @@ def builtin_tasks() -> dict[str, TaskSpec]:
             spec = parse_task(raw, where=f"configs/{entry.name}")
             tasks[spec.name] = spec
     return tasks
+
+
+def benchmark_tasks(benchmark: str) -> tuple[str, ...]:
+    """The built-in tasks whose YAML says ``benchmark: <benchmark>``, by name."""
+    return tuple(sorted(name for name, spec in builtin_tasks().items()
+                        if spec.benchmark == benchmark))
 
 
 def get_task(name_or_path: str | TaskSpec) -> TaskSpec:

@@ -64,7 +64,7 @@ from torch.nn import functional as F
 from fsxlt.data import Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import score
-from fsxlt.methods import METHODS, method_spec
+from fsxlt.methods import METHODS, get_method
 from fsxlt.tasks import TaskSpec, get_task
 
 HEAD_ONLY = [m for m in METHODS if m != "full"]
@@ -135,7 +135,7 @@ def _methods(parser: argparse.ArgumentParser, text: str, task: TaskSpec) -> list
     methods = [m for m in text.split(",") if m]
     for method in methods:
         try:
-            method_spec(method, task.kind)
+            get_method(method, task.kind)
         except FsxltError as err:
             parser.error(str(err))
     return methods
@@ -630,7 +630,7 @@ def targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     """Build the start, warm up, benchmark every method, measure eval throughput."""
-    from fsxlt.training.checkpoint import quiet_transformers
+    from fsxlt.modeling import quiet_transformers
 
     began = time.perf_counter()
     quiet_transformers()

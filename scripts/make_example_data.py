@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the small made-up NER file that README's sampling example draws from.
+"""Write the small made-up NER file that the sampling example (docs/sampling.md) draws from.
 
 The sentences are generated from a few templates and name lists, so the file
 is ours to ship (no licensed data) and every run of this script writes the

@@ -25,7 +25,9 @@ from pathlib import Path
 import yaml
 from real_model_check import SHARED, fsxlt, run, sentence_blocks, write_blocks
 
-STRATEGIES = ["random", "diverse", "uncertain", "representative", "entity-rich"]
+from fsxlt.sampling.strategies import BUILTIN
+
+STRATEGIES = list(BUILTIN)  # every built-in strategy
 
 
 def main() -> None:

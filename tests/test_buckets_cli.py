@@ -144,7 +144,7 @@ def test_import_published_then_check_reports_what_it_finds(tmp_path, capsys):
 
 
 def test_a_sweep_over_a_set_with_a_gap_runs_the_other_buckets(tmp_path):
-    from fsxlt.execution.plan import expand, parse_config
+    from fsxlt.execution import expand, parse_config
 
     src, out = tmp_path / "published", tmp_path / "store"
     write_published(src)

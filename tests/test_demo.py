@@ -152,13 +152,14 @@ def test_a_second_run_reuses_everything_and_the_cli_prints_the_summary(demo, cap
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"tasks": {"synth-pos": {}}, "colour": 1}, "unknown key(s) colour"),
+    ({"tasks": {"synth-pos": {}}, "colour": 1}, "unknown key(s): colour"),
     ({"tasks": {"panx": {}}}, "unknown synthetic task 'panx'"),
-    ({"tasks": {"synth-pos": {"k": [0]}}}, "positive"),
+    ({"tasks": {"synth-pos": {"k": [0]}}}, "tasks.synth-pos.k must be > 0"),
     ({"tasks": {"synth-pos": {}}, "languages": ["de"]}, "unknown target language 'de'"),
     ({"tasks": {"synth-pos": {}}, "n_buckets": 1}, "at least 2"),
-    ({"tasks": {"synth-pos": {}}, "adapt": {"lrs": "fast"}}, "expected float"),
-    ({"tasks": {"synth-pos": {}}, "source": {"epoch": 3}}, "unknown key(s) epoch"),
+    ({"tasks": {"synth-pos": {}}, "adapt": {"lrs": "fast"}},
+     "adapt.lrs must be a number, got 'fast'"),
+    ({"tasks": {"synth-pos": {}}, "source": {"epoch": 3}}, "unknown key(s) in source: epoch"),
     ({}, "tasks must name"),
     ({"tasks": {"synth-pos": {}}, "strategies": {"task": "synth-pos", "language": "sov20",
                                                  "names": ["random", "entity-rich"]}},

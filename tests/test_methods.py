@@ -16,7 +16,7 @@ import torch
 
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
-from fsxlt.methods import BUILTIN, Method, Option, available, get_method
+from fsxlt.methods import BUILTIN, Method, Option, discover, get_method
 from fsxlt.training import AdaptEngine
 from fsxlt.training import adapt as adapt_module
 from fsxlt.training.loop import snapshot
@@ -73,7 +73,8 @@ def test_a_plugin_trains_only_what_it_declares(study, plugin):
 
 
 def test_discovery_by_entry_point_and_by_reference(plugin):
-    assert "bias-only" in available() and set(BUILTIN) <= set(available())
+    found, broken = discover()
+    assert "bias-only" in found and set(BUILTIN) <= set(found) and not broken
     by_name = get_method("bias-only", "tagging")
     by_ref = get_method("fsxlt_bias_only:BiasOnly", "classification")
     assert type(by_name) is type(by_ref) and by_name.name == "bias-only"
@@ -86,7 +87,7 @@ def test_fsxlt_methods_lists_builtins_and_plugins(plugin, capsys):
     assert set(lines) == {*BUILTIN, "bias-only"}
     assert "fsxlt_bias_only:BiasOnly" in lines["bias-only"]
     assert " cls+tag+mc " in lines["full"] and " cls+mc " in lines["cos-pooler"]
-    assert " cls " in lines["pet"]
+    assert " cls+mc " in lines["pet"]  # ChID: each candidate at the blank's masks
     assert "--method-opt rank=8" in out
 
 

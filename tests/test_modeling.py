@@ -8,12 +8,12 @@ from torch.nn import functional as F
 
 from fsxlt.data import TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
+from fsxlt.methods import prepare_method
 from fsxlt.modeling import (
     COS_SCALE,
     CosineClassifier,
     Featurizer,
     collate,
-    prepare_method,
 )
 from fsxlt.tasks import get_task
 from fsxlt.training.checkpoint import load_start

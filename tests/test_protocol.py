@@ -17,8 +17,7 @@ import yaml
 import fsxlt.training.adapt as adapt_module
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
-from fsxlt.execution import expand, load_config, parse_config
-from fsxlt.execution.plan import adapt_plan
+from fsxlt.execution import adapt_plan, expand, load_config, parse_config
 from fsxlt.training import AdaptEngine, strip_timings
 from fsxlt.training.loop import config_hash
 from tests.fewclue_fixtures import FEWCLUE_VOCAB, TRAIN_SIZE, write_fewclue

@@ -1,4 +1,4 @@
-"""README's "Writing your own method" example runs as printed, on a demo output."""
+"""The "Writing your own method" example (docs/training.md) runs as printed, on a demo output."""
 
 from __future__ import annotations
 
@@ -8,13 +8,22 @@ from pathlib import Path
 from fsxlt.cli import run_app
 from tests.sweep_fixtures import MICRO_DEMO
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+HEADING = "Writing your own method"
 
 
-def _example() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### Writing your own method"):]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def _example() -> tuple[str, str]:
+    """The first Python block under the heading, and the page that holds it (exactly one)."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        match = re.search(rf"^#+ {HEADING}\n", text, re.M)
+        if match:
+            block = re.search(r"```python\n(.*?)```", text[match.end():], re.S)
+            found.append((block.group(1), page.relative_to(ROOT).as_posix()))
+    assert len(found) == 1, f"{HEADING!r} should be on one page, found {len(found)}"
+    return found[0]
 
 
 def test_the_method_example_runs_on_a_demo_output(tmp_path, monkeypatch, capsys):
@@ -23,7 +32,8 @@ def test_the_method_example_runs_on_a_demo_output(tmp_path, monkeypatch, capsys)
                     str(tmp_path / "micro.yaml")]) == 0
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
-    exec(compile(_example(), "README.md", "exec"), {"__name__": "readme_example"})
+    code, page = _example()
+    exec(compile(code, page, "exec"), {"__name__": "readme_example"})
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["full", "bias-only", "lora"]
     assert all("best epoch" in line and "test" in line for line in lines)

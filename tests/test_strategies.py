@@ -14,19 +14,32 @@ import yaml
 
 from fsxlt.cli import run_app
 from fsxlt.data import TaggedSentence
-from fsxlt.sampling.check import redundant_sentences
-from fsxlt.sampling.samplers import derive_rng, sentence_label_counts
+from fsxlt.sampling.samplers import derive_rng, redundant_sentences, sentence_label_counts
 from fsxlt.sampling.strategies import (
-    STRATEGIES,
+    BUILTIN,
+    Pool,
     PoolSignals,
     density,
-    select_classification,
-    select_tagging,
+    get_strategy,
+    select_bucket,
 )
 from tests.train_fixtures import make_encoder_dir, ner_data, nli_data, write_conll, write_pairs
 
 NLI = ("entailment", "neutral", "contradiction")
 NER = ("PER", "ORG", "LOC")
+
+
+STRATEGIES = list(BUILTIN)
+
+
+def select_classification(strategy, labels, label_of, k, signals, seed, rng):
+    pool = Pool(labels=labels, k=k, seed=seed, rng=rng, signals=signals, label_of=label_of)
+    return select_bucket(get_strategy(strategy), pool)
+
+
+def select_tagging(strategy, labels, counts, k, signals, seed, rng):
+    pool = Pool(labels=labels, k=k, seed=seed, rng=rng, signals=signals, counts=counts)
+    return select_bucket(get_strategy(strategy), pool)
 
 
 def random_signals(n: int, seed: int) -> PoolSignals:

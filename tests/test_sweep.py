@@ -62,6 +62,27 @@ def test_dry_run_lists_every_run_and_writes_nothing(study, tmp_path, capsys):
     assert len(capsys.readouterr().out.strip().splitlines()) == N_BUCKETS
 
 
+def test_dry_run_lists_the_runs_of_a_start_not_trained_yet(study, tmp_path, capsys):
+    """Before source-training, a dry run lists the runs (as the arm they will have) and names
+    the missing checkpoint in one line; a real run still refuses it before writing."""
+    missing = tmp_path / "ckpt" / "xnli-mbert"
+    config = write_config(tmp_path / "sweep.yaml",
+                          sweep_config(study, tmp_path / "runs", start=str(missing)))
+    assert run_app(["sweep", str(config), "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    lines = [line.split("\t") for line in captured.out.strip().splitlines()]
+    assert len(lines) == N_RUNS and {why for _, why, _ in lines} == {"no start"}
+    assert lines[0][0] == "xnli/de/k1/full/00"  # the source-trained arm, as it will be
+    notes = [line for line in captured.err.splitlines() if line.startswith("start missing")]
+    assert notes == [f"start missing: {missing} (task xnli; fsxlt source-train writes it): "
+                     f"{N_RUNS} runs cannot run yet"]
+    assert f"{N_RUNS} to run ({N_RUNS} no start)" in captured.err
+    assert run_app(["sweep", str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{missing}: starting checkpoint for xnli not found" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "runs").exists()
+
+
 def test_expansion_grouping_and_hashes(study, tmp_path):
     config = parse_config(sweep_config(study, tmp_path / "runs", methods=["full", "fc"]))
     plan = expand(config)

@@ -27,6 +27,7 @@ def test_registry_has_the_six_tasks_with_their_label_sets():
         | fewclue | xglue
     assert len(tasks["udpos"].labels) == 17
     assert tasks["panx"].sampling_labels == ("PER", "ORG", "LOC")
+    assert {name for name, spec in tasks.items() if spec.benchmark == "fewclue"} == fewclue
     assert tasks["xnli"].sampling.split == "dev" and tasks["marc"].sampling.split == "train"
     assert tasks["panx"].sampling.k_values == (1, 2, 4)
     assert tasks["mldoc"].training.lr_grid == (1e-5, 3e-5, 5e-5, 7e-5)

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from fsxlt.cli import run_app
-from fsxlt.evaluation import evaluate_checkpoint
 from fsxlt.training import AdaptEngine, load_start, save_checkpoint, source_train, strip_timings
 from fsxlt.training import adapt as adapt_module
+from fsxlt.training.starts import evaluate_checkpoint
 from tests.train_fixtures import (
     HEAD_ONLY_TRAINABLE,
     make_encoder_dir,

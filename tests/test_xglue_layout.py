@@ -260,7 +260,7 @@ def test_xnli_per_language_files_are_found_by_data_dir(encoder, tmp_path, capsys
 def test_a_sweeps_predict_path_takes_the_language(tmp_path):
     """``predict: .../xglue.nc.{lang}.test``: one file per language of a task."""
     from fsxlt.errors import FsxltError
-    from fsxlt.execution.plan import parse_config
+    from fsxlt.execution import parse_config
 
     config = {"out": str(tmp_path / "runs"), "predict": str(tmp_path / "xglue.{task}.{lang}.test"),
               "tasks": {"nc": {"languages": ["de", "fr"]}}}

@@ -174,8 +174,9 @@ def make_xlmr_encoder_dir(directory: Path, seed: int = 0) -> Path:
     return directory
 
 
-def make_mlm_encoder_dir(directory: Path, seed: int = 0) -> Path:
-    """A tiny BERT saved *with* its masked-LM head (what pet needs), same vocabulary."""
+def make_mlm_encoder_dir(directory: Path, seed: int = 0, extra: tuple[str, ...] = ()) -> Path:
+    """A tiny BERT saved *with* its masked-LM head (what pet needs), same vocabulary
+    (``extra``: more of it, as for :func:`make_encoder_dir`)."""
     from transformers import BertForMaskedLM
 
-    return _save_tiny_bert(directory, BertForMaskedLM, seed)
+    return _save_tiny_bert(directory, BertForMaskedLM, seed, extra)

@@ -159,10 +159,10 @@ def rerun_record(record_path: str | Path, *, start: str | None = None,
     The engine still holds the *starting* weights; :func:`adapt_again` then
     reproduces the run.
     """
+    from fsxlt.modeling import quiet_transformers
     from fsxlt.sampling.store import read_bucket
     from fsxlt.tasks import get_task
     from fsxlt.training import AdaptEngine
-    from fsxlt.training.checkpoint import quiet_transformers
 
     record = read_json(record_path)
     if not isinstance(record, dict) or record.get("format") != "fsxlt-adapt-run/1":

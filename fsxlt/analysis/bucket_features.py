@@ -20,7 +20,7 @@ buckets), the bucket file the record names is read and described by:
 * ``dev_distance``: cosine distance between the mean embedding of the
   bucket's examples and that of the run's dev set, both from the
   source-trained model (the embeddings :func:`fsxlt.evaluation.example_signals`
-  gives).
+  gives, read the way the start was trained: :mod:`fsxlt.training.starts`).
 
 The two model features need the start checkpoint (``model.start.path`` in the
 record, or ``--from``); without it they are left out. Per (task, language,
@@ -89,20 +89,13 @@ class _Model:
     """The start checkpoint, loaded once, and the signals of every set it has seen."""
 
     def __init__(self, start: str, task: TaskSpec, device: str | None):
-        from fsxlt.modeling import Featurizer
-        from fsxlt.training.checkpoint import load_start, resolve_device
+        from fsxlt.training.starts import open_start
 
-        self.device = resolve_device(device)
-        loaded = load_start(start, task, seed=task.training.seed)
-        self.model = loaded.model.to(self.device)
-        self.featurizer = Featurizer(loaded.tokenizer, task)
+        self.opened = open_start(start, task, device=device)  # read as it was trained
         self.dev_centres: dict[str, np.ndarray] = {}
 
     def signals(self, examples: list[Example]) -> tuple[np.ndarray, np.ndarray]:
-        from fsxlt.evaluation import example_signals, prepare_eval
-
-        return example_signals(self.model, prepare_eval(self.featurizer, examples,
-                                                        self.device))
+        return self.opened.signals(examples)
 
     def dev_centre(self, path: str, task: TaskSpec, language: str) -> np.ndarray:
         if path not in self.dev_centres:
@@ -165,7 +158,7 @@ def feature_table(runs_dir: str | Path, *, arm: str | None = None,
     if scores.empty:
         raise FsxltError(f"{runs_dir}: no finished run records found")
     arm = arm or default_arm(set(scores["arm"]))
-    chosen = scores[scores["arm"] == arm]
+    chosen = scores[(scores["arm"] == arm) & (scores["k"] > 0)]  # K=0 runs have no bucket
     if chosen.empty:
         raise FsxltError(f"no runs of arm {arm!r} under {runs_dir}")
     zero = {(r.task, r.language): 100.0 * r.test_score

@@ -326,13 +326,13 @@ def seeds_vs_buckets_command(
     from fsxlt.analysis.seeds import ablation_plan, seeds_vs_buckets, spread_table
     from fsxlt.cli.train import _split
     from fsxlt.fileio import atomic_write_json
-    from fsxlt.methods import method_spec
+    from fsxlt.methods import get_method
+    from fsxlt.modeling import quiet_transformers
     from fsxlt.training import AdaptEngine
-    from fsxlt.training.checkpoint import quiet_transformers
 
     spec = get_task(task)
     spec.check_language(lang)
-    method_spec(method, spec.kind)
+    get_method(method, spec.kind)
     from fsxlt.sampling.store import MANIFEST, read_set
 
     if not (buckets / MANIFEST).is_file():
@@ -449,7 +449,7 @@ def bucket_features_command(
     """
     _check_out(out)
     from fsxlt.analysis.bucket_features import correlations, feature_table, plot_features
-    from fsxlt.training.checkpoint import quiet_transformers
+    from fsxlt.modeling import quiet_transformers
 
     quiet_transformers()
     table = feature_table(runs, arm=arm, english=english, start=start,

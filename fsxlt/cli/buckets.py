@@ -109,8 +109,8 @@ def select_command(
     task: Annotated[str, typer.Option("--task", "-t", help="Task name or task YAML path.")],
     lang: Annotated[str, typer.Option("--lang", "-l", help="Target language.")],
     strategy: Annotated[list[str], typer.Option(
-        "--strategy", "-s", help="random, diverse, uncertain, representative, entity-rich "
-        "(repeatable).")],
+        "--strategy", "-s", help="A strategy's name (fsxlt strategies lists the built-in and "
+        "installed ones) or package.module:Class (repeatable).")],
     k: Annotated[list[int] | None, typer.Option(
         "--k", "-k", help="Shots per label (repeatable); default: the task's K values.")] = None,
     out: Annotated[Path, typer.Option(
@@ -136,8 +136,8 @@ def select_command(
     so a strategy is judged against random buckets that saw the same
     candidates (fsxlt report --strategies). Buckets keep the task's
     guarantees: exactly K per label, or both Minimum-Including criteria.
-    Model-based strategies (diverse, uncertain, representative) run the
-    source-trained model once over the pools.
+    Model-based strategies (diverse, uncertain, representative; fsxlt
+    strategies marks them) run the source-trained model once over the pools.
     A set already in OUT with the same files is left as it is (unchanged);
     one with other files is refused, naming what differs, unless --replace.
 

@@ -1,4 +1,5 @@
-"""``fsxlt methods``: the adapting methods available here, built in and installed plug-ins."""
+"""``fsxlt methods`` and ``fsxlt strategies``: the adapting methods and shot-selection
+strategies available here, built in and installed plug-ins."""
 
 from __future__ import annotations
 
@@ -50,6 +51,38 @@ def methods_cmd() -> None:
         for option in cls.options:
             typer.echo(f"{'':<16} {'':<11}   --method-opt {option.name}="
                        f"{format_default(option.default)}  {option.help}")
+    if broken:
+        typer.echo(f"\n{BROKEN_HEADER}")
+        for message in broken.values():
+            typer.echo(f"  {message}")
+
+
+@app.command("strategies")
+def strategies_cmd() -> None:
+    """List the shot-selection strategies of fsxlt select: name, task kinds, what it picks.
+
+    Plug-ins register under the entry-point group 'fsxlt.strategies'; a class
+    that is not installed is used as --strategy package.module:Class. Model-based
+    strategies (marked model) read the source-trained model (--from). An
+    installed plug-in that fails to load is named with its error in a section
+    of its own at the end (the exit status stays 0).
+
+    Kinds: cls = classification, tag = tagging.
+
+    Example:
+
+      fsxlt strategies
+    """
+    from fsxlt.sampling.strategies import BUILTIN, discover, plugins
+
+    installed = plugins()
+    found, broken = discover()
+    for name, cls in found.items():
+        origin = "" if name in BUILTIN else f"  [{installed[name]}]"
+        kinds = "+".join(KIND_ABBREVIATIONS.get(k, k) for k in cls.kinds)
+        needs = "model" if cls.model_based else ""
+        summary = cls.summary or next(iter((cls.__doc__ or "").strip().splitlines()), "")
+        typer.echo(f"{name:<16} {kinds:<8} {needs:<6} {summary}{origin}")
     if broken:
         typer.echo(f"\n{BROKEN_HEADER}")
         for message in broken.values():

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from fsxlt.cli.app import app
 from fsxlt.cli.options import Device, MaxEpochs, Patience, Replace, SelectStart
+
+if TYPE_CHECKING:
+    from fsxlt.execution import SweepConfig
 
 
 @app.command("sweep")
@@ -67,7 +70,8 @@ def sweep_cmd(
         float, typer.Option("--cpus-per-task", help="CPUs per Ray task.")
     ] = 1.0,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List the runs that would run; run nothing.")
+        bool, typer.Option("--dry-run", help="List the runs that would run and the starts "
+                           "(checkpoints) that do not exist yet; run nothing.")
     ] = False,
     save_predictions: Annotated[
         bool, typer.Option("--save-predictions", help=(
@@ -93,9 +97,7 @@ def sweep_cmd(
       fsxlt sweep configs/sweeps/study.yaml --task xnli --workers 4 --devices 0,1,2,3
       fsxlt sweep configs/sweeps/study.yaml --executor ray --address auto --gpus-per-task 0.5
     """
-    from collections import Counter
-
-    from fsxlt.execution import load_config, run_sweep, sweep_status
+    from fsxlt.execution import load_config, run_sweep
 
     overrides = {"out": str(out) if out else None, "buckets": str(buckets) if buckets else None,
                  "data_dir": data_dir, "start": start, "n_buckets": n_buckets,
@@ -103,16 +105,7 @@ def sweep_cmd(
                  "patience": patience, "select_start": True if select_start else None}
     cfg = load_config(config, overrides).restrict(tasks, langs, ks, methods)
     if dry_run:
-        status = sweep_status(cfg, save_predictions, replace=True)
-        for run, why in status.pending:
-            why = why if why != "replace" or replace else "different (needs --replace)"
-            typer.echo(f"{run.id}\t{why}\t{run.record_path}")
-        why = Counter(w if w != "replace" or replace else "different" for _, w in status.pending)
-        detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
-        typer.echo(f"{len(status.plan.runs)} runs: {len(status.done)} done, "
-                   f"{len(status.pending)} to run ({detail or 'none'}) in "
-                   f"{len(status.groups())} groups; {len(status.plan.zero_shot)} zero-shot "
-                   "records", err=True)
+        _list_runs(cfg, save_predictions, replace)
         return
     gpu_ids = [d.strip() for d in devices.split(",") if d.strip()] if devices else None
     result = run_sweep(cfg, executor=executor, workers=workers, devices=gpu_ids, device=device,
@@ -124,3 +117,26 @@ def sweep_cmd(
                f"{len(result.status.done)} already done{lost}; records in {cfg.out}")
     if result.failed or result.not_run:
         raise typer.Exit(1)
+
+
+def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool) -> None:
+    """``--dry-run``: every run not done (id, why, record) on stdout; on stderr one line per
+    start that does not exist yet (its runs are listed as ``no start``) and a summary."""
+    from collections import Counter
+
+    from fsxlt.execution import sweep_status
+
+    status = sweep_status(cfg, save_predictions, replace=True, missing_starts_ok=True)
+    for run, why in status.pending:
+        why = why if why != "replace" or replace else "different (needs --replace)"
+        typer.echo(f"{run.id}\t{why}\t{run.record_path}")
+    for task, start in status.plan.missing_starts:
+        n_runs = sum(1 for run in status.plan.runs if (run.task, run.start) == (task, start))
+        typer.echo(f"start missing: {start} (task {task}; fsxlt source-train writes it): "
+                   f"{n_runs} runs cannot run yet", err=True)
+    why = Counter(w if w != "replace" or replace else "different" for _, w in status.pending)
+    detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
+    typer.echo(f"{len(status.plan.runs)} runs: {len(status.done)} done, "
+               f"{len(status.pending)} to run ({detail or 'none'}) in "
+               f"{len(status.groups())} groups; {len(status.plan.zero_shot)} zero-shot "
+               "records", err=True)

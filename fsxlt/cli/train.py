@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -27,7 +27,14 @@ from fsxlt.cli.options import (
 from fsxlt.data import Example, has_labels, load_split, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
-from fsxlt.methods import DEFAULT_MODEL, get_method, parse_method_options
+from fsxlt.methods import (
+    DEFAULT_MODEL,
+    check_source_training,
+    get_method,
+    method_class,
+    parse_method_options,
+    source_training_methods,
+)
 from fsxlt.tasks import TaskSpec, get_task
 
 
@@ -173,8 +180,9 @@ def source_train_cmd(
         bool, typer.Option("--overwrite", help="Replace an existing --out.")
     ] = False,
     method: Annotated[
-        str, typer.Option("--method", help="full (the study's) or pet (the task's pattern and "
-                          "English verbalizer; needs an encoder with a masked-LM head).")
+        str, typer.Option("--method", help="A method that source-trains: "
+                          f"{' or '.join(source_training_methods())} ('fsxlt methods' says "
+                          "what each does); full is the study's.")
     ] = "full",
 ) -> None:
     """Source-train over the lr grid; keep the checkpoint with the best source dev score.
@@ -194,48 +202,20 @@ def source_train_cmd(
       fsxlt source-train --task panx --data-dir data/panx --source-lang en,de,es \\
           --target zh --target ar --out ckpt/panx-en-de-es
     """
+    from fsxlt.modeling import quiet_transformers
     from fsxlt.training import save_checkpoint, source_train
-    from fsxlt.training.checkpoint import quiet_transformers
 
     spec = get_task(task)
     source_langs = _source_languages(spec, source_lang, data_dir)
-    if method not in ("full", "pet"):
-        raise FsxltError(f"source-train --method is full or pet, not {method!r}")
+    check_source_training(method_class(method))
     get_method(method, spec.kind).check_start(spec, model)  # before any model loads
     out = check_output_dir(out, "checkpoint directory")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
-    if len(source_langs) > 1 and (train_file or dev_file):
-        raise FsxltError("several source languages read their files from --data-dir, "
-                         "not --train/--dev")
-    train, source_dev, sources = [], {}, {}
-    for src in source_langs:
-        part, train_src = _split(spec, src, "train", train_file, data_dir)
-        train += _limit(part, train_limit)  # the limit applies per source language
-        source_dev[src], sources[f"dev-{src}"] = _split(spec, src, "dev", dev_file, data_dir)
-        sources.setdefault("train", train_src)
-        sources.setdefault("dev", sources[f"dev-{src}"])
-    if len(source_langs) > 1:
-        sources["train"] = " + ".join(str(spec.data.locate(data_dir, "train", lang))
-                                      for lang in source_langs)
-    dev_files, test_files = (
-        _lang_files(target_dev, "--target-dev"),
-        _lang_files(target_test, "--target-test"),
-    )
-    langs = list(dict.fromkeys(list(targets or []) + list(dev_files) + list(test_files)))
-    tdev, ttest = {}, {}
-    for lang in langs:
-        spec.check_language(lang)
-        if lang in dev_files or data_dir is not None:
-            tdev[lang], sources[f"dev-{lang}"] = _split(
-                spec, lang, "dev", dev_files.get(lang), data_dir
-            )
-        if lang in test_files:
-            ttest[lang], sources[f"test-{lang}"] = _split(
-                spec, lang, "test", test_files[lang], data_dir
-            )
-        elif data_dir is not None and (found := _zero_shot_test(spec, lang, data_dir)):
-            ttest[lang], sources[f"test-{lang}"] = found
+    train, source_dev, sources = _source_data(spec, source_langs, train_file, dev_file,
+                                              data_dir, train_limit)
+    tdev, ttest = _target_data(spec, targets, _lang_files(target_dev, "--target-dev"),
+                               _lang_files(target_test, "--target-test"), data_dir, sources)
     quiet_transformers()
     result = source_train(
         spec,
@@ -258,9 +238,58 @@ def source_train_cmd(
         method=method,
     )
     save_checkpoint(out, result.model, result.tokenizer, result.record, overwrite=overwrite)
+    _print_source_result(result, source_langs == ["en"] and select == "source-dev", out)
+
+
+def _source_data(spec: TaskSpec, source_langs: list[str], train_file: Path | None,
+                 dev_file: Path | None, data_dir: Path | None, train_limit: int | None,
+                 ) -> tuple[list[Example], dict[str, list[Example]], dict[str, str]]:
+    """The source train examples (joined over the source languages), the dev set of each
+    source language, and where each came from."""
+    if len(source_langs) > 1 and (train_file or dev_file):
+        raise FsxltError("several source languages read their files from --data-dir, "
+                         "not --train/--dev")
+    train: list[Example] = []
+    source_dev: dict[str, list[Example]] = {}
+    sources: dict[str, str] = {}
+    for src in source_langs:
+        part, train_src = _split(spec, src, "train", train_file, data_dir)
+        train += _limit(part, train_limit)  # the limit applies per source language
+        source_dev[src], sources[f"dev-{src}"] = _split(spec, src, "dev", dev_file, data_dir)
+        sources.setdefault("train", train_src)
+        sources.setdefault("dev", sources[f"dev-{src}"])
+    if len(source_langs) > 1:
+        sources["train"] = " + ".join(str(spec.data.locate(data_dir, "train", lang))
+                                      for lang in source_langs)
+    return train, source_dev, sources
+
+
+def _target_data(spec: TaskSpec, targets: list[str] | None, dev_files: dict[str, Path],
+                 test_files: dict[str, Path], data_dir: Path | None, sources: dict[str, str],
+                 ) -> tuple[dict[str, list[Example]], dict[str, list[Example]]]:
+    """The dev and test sets of every target (``--target``, ``--target-dev``,
+    ``--target-test``); where each came from is added to ``sources``."""
+    langs = list(dict.fromkeys(list(targets or []) + list(dev_files) + list(test_files)))
+    tdev, ttest = {}, {}
+    for lang in langs:
+        spec.check_language(lang)
+        if lang in dev_files or data_dir is not None:
+            tdev[lang], sources[f"dev-{lang}"] = _split(
+                spec, lang, "dev", dev_files.get(lang), data_dir
+            )
+        if lang in test_files:
+            ttest[lang], sources[f"test-{lang}"] = _split(
+                spec, lang, "test", test_files[lang], data_dir
+            )
+        elif data_dir is not None and (found := _zero_shot_test(spec, lang, data_dir)):
+            ttest[lang], sources[f"test-{lang}"] = found
+    return tdev, ttest
+
+
+def _print_source_result(result: Any, english: bool, out: Path) -> None:
+    """The selected checkpoint and its zero-shot scores, one line each."""
     sel = result.record["selection"]
-    on = "English" if source_langs == ["en"] and select == "source-dev" else \
-        "+".join(sel["languages"])
+    on = "English" if english else "+".join(sel["languages"])
     typer.echo(
         f"selected lr {sel['lr']:g} epoch {sel['epoch']} "
         f"({on} dev {100 * sel['dev_score']:.2f}) in {result.wall_time_s:.1f}s; wrote {out}"
@@ -357,9 +386,7 @@ def adapt_cmd(
       fsxlt adapt --task eprstmt --lang zh --bucket buckets/fewclue/eprstmt/zh/k32 \\
           --from bert-base-multilingual-cased --predict FewCLUE/eprstmt/test.json --out runs
     """
-    from fsxlt.directories import RUNS, claim
-    from fsxlt.execution import adapt_plan, run_group
-    from fsxlt.runs import plan_writes, read_record, record_path_of, runs_dir_lock
+    from fsxlt.execution import adapt_plan
 
     if save_predictions and no_test:
         raise FsxltError("--save-predictions saves test predictions; it cannot go with --no-test")
@@ -370,41 +397,58 @@ def adapt_cmd(
                       max_seq_length=max_seq_length, select_start=select_start,
                       predict=predict, dev=dev_file, test=test_file, no_test=no_test,
                       data_dir=data_dir, batch_size=batch_size, patience_from=patience_from)
+    failed = _run_adapt(runs, out, replace=replace, save_predictions=save_predictions,
+                        device=device)
+    if failed:
+        raise FsxltError(f"{failed[0].run_id}: {failed[0].error}"
+                         + (f" (and {len(failed) - 1} more failed runs; their error records "
+                            "are in --out)" if len(failed) > 1 else
+                            " (its error record is in --out)"))
+
+
+def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: bool,
+               device: str) -> list[Any]:
+    """Write the records of ``fsxlt adapt``'s runs that are not done, as a sweep does
+    (under the runs directory's lock); returns the outcomes of the runs that failed."""
+    from fsxlt.directories import RUNS, claim
+    from fsxlt.execution import run_group
+    from fsxlt.runs import plan_writes, runs_dir_lock
+
     first = plan_writes(runs, replace=replace, need_predictions=save_predictions)  # refuse first
     loaded = None
     if first.pending:  # a broken start is a one-line error before anything is written
+        from fsxlt.modeling import quiet_transformers
         from fsxlt.training import load_start
-        from fsxlt.training.checkpoint import quiet_transformers
 
         quiet_transformers()
         loaded = load_start(runs[0].start, runs[0].task, seed=runs[0].seed)
     claim(out, RUNS)
+    failed: list[Any] = []
     with runs_dir_lock(out):
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for run in writes.done:
             typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
         for run, what in writes.replaced:
             typer.echo(f"replacing {run.record_path} ({what} differ)", err=True)
-        failed = []
-
-        def said(outcome) -> None:
-            record = read_record(next(r.record_path for r in runs if r.id == outcome.run_id))
-            if not outcome.ok or record is None:
-                failed.append(outcome)
-                return
-            test_part = (f", test {100 * record['test_score']:.2f}"
-                         if record.get("test_score") is not None else "")
-            typer.echo(f"{record['bucket']['id']}: lr {record['selected_lr']:g}, best epoch "
-                       f"{record['best_epoch']}, dev {100 * record['dev_score']:.2f}{test_part}"
-                       f" -> {record_path_of(out, record)}")
-
-        run_group([run for run, _ in writes.pending], device=device, on_result=said,
+        run_group([run for run, _ in writes.pending], device=device,
+                  on_result=lambda outcome: _said(outcome, runs, out, failed),
                   save_predictions=save_predictions, start=loaded)
-    if failed:
-        raise FsxltError(f"{failed[0].run_id}: {failed[0].error}"
-                         + (f" (and {len(failed) - 1} more failed runs; their error records "
-                            "are in --out)" if len(failed) > 1 else
-                            " (its error record is in --out)"))
+    return failed
+
+
+def _said(outcome: Any, runs: list[Any], out: Path, failed: list[Any]) -> None:
+    """One adapt run's line (its scores and record), or its outcome kept in ``failed``."""
+    from fsxlt.runs import read_record, record_path_of
+
+    record = read_record(next(r.record_path for r in runs if r.id == outcome.run_id))
+    if not outcome.ok or record is None:
+        failed.append(outcome)
+        return
+    test_part = (f", test {100 * record['test_score']:.2f}"
+                 if record.get("test_score") is not None else "")
+    typer.echo(f"{record['bucket']['id']}: lr {record['selected_lr']:g}, best epoch "
+               f"{record['best_epoch']}, dev {100 * record['dev_score']:.2f}{test_part}"
+               f" -> {record_path_of(out, record)}")
 
 
 @app.command("evaluate")
@@ -449,10 +493,11 @@ def evaluate_cmd(
       fsxlt evaluate ckpt/panx-mbert --task panx --lang de --data-dir data/panx \\
           --save-predictions --out runs/panx/de/k0/zero-shot-test.json
     """
-    from fsxlt.evaluation import EVALUATION_FORMAT
-    from fsxlt.predictions import checkpoint_predictions, predictions_path, write_predictions
-    from fsxlt.training.checkpoint import quiet_transformers
+    from fsxlt.modeling import quiet_transformers
+    from fsxlt.predictions import predictions_path, write_predictions
+    from fsxlt.runs import EVALUATION_FORMAT
     from fsxlt.training.loop import examples_digest, versions
+    from fsxlt.training.starts import checkpoint_predictions
 
     spec = get_task(task)
     spec.check_language(lang)

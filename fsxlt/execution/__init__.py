@@ -8,14 +8,21 @@ This package owns *which* runs happen where; how a run trains is
     result = run_sweep(load_config("configs/sweeps/study.yaml"), workers=4)
     print(len(result.completed), len(result.failed))
 
-- :mod:`~fsxlt.execution.plan`: the config format, expansion into
-  :class:`RunSpec` s and their identities (a sweep's, and ``fsxlt adapt``'s).
+- :mod:`~fsxlt.execution.config`: the sweep config format, parsed into one
+  :class:`~fsxlt.execution.config.TaskPlan` per task.
+- :mod:`~fsxlt.execution.spec`: a run's :class:`RunSpec` and its identity.
+- :mod:`~fsxlt.execution.inputs`: bucket sets and data files, hash-checked.
+- :mod:`~fsxlt.execution.expansion`: a config's expansion into runs.
+- :mod:`~fsxlt.execution.adapt_runs`: the runs of ``fsxlt adapt``, built as a
+  sweep builds them.
 - :mod:`fsxlt.runs` (not in this package): where records go, their format
   and the write rule every run follows.
 - :mod:`~fsxlt.execution.worker`: one group of runs in one process.
 - :mod:`~fsxlt.execution.executors`: :func:`run_sweep`, local processes and Ray.
 """
 
+from fsxlt.execution.adapt_runs import adapt_plan
+from fsxlt.execution.config import SweepConfig, load_config, parse_config
 from fsxlt.execution.executors import (
     EXECUTORS,
     SweepResult,
@@ -24,15 +31,8 @@ from fsxlt.execution.executors import (
     sweep_status,
     write_zero_shot,
 )
-from fsxlt.execution.plan import (
-    Plan,
-    RunSpec,
-    SweepConfig,
-    adapt_plan,
-    expand,
-    load_config,
-    parse_config,
-)
+from fsxlt.execution.expansion import expand
+from fsxlt.execution.spec import Plan, RunSpec
 from fsxlt.execution.worker import Outcome, run_group
 
 __all__ = ["EXECUTORS", "Outcome", "Plan", "RunSpec", "SweepConfig", "SweepResult",

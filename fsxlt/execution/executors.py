@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsxlt.errors import FsxltError
-from fsxlt.execution.plan import Plan, RunSpec, SweepConfig, expand
+from fsxlt.execution.config import SweepConfig
+from fsxlt.execution.expansion import expand
+from fsxlt.execution.spec import Plan, RunSpec
 from fsxlt.execution.worker import Outcome, die_with_parent, run_group
 from fsxlt.fileio import atomic_write_json, check_output_dir
 
@@ -83,20 +85,28 @@ class SweepResult:
 
 
 def sweep_status(config: SweepConfig, save_predictions: bool = False,
-                 plan: Plan | None = None, replace: bool = False) -> SweepStatus:
+                 plan: Plan | None = None, replace: bool = False,
+                 missing_starts_ok: bool = False) -> SweepStatus:
     """Expand the config (or take its ``plan``) and sort its runs into done and pending.
 
     Each pending run comes with the reason (:func:`fsxlt.runs.record_state`:
     ``missing``, ``corrupt``, ``error``; ``replace`` for a finished record of
     other settings, which is refused in one line unless ``replace``). With
     ``save_predictions`` a done run without its predictions file is pending
-    again (``no-predictions``).
+    again (``no-predictions``). ``missing_starts_ok`` (a dry run): a start that
+    does not exist yet is named in ``plan.missing_starts`` instead of refused,
+    and its runs are pending as ``no start``.
     """
     from fsxlt.runs import plan_writes
 
-    plan = plan if plan is not None else expand(config)
-    writes = plan_writes(plan.runs, replace=replace, need_predictions=save_predictions)
-    return SweepStatus(plan, writes.done, writes.pending, writes.replaced, writes.versions)
+    plan = plan if plan is not None else expand(config, missing_starts_ok)
+    ready = [run for run in plan.runs if not plan.start_missing(run)]
+    writes = plan_writes(ready, replace=replace, need_predictions=save_predictions)
+    order = {id(run): index for index, run in enumerate(plan.runs)}
+    pending = writes.pending + [(run, "no start") for run in plan.runs
+                                if plan.start_missing(run)]
+    pending.sort(key=lambda item: order[id(item[0])])
+    return SweepStatus(plan, writes.done, pending, writes.replaced, writes.versions)
 
 
 def write_zero_shot(plan: Plan, replace: bool = False) -> None:

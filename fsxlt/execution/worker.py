@@ -26,7 +26,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from fsxlt.execution.plan import RunSpec
+from fsxlt.execution.spec import RunSpec
 from fsxlt.fileio import atomic_write_json
 from fsxlt.runs import arm_of, error_record, finish_record
 
@@ -78,15 +78,21 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
     from fsxlt.sampling.store import read_bucket
     from fsxlt.submission import write_submission
 
-    bucket = read_bucket(run.bucket_path)
-    if bucket.sha256 != run.bucket_sha256:
-        raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
-    record = engine.adapt(bucket, method=run.load_method(), lrs=list(run.lrs), seed=run.seed,
-                          max_epochs=run.max_epochs, patience=run.patience,
-                          predictions=test is not None, select_start=run.select_start,
-                          predict=unlabelled[0] if unlabelled else None,
-                          batch_size=run.batch_size, patience_from=run.patience_from)
-    record["bucket"]["path"] = run.bucket_path
+    if run.k == 0:  # no bucket: the start as the method prepares it (pet's zero-shot)
+        record = engine.zero_shot(run.load_method(), seed=run.seed,
+                                  predictions=test is not None,
+                                  predict=unlabelled[0] if unlabelled else None,
+                                  select_start=run.select_start)
+    else:
+        bucket = read_bucket(run.bucket_path)
+        if bucket.sha256 != run.bucket_sha256:
+            raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
+        record = engine.adapt(bucket, method=run.load_method(), lrs=list(run.lrs),
+                              seed=run.seed, max_epochs=run.max_epochs, patience=run.patience,
+                              predictions=test is not None, select_start=run.select_start,
+                              predict=unlabelled[0] if unlabelled else None,
+                              batch_size=run.batch_size, patience_from=run.patience_from)
+        record["bucket"]["path"] = run.bucket_path
     if arm_of(record) != run.arm:  # the facts the run was filed by must be the record's
         raise FsxltError(f"the run was planned as arm {run.arm} but its record says "
                          f"{arm_of(record)}")
@@ -112,9 +118,9 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     group's start, already loaded (``fsxlt adapt`` loads it before writing
     anything, so a broken model is a one-line error rather than error records).
     """
+    from fsxlt.modeling import quiet_transformers
     from fsxlt.tasks import get_task
     from fsxlt.training import AdaptEngine, load_start
-    from fsxlt.training.checkpoint import quiet_transformers
     from fsxlt.training.loop import restore
 
     outcomes: list[Outcome] = []

@@ -42,9 +42,9 @@ from typing import Any
 import pandas as pd
 
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import EVALUATION_FORMAT
 from fsxlt.runs import (
     CHECKPOINT_FILE,
+    EVALUATION_FORMAT,
     SUBMISSION_DIR,
     ZERO_SHOT_FORMAT,
     arm_of,

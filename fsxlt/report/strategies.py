@@ -39,8 +39,9 @@ from fsxlt.errors import FsxltError
 from fsxlt.report.records import Records
 from fsxlt.report.tables import Table, arm_label, fmt
 from fsxlt.runs import arm_strategy, read_record
+from fsxlt.sampling.strategies import Random
 
-RANDOM = "random"
+RANDOM = Random.name  # the baseline every strategy is judged against
 UNKNOWN = "unknown"
 CELL = ["task", "language", "k", "base"]
 COLUMNS = ["task", "language", "k", "arm", "strategy", "n", "mean", "random_n", "random_mean",

@@ -28,14 +28,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fsxlt.modeling import METHODS
+from fsxlt.methods import METHODS, method_label
 from fsxlt.report.records import Records
 from fsxlt.runs import NOSOURCE_SUFFIX, SOURCE_MARK, arm_source, arm_strategy
 
 EXPECTED_BUCKETS = 40
 FIXED_SPLITS = 5  # FewCLUE: splits 0-4 (its union "all" is shown beside them)
-METHOD_LABELS = {"full": "Full FT", "fc": "FC only", "fc-pooler": "FC+Pooler",
-                 "cos-pooler": "COS+Pooler", "fc-reset-pooler": "FC(reset)+Pooler"}
 FORMATS = ("md", "latex", "csv")
 IN_SOURCE_MARK = "*"  # a K=0 score on a language the start was trained on: not zero-shot
 
@@ -49,9 +47,9 @@ def arm_label(arm: str, *, name_source: bool = False) -> str:
     suffix = f", {strategy} buckets" if strategy else ""
     if source is None:
         base = arm[: -len(NOSOURCE_SUFFIX)]
-        return f"{METHOD_LABELS.get(base, base)}, no source-training{suffix}"
+        return f"{method_label(base)}, no source-training{suffix}"
     base = arm.partition(SOURCE_MARK)[0]
-    label = METHOD_LABELS.get(base, base)
+    label = method_label(base)
     named = name_source or SOURCE_MARK in arm
     return (f"{label}, source {source}" if named else label) + suffix
 
@@ -93,7 +91,8 @@ def aggregate(records: Records, *, ddof: int = 1,
     fixed = grouped["fixed"].apply(lambda s: bool(s.astype(bool).any())).reset_index(drop=True)
     cells["fixed"] = fixed.astype(bool)
     cells["metric"] = grouped["metric"].apply(_metric_name).reset_index(drop=True)
-    cells["expected"] = [FIXED_SPLITS if f else expected for f in fixed]
+    cells["expected"] = [FIXED_SPLITS if f else 1 if k == 0 else expected  # K=0: one run
+                         for f, k in zip(fixed, cells["k"], strict=True)]
     cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(n)) - have))
                         for have, n in zip(present, cells["expected"], strict=True)]
     union = {(r.task, r.language, int(r.k), r.arm): 100.0 * r.test_score

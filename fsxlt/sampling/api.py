@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fsxlt.data import ChoiceExample, Example, Split, TaggedSentence, TextExample, load_split
 from fsxlt.errors import FsxltError
@@ -23,18 +25,84 @@ from fsxlt.sampling.store import BucketSet, write_sets
 from fsxlt.tasks import TaskSpec, get_task
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """What a sampler drew: the examples it drew from, the buckets, the labels the buckets
+    are balanced over and the task labels absent from the data (tagging)."""
+
+    pool: list[Example]
+    buckets: list[list[Example]]
+    labels: list[str]
+    missing: list[str] = field(default_factory=list)
+
+
+def _of_type(split: Split, kind: type) -> list[Any]:
+    return [ex for ex in split.examples if isinstance(ex, kind)]
+
+
+def draw_nway_kshot(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: int,
+                    context: str) -> Drawn:
+    """Disjoint buckets of exactly K examples of every label (classification)."""
+    examples = _of_type(split, TextExample)
+    rng = derive_rng(seed, task.name, split.language, k)
+    return Drawn(examples, nway_kshot(examples, task.labels, k, n_buckets, rng, context),
+                 list(task.labels))
+
+
+def draw_k_examples(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: int,
+                    context: str) -> Drawn:
+    """Disjoint buckets of exactly K examples, no per-label quota (multiple choice)."""
+    examples = _of_type(split, ChoiceExample)
+    rng = derive_rng(seed, task.name, split.language, k)
+    return Drawn(examples, k_examples(examples, k, n_buckets, rng, context), list(task.labels))
+
+
+def draw_k_queries(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: int,
+                   context: str) -> Drawn:
+    """Disjoint buckets of exactly K queries, each with all its pages (ranking)."""
+    examples = _of_type(split, TextExample)
+    rng = derive_rng(seed, task.name, split.language, k)
+    return Drawn(examples, k_queries(examples, k, n_buckets, rng, context), list(task.labels))
+
+
+def draw_minimum_including(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: int,
+                           context: str) -> Drawn:
+    """Independent Minimum-Including buckets, one seeded draw each (tagging); labels that
+    never occur in the split are left out of the label set and reported as missing."""
+    sentences = _of_type(split, TaggedSentence)
+    counts = [sentence_label_counts(s, task.label_unit) for s in sentences]
+    labels, missing = present_labels(counts, task.sampling_labels)
+    if not labels:
+        raise FsxltError(f"{context}: no label of the task occurs in {split.source}")
+    buckets = []
+    for index in range(n_buckets):
+        rng = derive_rng(seed, task.name, split.language, k, index)
+        buckets.append([sentences[i] for i in minimum_including(counts, labels, k, rng,
+                                                                 context)])
+    return Drawn(sentences, buckets, labels, missing)
+
+
+# a task YAML's ``sampling.sampler`` -> how its buckets are drawn
+SAMPLERS: dict[str, Callable[[TaskSpec, Split, int, int, int, str], Drawn]] = {
+    "nway-kshot": draw_nway_kshot,
+    "k-examples": draw_k_examples,
+    "k-queries": draw_k_queries,
+    "minimum-including": draw_minimum_including,
+}
+
+
 def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | None = None,
                seed: int | None = None) -> BucketSet:
-    """Draw all buckets of one (task, language, K) from a loaded split.
+    """Draw all buckets of one (task, language, K) from a loaded split, by the sampler its
+    YAML names (``sampling.sampler``, one of :data:`SAMPLERS`).
 
-    Classification uses N-way K-shot (disjoint buckets; when the task samples
-    from its dev split, the unused dev examples are kept as the new dev set);
-    multiple choice draws disjoint buckets of K examples (no per-label quota),
-    ranking disjoint buckets of K queries, each with all its pages.
-    Tagging uses Minimum-Including, one independent draw per bucket; labels
-    that never occur in the pool are left out of the label set and recorded
-    in ``missing_labels`` (from a dev split, the sentences in no bucket are
-    kept as the new dev set, as for classification).
+    ``nway-kshot`` (classification) draws disjoint buckets; ``k-examples``
+    (multiple choice) disjoint buckets of K examples (no per-label quota),
+    ``k-queries`` (ranking) disjoint buckets of K queries, each with all its
+    pages; ``minimum-including`` (tagging) one independent draw per bucket,
+    leaving labels that never occur in the pool out of the label set (they
+    are recorded in ``missing_labels``). When the task samples from its dev
+    split, the dev examples in no bucket are kept as the new dev set.
 
     A set drawn from a dev split must leave dev examples for model
     selection (see :func:`dev_remaining`); one that leaves none is an error.
@@ -44,36 +112,13 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
     seed = task.sampling.seed if seed is None else seed
     check_k(k, n_buckets)
     context = f"{task.name}/{split.language} K={k}"
-    common = dict(task=task.name, language=split.language, k=k, sampler=task.sampling.sampler,
-                  seed=seed, split=split.split, source_file=Path(split.source).name,
-                  source_sha256=split.sha256)
-    if task.is_tagging:
-        sentences = [ex for ex in split.examples if isinstance(ex, TaggedSentence)]
-        counts = [sentence_label_counts(s, task.label_unit) for s in sentences]
-        labels, missing = present_labels(counts, task.sampling_labels)
-        if not labels:
-            raise FsxltError(f"{context}: no label of the task occurs in {split.source}")
-        buckets = []
-        for index in range(n_buckets):
-            rng = derive_rng(seed, task.name, split.language, k, index)
-            picked = minimum_including(counts, labels, k, rng, context)
-            buckets.append([sentences[i] for i in picked])
-        remaining = dev_remaining(task, split, sentences, buckets, context)
-        return BucketSet(**common, labels=labels, missing_labels=missing, buckets=buckets,
-                         dev_remaining=remaining)
-
-    rng = derive_rng(seed, task.name, split.language, k)
-    if task.is_multiple_choice:
-        examples = [ex for ex in split.examples if isinstance(ex, ChoiceExample)]
-        buckets = k_examples(examples, k, n_buckets, rng, context)
-    elif task.is_ranking:
-        examples = [ex for ex in split.examples if isinstance(ex, TextExample)]
-        buckets = k_queries(examples, k, n_buckets, rng, context)
-    else:
-        examples = [ex for ex in split.examples if isinstance(ex, TextExample)]
-        buckets = nway_kshot(examples, task.labels, k, n_buckets, rng, context)
-    remaining = dev_remaining(task, split, examples, buckets, context)
-    return BucketSet(**common, labels=list(task.labels), buckets=buckets, dev_remaining=remaining)
+    drawn = SAMPLERS[task.sampling.sampler](task, split, k, n_buckets, seed, context)
+    return BucketSet(task=task.name, language=split.language, k=k,
+                     sampler=task.sampling.sampler, seed=seed, split=split.split,
+                     source_file=Path(split.source).name, source_sha256=split.sha256,
+                     labels=drawn.labels, missing_labels=drawn.missing, buckets=drawn.buckets,
+                     dev_remaining=dev_remaining(task, split, drawn.pool, drawn.buckets,
+                                                 context))
 
 
 def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],

@@ -49,6 +49,7 @@ from fsxlt.sampling.samplers import (
     bucket_label_counts,
     present_labels,
     query_of,
+    redundant_sentences,
     sentence_label_counts,
 )
 from fsxlt.sampling.store import Bucket, find_sets, read_set
@@ -288,18 +289,6 @@ def _check_dev_files(directory: Path, manifest: dict[str, Any]) -> list[Violatio
             found.append(Violation(index, "integrity", f"{entry['file']} differs from the "
                                    "hash in the manifest"))
     return found
-
-
-def redundant_sentences(counts: list[Counter[str]], labels: list[str], k: int) -> list[int]:
-    """Positions of sentences whose removal keeps every label that reaches ``k`` at ``k`` or more.
-
-    A bucket is minimal exactly when this is empty. Labels already below
-    ``k`` are a separate violation and do not make every sentence necessary.
-    """
-    total = bucket_label_counts(counts)
-    satisfied = [label for label in labels if total[label] >= k]
-    return [i for i, c in enumerate(counts)
-            if all(total[label] - c[label] >= k for label in satisfied)]
 
 
 def _check_tagging(manifest: dict[str, Any], buckets: list[Bucket],

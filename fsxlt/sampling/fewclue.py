@@ -38,10 +38,9 @@ from fsxlt.data import NO_LABEL, Example, Skipped, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file
 from fsxlt.sampling.store import BucketSet, write_sets
-from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.tasks import TaskSpec, benchmark_tasks, get_task
 
-FEWCLUE_TASKS = ("eprstmt", "csldcp", "tnews", "iflytek", "ocnli", "bustm", "chid", "csl",
-                 "cluewsc")
+BENCHMARK = "fewclue"  # the task YAMLs of FewCLUE's tasks say benchmark: fewclue
 SPLITS = ("0", "1", "2", "3", "4", "all")
 LANGUAGE = "zh"
 SAMPLER = "fewclue-fixed"
@@ -55,6 +54,11 @@ class FewClueImport:
     sets: list[BucketSet] = field(default_factory=list)
     skipped_tasks: list[str] = field(default_factory=list)
     unlabelled: list[str] = field(default_factory=list)
+
+
+def fewclue_tasks() -> tuple[str, ...]:
+    """FewCLUE's tasks: the built-in tasks whose YAML says ``benchmark: fewclue``, by name."""
+    return benchmark_tasks(BENCHMARK)
 
 
 def check_out_apart(src: str | Path, out: str | Path) -> None:
@@ -134,10 +138,11 @@ def import_fewclue(src: str | Path, out: str | Path, *, tasks: Sequence[str] | N
     if not src.is_dir():
         raise FsxltError(f"{src}: no such directory (FewCLUE's datasets: one folder per task)")
     check_out_apart(src, out)
-    wanted = list(tasks or FEWCLUE_TASKS)
+    known = fewclue_tasks()
+    wanted = list(tasks or known)
     for name in wanted:
-        if name not in FEWCLUE_TASKS:
-            raise FsxltError(f"unknown FewCLUE task {name!r}; valid: {', '.join(FEWCLUE_TASKS)}")
+        if name not in known:
+            raise FsxltError(f"unknown FewCLUE task {name!r}; valid: {', '.join(known)}")
     result = FewClueImport()
     for name in progress(wanted):
         directory = src / name

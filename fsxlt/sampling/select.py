@@ -10,7 +10,8 @@ against random buckets that saw the same candidates.
 
 Model-based strategies read what the source-trained model makes of every
 pool example: one batched pass (:func:`fsxlt.evaluation.example_signals`)
-over the union of the pools. The written sets are ordinary bucket sets
+over the union of the pools, through the start as it was trained
+(:mod:`fsxlt.training.starts`). The written sets are ordinary bucket sets
 (``OUT/<strategy>/<task>/<lang>/k<K>``); their manifests and bucket files
 record the strategy, its pools, the model (path and weight hash) and the
 seed. Sets drawn from dev give each bucket its own dev set: the dev split
@@ -36,14 +37,7 @@ from fsxlt.sampling.samplers import (
     sentence_label_counts,
 )
 from fsxlt.sampling.store import BucketSet, write_sets
-from fsxlt.sampling.strategies import (
-    MODEL_FREE,
-    OPTIONS,
-    PoolSignals,
-    check_strategy,
-    select_classification,
-    select_tagging,
-)
+from fsxlt.sampling.strategies import Pool, PoolSignals, Strategy, get_strategy, select_bucket
 from fsxlt.tasks import TaskSpec, get_task
 
 SAMPLER = "strategy"
@@ -87,25 +81,17 @@ def model_identity(start: str | Path) -> dict[str, str]:
 def compute_signals(start: str | Path, task: TaskSpec, examples: Sequence[Any], *,
                     device: str | None = None, max_seq_length: int | None = None,
                     ) -> PoolSignals:
-    """The source-trained model's embeddings and prediction entropies for ``examples``."""
-    from fsxlt.evaluation import example_signals, prepare_eval
-    from fsxlt.modeling import Featurizer
-    from fsxlt.training.checkpoint import (
-        is_checkpoint,
-        load_start,
-        quiet_transformers,
-        resolve_device,
-    )
+    """The source-trained model's embeddings and prediction entropies for ``examples``,
+    read the way it was trained (:mod:`fsxlt.training.starts`: a ``pet`` checkpoint
+    through its pattern and masked-LM head)."""
+    from fsxlt.training.checkpoint import is_checkpoint
+    from fsxlt.training.starts import open_start
 
     if not is_checkpoint(Path(start)):
         raise FsxltError(f"{start}: model-based strategies need a source-trained fsxlt "
                          "checkpoint (fsxlt source-train)")
-    device = resolve_device(device)
-    quiet_transformers()  # no load report or progress bar of transformers' own
-    loaded = load_start(start, task, seed=task.training.seed)
-    model = loaded.model.to(device)
-    eval_set = prepare_eval(Featurizer(loaded.tokenizer, task, max_seq_length), examples, device)
-    embeddings, entropy = example_signals(model, eval_set)
+    opened = open_start(start, task, device=device, max_seq_length=max_seq_length)
+    embeddings, entropy = opened.signals(examples)
     return PoolSignals(embeddings, entropy)
 
 
@@ -126,30 +112,29 @@ def tagging_counts(task: TaskSpec, split: Split) -> tuple[list[Counter[str]], li
     return counts, labels, missing
 
 
-def select_set(task: TaskSpec, split: Split, k: int, strategy: str, pools: list[np.ndarray],
-               signals: PoolSignals | None, seed: int, info: dict[str, Any],
+def select_set(task: TaskSpec, split: Split, k: int, strategy: Strategy,
+               pools: list[np.ndarray], signals: PoolSignals | None, seed: int,
+               info: dict[str, Any],
                tagging: tuple[list[Counter[str]], list[str], list[str]] | None = None,
                ) -> BucketSet:
     """One bucket per pool by ``strategy``; ``signals`` rows follow ``split.examples``;
     ``tagging``: :func:`tagging_counts` of the split (computed once per split)."""
     examples = split.examples
-    context = f"{task.name}/{split.language} K={k} {strategy}"
+    context = f"{task.name}/{split.language} K={k} {strategy.name}"
     buckets = []
     if task.is_tagging:
         counts_all, labels, missing = tagging or tagging_counts(task, split)
     else:
         labels, missing = list(task.labels), []
     for i, rows in enumerate(pools):
-        rng = derive_rng(seed, task.name, split.language, k, strategy, i)
-        where = f"{context}, pool {i}"
-        if task.is_tagging:
-            counts = [counts_all[r] for r in rows]
-            picked = select_tagging(strategy, labels, counts, k, _subset(signals, rows), seed,
-                                    rng, where)
-        else:
-            picked = select_classification(strategy, labels, [examples[r].label for r in rows],
-                                           k, _subset(signals, rows), seed, rng, where)
-        buckets.append([examples[int(rows[p])] for p in picked])
+        members = [examples[int(r)] for r in rows]
+        pool = Pool(labels=labels, k=k, seed=seed,
+                    rng=derive_rng(seed, task.name, split.language, k, strategy.name, i),
+                    signals=_subset(signals, rows), examples=members,
+                    label_of=None if task.is_tagging else [ex.label for ex in members],
+                    counts=[counts_all[r] for r in rows] if task.is_tagging else None,
+                    context=f"{context}, pool {i}")
+        buckets.append([members[p] for p in select_bucket(strategy, pool)])
     devs = None
     if split.split == "dev":  # each bucket's own dev set: the split minus that bucket
         used = [{b.id for b in bucket} for bucket in buckets]
@@ -158,10 +143,11 @@ def select_set(task: TaskSpec, split: Split, k: int, strategy: str, pools: list[
                      split=split.split, source_file=Path(split.source).name,
                      source_sha256=split.sha256, labels=list(labels), missing_labels=missing,
                      buckets=buckets, devs=devs,
-                     strategy=dict(info, name=strategy, options=OPTIONS[strategy]))
+                     strategy=dict(info, **strategy.describe()))
 
 
-def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: Sequence[str],
+def select(task: str | TaskSpec, language: str, ks: Sequence[int],
+           strategies: Sequence[str | Strategy],
            out: str | Path, *, data: str | Path | None = None,
            data_dir: str | Path | None = None, start: str | Path | None = None,
            n_pools: int = DEFAULT_POOLS, pool_size: int = DEFAULT_POOL_SIZE, seed: int = 0,
@@ -181,14 +167,11 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: S
     if task.is_multiple_choice or task.is_ranking:
         raise FsxltError(f"{task.name}: shot selection is for classification and tagging "
                          "tasks")
-    strategies = list(dict.fromkeys(strategies))
-    entity = task.label_unit == "entity"
-    for name in strategies:
-        check_strategy(name, task.is_tagging, entity)
+    chosen = list({s.name: s for s in (get_strategy(ref, task) for ref in strategies)}.values())
     check_pools(n_pools, pool_size)
     for k in ks:
         check_k(k, n_pools)
-    model_based = [s for s in strategies if s not in MODEL_FREE]
+    model_based = [s.name for s in chosen if s.model_based]
     if model_based and start is None:
         raise FsxltError(f"strategies {', '.join(model_based)} read the source-trained model: "
                          "pass --from CHECKPOINT")
@@ -211,10 +194,10 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int], strategies: S
         info["model"] = model_identity(start)
     tagging = tagging_counts(task, split) if task.is_tagging else None
     sets: dict[str, list[BucketSet]] = {}
-    for name in progress(strategies):
-        recorded = info if name not in MODEL_FREE else {"pools": info["pools"]}
-        sets[name] = [select_set(task, split, k, name, pools, signals, seed, recorded, tagging)
-                      for k in ks]
+    for strategy in progress(chosen):
+        recorded = info if strategy.model_based else {"pools": info["pools"]}
+        sets[strategy.name] = [select_set(task, split, k, strategy, pools, signals, seed,
+                                          recorded, tagging) for k in ks]
     order = [(name, s) for name, bucket_sets in sets.items() for s in bucket_sets]
     write_sets(out, [s for _name, s in order], replace=replace,
                folders=[name for name, _s in order])

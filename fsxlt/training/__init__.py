@@ -7,6 +7,9 @@
   grid with per-epoch dev scores of every checkpoint and zero-shot test scores.
 - :mod:`~fsxlt.training.checkpoint`: loading a start (checkpoint or pretrained
   encoder) and saving checkpoints.
+- :mod:`~fsxlt.training.starts`: a start ready to score and read examples the
+  way it was trained (:func:`open_start`; the method its checkpoint records is
+  rebuilt), for ``fsxlt evaluate``, shot selection and the bucket analyses.
 """
 
 from fsxlt.training.adapt import RUN_FORMAT, AdaptEngine, strip_timings
@@ -18,7 +21,13 @@ from fsxlt.training.checkpoint import (
     save_checkpoint,
 )
 from fsxlt.training.source import SOURCE_FORMAT, SourceResult, source_train
+from fsxlt.training.starts import (
+    OpenStart,
+    checkpoint_predictions,
+    evaluate_checkpoint,
+    open_start,
+)
 
-__all__ = ["RUN_FORMAT", "SOURCE_FORMAT", "AdaptEngine", "SourceResult", "Start",
-           "is_checkpoint", "load_start", "resolve_device", "save_checkpoint", "source_train",
-           "strip_timings"]
+__all__ = ["RUN_FORMAT", "SOURCE_FORMAT", "AdaptEngine", "OpenStart", "SourceResult", "Start",
+           "checkpoint_predictions", "evaluate_checkpoint", "is_checkpoint", "load_start",
+           "open_start", "resolve_device", "save_checkpoint", "source_train", "strip_timings"]

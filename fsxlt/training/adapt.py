@@ -72,7 +72,7 @@ from fsxlt.evaluation import (
 )
 from fsxlt.methods import Method, get_method
 from fsxlt.modeling import Featurizer, collate
-from fsxlt.runs import RUN_FORMAT
+from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN
 from fsxlt.sampling.store import Bucket
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
@@ -88,6 +88,7 @@ from fsxlt.training.loop import (
     train_step,
     versions,
 )
+from fsxlt.training.starts import bind_to_start
 
 TIMING_KEYS = ("wall_time_s",)
 CPU_EVAL_TOKENS = 4096
@@ -141,6 +142,22 @@ def eval_token_budget(device: torch.device) -> int:
     wordpieces evaluate ~1.6x faster than 32,000 on a small encoder).
     """
     return CPU_EVAL_TOKENS if device.type == "cpu" else DEFAULT_EVAL_TOKENS
+
+
+def _adapt_settings(task: TaskSpec, lrs: Sequence[float] | None, seed: int | None,
+                    max_epochs: int | None, patience: int | None,
+                    ) -> tuple[list[float], int, int, int]:
+    """The lr grid, seed, epoch cap and patience of an adapt run: the task's defaults,
+    overridden by what is given, checked."""
+    grid = [float(x) for x in (lrs or task.training.lr_grid)]
+    seed = task.training.seed if seed is None else int(seed)
+    max_epochs = task.training.adapt_max_epochs if max_epochs is None else int(max_epochs)
+    patience = task.training.adapt_patience if patience is None else int(patience)
+    if max_epochs < 1 or patience < 1:
+        raise FsxltError("max_epochs and patience must be at least 1")
+    if any(not lr > 0 for lr in grid):
+        raise FsxltError(f"learning rates must be > 0, got {grid}")
+    return grid, seed, max_epochs, patience
 
 
 class AdaptEngine:
@@ -362,18 +379,10 @@ class AdaptEngine:
         began = time.perf_counter()
         task = self.task
         method = get_method(method, task.kind, method_options)
-        lrs = [float(x) for x in (lrs or task.training.lr_grid)]
-        seed = task.training.seed if seed is None else int(seed)
-        max_epochs = task.training.adapt_max_epochs if max_epochs is None else int(max_epochs)
-        patience = task.training.adapt_patience if patience is None else int(patience)
-        if max_epochs < 1 or patience < 1:
-            raise FsxltError("max_epochs and patience must be at least 1")
-        if any(not lr > 0 for lr in lrs):
-            raise FsxltError(f"learning rates must be > 0, got {lrs}")
+        lrs, seed, max_epochs, patience = _adapt_settings(task, lrs, seed, max_epochs, patience)
         protocol = Protocol(batch_size, patience_from)
         examples, bucket_info = self._bucket_info(bucket)
-        method.bind(task, self.language, self.start.tokenizer,
-                    dict(self.start.info, mlm_head=self.start.extra.get("mlm_head")))
+        bind_to_start(method, task, self.language, self.start)
         rows = self._bucket_rows(examples, method)
         dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
         runs: list[dict[str, Any]] = []
@@ -385,7 +394,6 @@ class AdaptEngine:
             if chosen is None or run["dev"]["score"] > chosen[0]:
                 chosen = (run["dev"]["score"], index, state)
         assert chosen is not None
-        selected = runs[chosen[1]]
         if chosen[1] != len(lrs) - 1:
             restore(self.model, chosen[2])  # same method, so the same parameter names
         test, predicted = None, None
@@ -397,6 +405,24 @@ class AdaptEngine:
         if predict is not None:
             predicted_extra = predict_labels(self.model, self._extra_set(method, predict),
                                              task.labels, amp=self.amp)
+        settings = {"method": method, "lrs": lrs, "seed": seed, "max_epochs": max_epochs,
+                    "patience": patience, "select_start": select_start, "protocol": protocol}
+        record = self._adapt_record(settings, bucket_info, len(rows), runs, runs[chosen[1]],
+                                    test, began)
+        if predictions:
+            record["test_predictions"] = predicted
+        if predicted_extra is not None:
+            record["predict"] = predicted_extra
+        return record
+
+    def _adapt_record(self, settings: dict[str, Any], bucket_info: dict[str, Any],
+                      n_rows: int, runs: list[dict[str, Any]], selected: dict[str, Any],
+                      test: dict[str, Any] | None, began: float) -> dict[str, Any]:
+        """The run record of :meth:`adapt`: its settings, every lr's run, the selected one's
+        dev and test scores, and the hash of what determines them."""
+        task, method, protocol = self.task, settings["method"], settings["protocol"]
+        lrs, seed, select_start = settings["lrs"], settings["seed"], settings["select_start"]
+        max_epochs, patience = settings["max_epochs"], settings["patience"]
         config = {
             "task": task.name, "labels": list(task.labels), "metric": task.metric,
             "language": self.language, "method": method.describe(), "lrs": lrs, "seed": seed,
@@ -407,14 +433,14 @@ class AdaptEngine:
             "batch": protocol.batch_size or "bucket", "optimizer": "adam",
             **({} if protocol.is_default else {"protocol": protocol.changes()}),
         }
-        record = {
+        return {
             "format": RUN_FORMAT,
             "task": task.name, "language": self.language, "k": bucket_info.get("k"),
             "bucket": bucket_info, "method": method.name, "method_info": method.describe(),
             "select_start": select_start, "lrs": lrs, "seed": seed,
             "max_epochs": max_epochs, "patience": patience,
             "protocol": {"batch_size": protocol.batch_size,
-                         "steps_per_epoch": protocol.steps_per_epoch(len(rows)),
+                         "steps_per_epoch": protocol.steps_per_epoch(n_rows),
                          "patience_from": protocol.patience_from},
             "max_seq_length": self.featurizer.max_len, "metric": task.metric,
             "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
@@ -431,10 +457,67 @@ class AdaptEngine:
             "versions": versions(), "config_hash": config_hash(config),
             "wall_time_s": round(time.perf_counter() - began, 3),
         }
+
+    def zero_shot(self, method: str | Method = "pet", seed: int | None = None, *,
+                  predictions: bool = False, method_options: dict[str, Any] | None = None,
+                  predict: Sequence[Example] | None = None,
+                  select_start: bool = False) -> dict[str, Any]:
+        """K=0: score the start as ``method`` prepares it, with no bucket and no training.
+
+        Only for a method that predicts untrained (``scores_untrained``: pet,
+        the pretrained masked LM and the pattern, FewCLUE's zero-shot rows).
+        The record is an adapt record of K=0: bucket ``zero-shot`` (index 0,
+        no examples), no learning-rate runs, the dev and test scores of the
+        prepared model; ``predictions`` and ``predict`` as for :meth:`adapt`;
+        ``select_start`` only files it with the arm of K>0 runs that let the start
+        compete (at K=0 the start is the only model there is).
+        """
+        began = time.perf_counter()
+        task = self.task
+        method = get_method(method, task.kind, method_options)
+        if not method.scores_untrained:
+            raise FsxltError(f"method {method.name} predicts nothing untrained; K=0 (no "
+                             "bucket) is for methods such as pet")
+        seed = task.training.seed if seed is None else int(seed)
+        bind_to_start(method, task, self.language, self.start)
+        dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
+        self._reset(method, seed)
+        dev = score(self.model, dev_set, task, amp=self.amp)
+        test, predicted = None, None
+        if test_set and predictions:
+            test, predicted = score_and_predict(self.model, test_set, task, amp=self.amp)
+        elif test_set:
+            test = score(self.model, test_set, task, amp=self.amp)
+        config = {"task": task.name, "labels": list(task.labels), "metric": task.metric,
+                  "language": self.language, "method": method.describe(), "k": 0,
+                  "seed": seed, "max_seq_length": self.featurizer.max_len,
+                  "start": self.start.info["id"],
+                  "dev": self.dev_info["sha256"] if self.dev_info else None,
+                  "test": self.test_info["sha256"] if self.test_info else None}
+        record = {
+            "format": RUN_FORMAT, "task": task.name, "language": self.language, "k": 0,
+            "bucket": {"id": f"{task.name}/{self.language}/k0/{ZERO_SHOT_RUN}", "index": 0,
+                       "k": 0, "name": ZERO_SHOT_RUN, "n_examples": 0},
+            "method": method.name, "method_info": method.describe(),
+            "select_start": select_start,
+            "lrs": [], "seed": seed, "max_epochs": 0, "patience": 0,
+            "max_seq_length": self.featurizer.max_len, "metric": task.metric,
+            "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
+                      "source_training": not self.start.fresh_head},
+            "source_languages": self.start.info.get("source_languages"),
+            "data": {"dev": self.dev_info, "test": self.test_info},
+            "runs": [], "selected_lr": None, "best_epoch": 0, "start_selected": True,
+            "dev": dev, "test": test, "dev_score": dev["score"],
+            "test_score": test["score"] if test else None,
+            "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
+            "versions": versions(), "config_hash": config_hash(config),
+            "wall_time_s": round(time.perf_counter() - began, 3),
+        }
         if predictions:
             record["test_predictions"] = predicted
-        if predicted_extra is not None:
-            record["predict"] = predicted_extra
+        if predict is not None:
+            record["predict"] = predict_labels(self.model, self._extra_set(method, predict),
+                                               task.labels, amp=self.amp)
         return record
 
     def _extra_set(self, method: Method, examples: Sequence[Example]) -> EvalSet:

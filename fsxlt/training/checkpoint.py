@@ -27,10 +27,10 @@ import torch
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, read_json, staged_dir
 from fsxlt.modeling import FsxltModel, build_model
+from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint
 from fsxlt.tasks import TaskSpec, get_task
 
 CHECKPOINT_FORMAT = "fsxlt-checkpoint/1"
-CHECKPOINT_FILE = "fsxlt_checkpoint.json"
 HEAD_FILE = "fsxlt_head.safetensors"
 
 
@@ -43,7 +43,9 @@ class Start:
     info: dict[str, Any]
     fresh_head: bool
     record: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. a pet-trained masked-LM head
+    # modules a method added and the checkpoint saved beside the head, by attribute name,
+    # each as its state dict (pet: ``mlm_head``); a method gets its own ones in ``bind``
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -57,18 +59,6 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise FsxltError("device cuda requested but CUDA is not available")
     return resolved
-
-
-def quiet_transformers() -> None:
-    """Silence transformers' load reports and progress bars (the CLI prints its own)."""
-    import transformers
-
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-
-
-def is_checkpoint(path: str | Path) -> bool:
-    return (Path(path) / CHECKPOINT_FILE).is_file()
 
 
 def _first_line(err: BaseException) -> str:
@@ -191,14 +181,25 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0)
     if missing:
         raise FsxltError(f"{head_path}: missing weights {', '.join(sorted(missing))}")
     model.load_state_dict(head, strict=False)
-    mlm = {k[len("mlm_head."):]: v for k, v in head.items() if k.startswith("mlm_head.")}
     digest = hashlib.sha256(meta_text.encode("utf-8") + head_path.read_bytes()).hexdigest()
     info = {"kind": "source-trained", "encoder": meta.get("encoder"), "path": str(path),
             "id": f"sha256:{digest[:16]}",
             "source_languages": meta.get("source_languages")
             or [meta.get("source_language", task.source_language)]}
     return Start(model, tokenizer, info, fresh_head=False, record=meta,
-                 extra={"mlm_head": mlm} if mlm else {})
+                 extra=_saved_modules(head, set(model.head_state_dict())))
+
+
+def _saved_modules(head: dict[str, torch.Tensor], own: set[str],
+                   ) -> dict[str, dict[str, torch.Tensor]]:
+    """The head file's weights that are not the model's own head, grouped by the module
+    (first name part) a method added them as: ``{"mlm_head": {"predictions.bias": ...}}``."""
+    saved: dict[str, dict[str, torch.Tensor]] = {}
+    for key, tensor in head.items():
+        if key not in own:
+            module, _, rest = key.partition(".")
+            saved.setdefault(module, {})[rest] = tensor
+    return saved
 
 
 def save_checkpoint(out_dir: str | Path, model: FsxltModel, tokenizer: Any,

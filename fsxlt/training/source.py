@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -31,8 +31,8 @@ from tqdm.auto import tqdm
 from fsxlt.data import Example
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import describe_examples, make_eval_set, require_scorable, score
-from fsxlt.methods import get_method
-from fsxlt.modeling import DEFAULT_MODEL, Featurizer, FsxltModel, collate
+from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
+from fsxlt.modeling import Featurizer, FsxltModel, collate
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.checkpoint import load_start, resolve_device
 from fsxlt.training.loop import (
@@ -45,6 +45,7 @@ from fsxlt.training.loop import (
     train_step,
     versions,
 )
+from fsxlt.training.starts import bind_to_start
 
 SOURCE_FORMAT = "fsxlt-source-run/1"
 
@@ -65,6 +66,67 @@ class SourceResult:
 
 
 SELECTIONS = ("source-dev", "all-dev")
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """The learning-rate grid and the loop of every run of it."""
+
+    lrs: list[float]
+    epochs: int
+    batch_size: int
+    seed: int
+
+
+@dataclass
+class _EvalSets:
+    """The dev sets (source and target) and test sets, and which dev sets select."""
+
+    dev: dict[str, Any]
+    test: dict[str, Any]
+    selecting: list[str]
+
+    def selection_score(self, scores: dict[str, float]) -> float:
+        return sum(scores[lang] for lang in self.selecting) / len(self.selecting)
+
+
+@dataclass(frozen=True)
+class _Data:
+    """The examples a source-training reads, where they came from, and how it selects."""
+
+    train: Sequence[Example]
+    source_dev: dict[str, Sequence[Example]]
+    target_dev: dict[str, Sequence[Example]]
+    target_test: dict[str, Sequence[Example]]
+    sources: dict[str, str]  # "train", "dev", "dev-<lang>", "test-<lang>" -> where from
+    languages: list[str]  # the source languages, the first the pivot
+    select: str
+
+
+@dataclass
+class _Training:
+    """What every epoch of one source-training uses."""
+
+    task: TaskSpec
+    model: FsxltModel
+    trainer: Any
+    featurizer: Featurizer
+    device: torch.device
+    amp: bool
+    schedule: _Schedule
+    sets: _EvalSets
+    test_every_checkpoint: bool
+    bar: Any
+
+
+@dataclass
+class _Search:
+    """The grid's checkpoints (scores per lr and epoch) and the best one so far."""
+
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    lr_results: list[dict[str, Any]] = field(default_factory=list)
+    best: tuple[float, float, int] | None = None  # (score, lr, epoch)
+    best_state: dict[str, torch.Tensor] | None = None
 
 
 def source_train(task: str | TaskSpec, train: Sequence[Example],
@@ -98,16 +160,52 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     is saved with the checkpoint, so adapting with ``pet`` continues from it).
     """
     task = get_task(task)
-    cfg = task.training
-    lrs = [float(x) for x in (lrs or cfg.lr_grid)]
-    epochs = cfg.source_epochs if epochs is None else int(epochs)
-    batch_size = cfg.source_batch_size if batch_size is None else int(batch_size)
-    seed = cfg.seed if seed is None else int(seed)
-    if any(not lr > 0 for lr in lrs) or epochs < 1 or batch_size < 1:
-        raise FsxltError(f"learning rates must be > 0 (got {lrs}), epochs and batch size >= 1")
-    target_dev, target_test, sources = dict(target_dev or {}), dict(target_test or {}), \
-        dict(sources or {})
+    schedule = _schedule(task, lrs, epochs, batch_size, seed)
     sources_langs = list(source_languages or [task.source_language])
+    data = _Data(train, _source_dev(train, dev, sources_langs, select), dict(target_dev or {}),
+                 dict(target_test or {}), dict(sources or {}), sources_langs, select)
+    began = time.perf_counter()
+    device = resolve_device(device)
+    start = load_start(model_name, task, seed=schedule.seed)
+    model = start.model.to(device)
+    featurizer = Featurizer(start.tokenizer, task, max_seq_length)
+    trainer = get_method(method, task.kind)
+    check_source_training(type(trainer))
+    bind_to_start(trainer, task, sources_langs[0], start)
+    rows, sets = _inputs(task, trainer, featurizer, device, data)
+    steps_per_epoch = (len(rows) + schedule.batch_size - 1) // schedule.batch_size
+    bar = tqdm(total=len(schedule.lrs) * schedule.epochs * steps_per_epoch,
+               disable=not progress, desc=f"source-train {task.name}", unit="step")
+    training = _Training(task, model, trainer, featurizer, device, amp, schedule, sets,
+                         checkpoint_test_scores, bar)
+    search = _search(training, rows)
+    bar.close()
+    assert search.best is not None and search.best_state is not None
+    restore(model, search.best_state)  # the masked-LM head too: best_state holds every weight
+    record = _record(training, search, data, model_name)
+    return SourceResult(model, start.tokenizer, record,
+                        wall_time_s=round(time.perf_counter() - began, 3))
+
+
+def _schedule(task: TaskSpec, lrs: Sequence[float] | None, epochs: int | None,
+              batch_size: int | None, seed: int | None) -> _Schedule:
+    """The task's defaults, overridden by what is given, checked."""
+    cfg = task.training
+    schedule = _Schedule(lrs=[float(x) for x in (lrs or cfg.lr_grid)],
+                         epochs=cfg.source_epochs if epochs is None else int(epochs),
+                         batch_size=cfg.source_batch_size if batch_size is None
+                         else int(batch_size),
+                         seed=cfg.seed if seed is None else int(seed))
+    if any(not lr > 0 for lr in schedule.lrs) or schedule.epochs < 1 \
+            or schedule.batch_size < 1:
+        raise FsxltError(f"learning rates must be > 0 (got {schedule.lrs}), epochs and batch "
+                         "size >= 1")
+    return schedule
+
+
+def _source_dev(train: Sequence[Example], dev: Sequence[Example] | dict[str, Sequence[Example]],
+                sources_langs: list[str], select: str) -> dict[str, Sequence[Example]]:
+    """The source dev sets by language, checked against the source languages."""
     if select not in SELECTIONS:
         raise FsxltError(f"unknown selection {select!r}; valid: {', '.join(SELECTIONS)}")
     source_dev = dict(dev) if isinstance(dev, dict) else {sources_langs[0]: dev}
@@ -116,17 +214,12 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     if set(source_dev) - set(sources_langs):
         raise FsxltError(f"dev sets for {', '.join(sorted(set(source_dev) - set(sources_langs)))}"
                          ", which are not source languages")
-    if epochs < 1 or batch_size < 1:
-        raise FsxltError("epochs and batch size must be at least 1")
-    began = time.perf_counter()
-    device = resolve_device(device)
-    start = load_start(model_name, task, seed=seed)
-    model = start.model.to(device)
-    featurizer = Featurizer(start.tokenizer, task, max_seq_length)
-    trainer = get_method(method, task.kind)
-    if trainer.name not in ("full", "pet"):
-        raise FsxltError(f"source-training uses full or pet, not {trainer.name}")
-    trainer.bind(task, sources_langs[0], start.tokenizer, dict(start.info))
+    return source_dev
+
+
+def _inputs(task: TaskSpec, trainer: Any, featurizer: Featurizer, device: torch.device,
+            data: _Data) -> tuple[list, _EvalSets]:
+    """The training rows and the evaluation sets, each made once."""
 
     def inputs(examples: Sequence[Example]) -> Any:
         return trainer.encode(featurizer, examples) or featurizer.encode(examples, windows=True)
@@ -137,105 +230,152 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
         require_scorable(task, made)
         return made
 
-    rows = inputs(train).rows
-    dev_sets = {lang: eval_set(examples) for lang, examples in source_dev.items()}
-    for lang, examples in target_dev.items():
+    rows = inputs(data.train).rows
+    dev_sets = {lang: eval_set(examples) for lang, examples in data.source_dev.items()}
+    for lang, examples in data.target_dev.items():
         if lang not in dev_sets:
             dev_sets[lang] = eval_set(examples)
-    selecting = list(source_dev) if select == "source-dev" else list(dev_sets)
+    selecting = list(data.source_dev) if data.select == "source-dev" else list(dev_sets)
+    test_sets = {lang: eval_set(ex) for lang, ex in data.target_test.items()}
+    return rows, _EvalSets(dev_sets, test_sets, selecting)
 
-    def selection_score(scores: dict[str, float]) -> float:
-        return sum(scores[lang] for lang in selecting) / len(selecting)
-    test_sets = {lang: eval_set(ex) for lang, ex in target_test.items()}
+
+def _search(training: _Training, rows: list) -> _Search:
+    """Train once per learning rate, each run from the same weights and seed."""
+    model, schedule = training.model, training.schedule
     initial = snapshot(model, device="cpu")
-
-    checkpoints: list[dict[str, Any]] = []
-    lr_results: list[dict[str, Any]] = []
-    best: tuple[float, float, int] | None = None  # (score, lr, epoch)
-    best_state: dict[str, torch.Tensor] | None = None
-    steps_per_epoch = (len(rows) + batch_size - 1) // batch_size
-    bar = tqdm(total=len(lrs) * epochs * steps_per_epoch, disable=not progress,
-               desc=f"source-train {task.name}", unit="step")
-    for lr in lrs:
+    search = _Search()
+    for lr in schedule.lrs:
         restore(model, initial)
-        trainer.prepare(model, seed)
-        model.to(device)
-        seed_all(seed)
-        order_gen = torch.Generator().manual_seed(seed)
-        optimizer = make_optimizer(model, lr)
-        run_best = (float("-inf"), 0)
-        for epoch in range(1, epochs + 1):
-            order = torch.randperm(len(rows), generator=order_gen).tolist()
-            losses = []
-            for i in range(0, len(order), batch_size):
-                batch = collate([rows[j] for j in order[i:i + batch_size]], featurizer.pad_id,
-                                device)
-                losses.append(train_step(model, [batch], optimizer, amp=amp,
-                                         loss_fn=trainer.loss))
-                bar.update(1)
-            dev_scores = {lang: score(model, es, task, amp=amp)["score"]
-                          for lang, es in dev_sets.items()}
-            entry: dict[str, Any] = {"lr": lr, "epoch": epoch,
-                                     "train_loss": sum(losses) / len(losses), "dev": dev_scores}
-            if checkpoint_test_scores and test_sets:
-                entry["test"] = {lang: score(model, es, task, amp=amp)["score"]
-                                 for lang, es in test_sets.items()}
-            checkpoints.append(entry)
-            en = selection_score(dev_scores)
-            entry["selection_score"] = en
-            bar.set_postfix(lr=lr, epoch=epoch, dev=round(en, 4))
-            if en > run_best[0]:
-                run_best = (en, epoch)
-            if best is None or en > best[0]:
-                best = (en, lr, epoch)
-                best_state = snapshot(model, device="cpu")
-        lr_results.append({"lr": lr, "best_epoch": run_best[1], "best_dev": run_best[0]})
-    bar.close()
-    assert best is not None and best_state is not None
-    restore(model, best_state)  # the masked-LM head too: best_state holds every weight
-    source_scores = {lang: score(model, dev_sets[lang], task, amp=amp) for lang in source_dev}
-    zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in test_sets.items()}
-    for lang in set(zero_shot) & set(sources_langs):
-        zero_shot[lang]["in_source"] = True  # trained on it: not a zero-shot score
-    oracle = {}
-    for lang in target_dev:
-        top = max(checkpoints, key=lambda c, lang=lang: c["dev"][lang])  # first best wins
-        oracle[lang] = {"lr": top["lr"], "epoch": top["epoch"], "dev_score": top["dev"][lang],
-                        "test_score": top.get("test", {}).get(lang)}
-    first = sources_langs[0]
-    data = {"train": data_info(train, sources.get("train")),
-            "dev": data_info(source_dev[first], sources.get("dev")),
-            "target_dev": {lang: data_info(ex, sources.get(f"dev-{lang}"))
-                           for lang, ex in target_dev.items()},
-            "target_test": {lang: data_info(ex, sources.get(f"test-{lang}"))
-                            for lang, ex in target_test.items()}}
+        training.trainer.prepare(model, schedule.seed)
+        model.to(training.device)
+        seed_all(schedule.seed)
+        run_best = _train_lr(training, rows, lr, search)
+        search.lr_results.append({"lr": lr, "best_epoch": run_best[1], "best_dev": run_best[0]})
+    return search
+
+
+def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tuple[float, int]:
+    """One run of the grid: every epoch trained, scored and compared with the best so far;
+    returns this run's best (selection score, epoch)."""
+    model, schedule = training.model, training.schedule
+    order_gen = torch.Generator().manual_seed(schedule.seed)
+    optimizer = make_optimizer(model, lr)
+    run_best = (float("-inf"), 0)
+    for epoch in range(1, schedule.epochs + 1):
+        order = torch.randperm(len(rows), generator=order_gen).tolist()
+        losses = []
+        for i in range(0, len(order), schedule.batch_size):
+            batch = collate([rows[j] for j in order[i:i + schedule.batch_size]],
+                            training.featurizer.pad_id, training.device)
+            losses.append(train_step(model, [batch], optimizer, amp=training.amp,
+                                     loss_fn=training.trainer.loss))
+            training.bar.update(1)
+        entry = _checkpoint_entry(training, lr, epoch, losses)
+        search.checkpoints.append(entry)
+        en = entry["selection_score"]
+        training.bar.set_postfix(lr=lr, epoch=epoch, dev=round(en, 4))
+        if en > run_best[0]:
+            run_best = (en, epoch)
+        if search.best is None or en > search.best[0]:
+            search.best = (en, lr, epoch)
+            search.best_state = snapshot(model, device="cpu")
+    return run_best
+
+
+def _checkpoint_entry(training: _Training, lr: float, epoch: int,
+                      losses: list[float]) -> dict[str, Any]:
+    """An epoch's checkpoint: its loss, dev scores (test scores too if asked) and the score
+    that selects."""
+    task, model, amp, sets = training.task, training.model, training.amp, training.sets
+    dev_scores = {lang: score(model, es, task, amp=amp)["score"] for lang, es in sets.dev.items()}
+    entry: dict[str, Any] = {"lr": lr, "epoch": epoch,
+                             "train_loss": sum(losses) / len(losses), "dev": dev_scores}
+    if training.test_every_checkpoint and sets.test:
+        entry["test"] = {lang: score(model, es, task, amp=amp)["score"]
+                         for lang, es in sets.test.items()}
+    entry["selection_score"] = sets.selection_score(dev_scores)
+    return entry
+
+
+def _data_record(data: _Data, task: TaskSpec) -> dict[str, Any]:
+    """What the training read: each set's hash and where it came from (the source dev sets
+    too, when the source is not the study's English alone)."""
+    sources = data.sources
+    record = {"train": data_info(data.train, sources.get("train")),
+              "dev": data_info(data.source_dev[data.languages[0]], sources.get("dev")),
+              "target_dev": {lang: data_info(ex, sources.get(f"dev-{lang}"))
+                             for lang, ex in data.target_dev.items()},
+              "target_test": {lang: data_info(ex, sources.get(f"test-{lang}"))
+                              for lang, ex in data.target_test.items()}}
+    if _beyond_the_study(data, task):
+        record["source_dev"] = {lang: data_info(ex, sources.get(f"dev-{lang}"))
+                                for lang, ex in data.source_dev.items()}
+    return record
+
+
+def _beyond_the_study(data: _Data, task: TaskSpec) -> bool:
+    """Whether the source is other than English alone selected on its dev set (the study's,
+    whose config hash stays what it always was)."""
+    return (data.languages != [task.source_language] or data.select != "source-dev"
+            or len(data.source_dev) > 1)
+
+
+def _config(training: _Training, model_name: str, data: _Data,
+            read: dict[str, Any]) -> dict[str, Any]:
+    """What determines the checkpoint; its hash is the record's ``config_hash``."""
+    task, trainer, schedule = training.task, training.trainer, training.schedule
     config = {"task": task.name, "labels": list(task.labels), "encoder": model_name,
-              **({"method": trainer.describe()} if trainer.name != "full" else {}),
-              "lrs": lrs, "epochs": epochs, "batch_size": batch_size, "seed": seed,
-              "max_seq_length": featurizer.max_len,
+              **({"method": trainer.identity()} if trainer.identity() is not None else {}),
+              "lrs": schedule.lrs, "epochs": schedule.epochs,
+              "batch_size": schedule.batch_size, "seed": schedule.seed,
+              "max_seq_length": training.featurizer.max_len,
               "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
                            {lang: d["sha256"] for lang, d in v.items()})
-                       for k, v in data.items()}}
-    if sources_langs != [task.source_language] or select != "source-dev" or len(source_dev) > 1:
-        # the English-only study keeps the config hash it always had
-        data["source_dev"] = {lang: data_info(ex, sources.get(f"dev-{lang}"))
-                              for lang, ex in source_dev.items()}
-        config.update(source_languages=sources_langs, select=select,
-                      source_dev={lang: d["sha256"] for lang, d in data["source_dev"].items()})
-    record = {
+                       for k, v in read.items() if k != "source_dev"}}
+    if _beyond_the_study(data, task):
+        config.update(source_languages=data.languages, select=data.select,
+                      source_dev={lang: d["sha256"] for lang, d in read["source_dev"].items()})
+    return config
+
+
+def _oracle(checkpoints: list[dict[str, Any]], target_dev: dict[str, Any]) -> dict[str, Any]:
+    """Per target language, the checkpoint its own dev set would select (first best wins)."""
+    oracle = {}
+    for lang in target_dev:
+        top = max(checkpoints, key=lambda c, lang=lang: c["dev"][lang])
+        oracle[lang] = {"lr": top["lr"], "epoch": top["epoch"], "dev_score": top["dev"][lang],
+                        "test_score": top.get("test", {}).get(lang)}
+    return oracle
+
+
+def _record(training: _Training, search: _Search, data: _Data,
+            model_name: str) -> dict[str, Any]:
+    """The source-run record of the selected checkpoint (its metadata)."""
+    task, model, amp, sets = training.task, training.model, training.amp, training.sets
+    schedule, best, languages = training.schedule, search.best, data.languages
+    assert best is not None
+    source_scores = {lang: score(model, sets.dev[lang], task, amp=amp)
+                     for lang in data.source_dev}
+    zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in sets.test.items()}
+    for lang in set(zero_shot) & set(languages):
+        zero_shot[lang]["in_source"] = True  # trained on it: not a zero-shot score
+    read = _data_record(data, task)
+    return {
         "format": SOURCE_FORMAT, "task": task.name, "kind": task.kind,
         "labels": list(task.labels), "metric": task.metric, "encoder": model_name,
-        "method": trainer.describe(), "source_language": "+".join(sources_langs),
-        "source_languages": sources_langs, "lrs": lrs,
-        "epochs": epochs,
-        "batch_size": batch_size, "seed": seed, "max_seq_length": featurizer.max_len,
-        "data": data, "checkpoints": checkpoints, "lr_results": lr_results,
-        "selection": {"protocol": "english-dev" if sources_langs == ["en"] and
-                      select == "source-dev" else select, "languages": selecting,
+        "method": training.trainer.describe(), "source_language": "+".join(languages),
+        "source_languages": languages, "lrs": schedule.lrs,
+        "epochs": schedule.epochs,
+        "batch_size": schedule.batch_size, "seed": schedule.seed,
+        "max_seq_length": training.featurizer.max_len,
+        "data": read, "checkpoints": search.checkpoints, "lr_results": search.lr_results,
+        "selection": {"protocol": "english-dev" if languages == ["en"] and
+                      data.select == "source-dev" else data.select,
+                      "languages": sets.selecting,
                       "lr": best[1], "epoch": best[2], "dev_score": best[0]},
-        "english_dev": source_scores[first], "source_dev": source_scores,
-        "zero_shot": zero_shot, "oracle": oracle,
-        "device": device.type, "versions": versions(), "config_hash": config_hash(config),
+        "english_dev": source_scores[languages[0]], "source_dev": source_scores,
+        "zero_shot": zero_shot, "oracle": _oracle(search.checkpoints, data.target_dev),
+        "device": training.device.type, "versions": versions(),
+        "config_hash": config_hash(_config(training, model_name, data, read)),
     }
-    return SourceResult(model, start.tokenizer, record,
-                        wall_time_s=round(time.perf_counter() - began, 3))

@@ -1,0 +1,131 @@
+"""``fsxlt icl``: in-context learning of a causal LM on a bucket, a bucket set or K=0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fsxlt.cli.app import app
+from fsxlt.cli.options import DataDir, Device, Replace
+
+
+@app.command("icl")
+def icl_cmd(
+    task: Annotated[str, typer.Option("--task", help="Task name or task YAML (with icl:).")],
+    lang: Annotated[str, typer.Option("--lang", help="Target language (ISO 639-1).")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Runs directory: records go to OUT/<task>/<lang>/k<K>/<arm>/<bucket>.json.")],
+    model: Annotated[str, typer.Option(
+        "--model", help="Causal LM: a hub name or a local directory.")],
+    bucket: Annotated[Path | None, typer.Option(
+        "--bucket", help="A bucket file, or a bucket set directory (all its buckets). "
+        "Without it: zero-shot prompting (K=0).")] = None,
+    gguf_file: Annotated[str | None, typer.Option(
+        "--gguf-file", help="A GGUF file inside the --model directory (de-quantised).")] = None,
+    test_file: Annotated[Path | None, typer.Option("--test", help="Target test file.")] = None,
+    data_dir: DataDir = None,
+    test_limit: Annotated[int | None, typer.Option(
+        "--test-limit", help="Score a seeded sample of N test examples (the same for "
+        "every bucket).")] = None,
+    template_lang: Annotated[str, typer.Option(
+        "--template-lang", help="Instruction and template in en or the target language.")
+    ] = "en",
+    words_lang: Annotated[str, typer.Option(
+        "--words-lang", help="Label words in en or the target language.")] = "en",
+    calibrate: Annotated[bool, typer.Option(
+        "--calibrate", help="Contextual calibration on the content-free input N/A.")] = False,
+    normalize: Annotated[bool, typer.Option(
+        "--normalize", help="Score options by log-likelihood per token.")] = False,
+    order: Annotated[str, typer.Option(
+        "--order", help="Demonstrations in the seeded order (a shuffle by --seed), as the "
+        "bucket file lists them (bucket), or per test example by similarity to it "
+        "(similarity: most similar last; needs --encoder).")] = "seeded",
+    encoder: Annotated[str | None, typer.Option(
+        "--encoder", help="Sentence encoder of --order similarity (hub name or directory; "
+        "mean-pooled last hidden states).")] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Order and test-sample seed.")] = 0,
+    arm: Annotated[str | None, typer.Option(
+        "--arm", help="The arm's name (default: icl plus the settings that differ).")] = None,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", min=1, help="Rows scored per forward pass (CPU: 4-8 is best).")] = 8,
+    threads: Annotated[int | None, typer.Option(
+        "--threads", min=1, help="torch CPU threads.")] = None,
+    device: Device = "auto",
+    save_predictions: Annotated[bool, typer.Option(
+        "--save-predictions", help="Also write each run's test predictions beside its "
+        "record.")] = False,
+    replace: Replace = False,
+) -> None:
+    """Prompt a causal LM with a bucket's examples and predict the target's test set.
+
+    Rank classification: each label word (a multiple-choice task: each candidate)
+    is scored by its log-likelihood after the prompt; no weights change. One
+    record per bucket, read by fsxlt report like any adapting run (arm icl, or
+    icl-target, icl-calibrated, ... for other prompt settings). A record with
+    the same settings is skipped, one of other settings refused unless --replace.
+
+    Examples:
+
+    \b
+      fsxlt icl --task xnli --lang de --bucket buckets/xnli/de/k4 \\
+          --model gpt2 --data-dir data/xnli --test-limit 300 --out runs
+      fsxlt icl --task xnli --lang de --model gpt2 --data-dir data/xnli --out runs
+      fsxlt icl --task eprstmt --lang zh --bucket buckets/fewclue/eprstmt/zh/k32 \\
+          --model models/gemma --gguf-file gemma-3-270m-q4_k_m.gguf \\
+          --template-lang target --words-lang target --calibrate --out runs
+    """
+    from fsxlt.fileio import check_output_dir
+    from fsxlt.icl.run import IclSettings, icl_plan
+
+    settings = IclSettings(model=model, gguf_file=gguf_file, template_language=template_lang,
+                           words_language=words_lang, calibrate=calibrate, normalize=normalize,
+                           order=order, seed=seed, test_limit=test_limit, arm=arm,
+                           encoder=encoder)
+    check_output_dir(out, "runs directory")
+    runs = icl_plan(task, lang, bucket, out, settings, test=test_file, data_dir=data_dir)
+    _run_all(runs, settings, out, device=device, threads=threads, batch_size=batch_size,
+             save_predictions=save_predictions, replace=replace)
+
+
+def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | None,
+             batch_size: int, save_predictions: bool, replace: bool) -> None:
+    """Skip the done runs, load the model, check every pending prompt, then score and write
+    one record per run (under the runs directory's lock)."""
+    from fsxlt.directories import RUNS, claim
+    from fsxlt.icl.model import load_causal_lm
+    from fsxlt.icl.run import execute, load_test, prepare
+    from fsxlt.runs import plan_writes, runs_dir_lock
+    from fsxlt.training.checkpoint import resolve_device
+
+    first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
+    if not first.pending:
+        for run in first.done:
+            typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+        return
+    lm = load_causal_lm(settings.model, settings.gguf_file,
+                        device=str(resolve_device(device)), threads=threads)
+    test = load_test(runs[0], settings)
+    sentence_encoder = None
+    if settings.encoder is not None:
+        from fsxlt.icl.similarity import load_encoder
+
+        sentence_encoder = load_encoder(settings.encoder)
+    prepared = [prepare(run, settings, lm.tokenizer, lm.model, test, sentence_encoder)
+                for run, _ in first.pending]  # every prompt checked before anything is written
+    claim(out, RUNS)
+    with runs_dir_lock(out):
+        writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
+        for run in writes.done:
+            typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+        for run, what in writes.replaced:
+            typer.echo(f"replacing {run.record_path} ({what} differ)", err=True)
+        pending = {run.record_path for run, _ in writes.pending}
+        for item in prepared:
+            if item.run.record_path not in pending:
+                continue
+            record = execute(item, lm, settings, batch_size=batch_size,
+                             save_predictions=save_predictions)
+            typer.echo(f"{item.run.id}: {record['metric']} {100 * record['test_score']:.2f} "
+                       f"({record['examples_per_s']:.1f} examples/s) -> {item.run.record_path}")

@@ -1,0 +1,104 @@
+"""Readers of classification files: tab-separated text pairs, MLDoc and MARC's JSON lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fsxlt.data.examples import TextExample
+from fsxlt.data.lines import check_label, open_lines
+from fsxlt.errors import DataFormatError
+from fsxlt.tasks import TaskSpec
+
+_PAIR_HEADERS = {"sentence1", "premise", "text_a", "label", "gold_label"}
+
+
+def read_pair_tsv(path: Path, task: TaskSpec, labelled: bool = True,
+                  language: str | None = None) -> list[TextExample]:
+    """XTREME-style TSV: ``text_a<TAB>text_b<TAB>label``.
+
+    A header line (PAWS-X's ``id sentence1 sentence2 label``, XNLI 1.0's and
+    XGLUE's ``language gold_label ... sentence1 sentence2 ...``) is recognised
+    by its column names and used to find the columns. A file with a
+    ``language`` column holds every language: only ``language``'s rows are
+    read, in file order. ``labelled=False`` reads a file to predict (its
+    label column, if any, is not read).
+    """
+    lines = open_lines(path)
+    columns: tuple[int, ...] = (0, 1, 2) if labelled else (0, 1)
+    n_fields: int | None = None
+    start, lang_col = 0, None
+    header = lines[0].rstrip("\n").split("\t") if lines else []
+    if _PAIR_HEADERS & {h.strip().lower() for h in header}:
+        names = [h.strip().lower() for h in header]
+        try:
+            a = next(i for i, n in enumerate(names) if n in ("sentence1", "premise", "text_a"))
+            b = next(i for i, n in enumerate(names)
+                     if n in ("sentence2", "hypothesis", "hypo", "text_b"))
+            lab = next((i for i, n in enumerate(names) if n in ("label", "gold_label")), None)
+        except StopIteration:
+            raise DataFormatError(path, "header lacks text_a/text_b/label columns", 1) from None
+        if lab is None and labelled:
+            raise DataFormatError(path, "header lacks a label column", 1)
+        columns = (a, b, lab) if labelled else (a, b)
+        n_fields, start = len(names), 1
+        lang_col = names.index("language") if "language" in names else None
+    if lang_col is not None and language is None:
+        raise DataFormatError(path, "holds every language (a language column); name the "
+                              "language to read", 1)
+    examples = []
+    for line_no, line in enumerate(lines[start:], start=start + 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if n_fields is None and not labelled and len(fields) in (2, 3):
+            pass  # a file to predict may keep or drop the label column
+        elif len(fields) != (n_fields or 3):
+            raise DataFormatError(
+                path, f"expected {n_fields or 3} tab-separated fields, found {len(fields)}",
+                line_no)
+        if lang_col is not None and fields[lang_col].strip() != language:
+            continue
+        text_a, text_b = fields[columns[0]], fields[columns[1]]
+        label = check_label(task, fields[columns[2]].strip(), path, line_no) if labelled else ""
+        examples.append(TextExample(f"{path.name}:{line_no}", text_a, text_b, label))
+    return examples
+
+
+def read_mldoc(path: Path, task: TaskSpec) -> list[TextExample]:
+    """MLDoc: ``label<TAB>text`` per line."""
+    examples = []
+    for line_no, line in enumerate(open_lines(path), start=1):
+        if not line.strip():
+            continue
+        label, sep, text = line.partition("\t")
+        if not sep or not text.strip():
+            raise DataFormatError(path, "expected 'label<TAB>text'", line_no)
+        examples.append(TextExample(f"{path.name}:{line_no}", text, None,
+                                    check_label(task, label.strip(), path, line_no)))
+    return examples
+
+
+def marc_text_b(title: str, category: str) -> str:
+    """MARC's second input: the review title and product category (METHOD.md §2)."""
+    return f"{title} . {category}"
+
+
+def read_marc_jsonl(path: Path, task: TaskSpec) -> list[TextExample]:
+    """MARC JSON lines with ``review_body``, ``review_title``, ``product_category``, ``stars``."""
+    examples = []
+    for line_no, line in enumerate(open_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            body, title = row["review_body"], row["review_title"]
+            category, stars = row["product_category"], row["stars"]
+        except json.JSONDecodeError as err:
+            raise DataFormatError(path, f"invalid JSON ({err.msg})", line_no) from None
+        except (KeyError, TypeError) as err:
+            raise DataFormatError(path, f"missing field {err}", line_no) from None
+        label = check_label(task, str(stars), path, line_no)
+        examples.append(TextExample(f"{path.name}:{line_no}", str(body),
+                                    marc_text_b(str(title), str(category)), label))
+    return examples

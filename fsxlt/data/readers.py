@@ -1,0 +1,120 @@
+"""One entry point per local file (the reader of the task's format) and per split
+(a local file, or the task's Hugging Face dataset).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fsxlt.data.classification import read_marc_jsonl, read_mldoc, read_pair_tsv
+from fsxlt.data.examples import Example, Split
+from fsxlt.data.fewclue import FEWCLUE_READERS, Skipped
+from fsxlt.data.hub import load_hub_split
+from fsxlt.data.tagging import read_conll, read_conllu, read_xglue_tsv
+from fsxlt.errors import DataFormatError, FsxltError
+from fsxlt.fileio import sha256_file
+from fsxlt.tasks import TaskSpec, get_task
+
+# readers that can also read files without labels (files to predict; tsv_pair too, below)
+UNLABELLED_READERS = {"xglue_tsv": read_xglue_tsv, **FEWCLUE_READERS}
+
+READERS = {
+    "tsv_pair": read_pair_tsv,
+    "mldoc": read_mldoc,
+    "marc_jsonl": read_marc_jsonl,
+    "conll": read_conll,
+    "conllu": read_conllu,
+    "xglue_tsv": read_xglue_tsv,
+    **FEWCLUE_READERS,
+}
+
+
+def file_format(path: Path, task: TaskSpec) -> str:
+    """The reader for ``path``: the task's format, or CoNLL-U for ``*.conllu`` files."""
+    if path.suffix == ".conllu":
+        return "conllu"
+    return task.data.format
+
+
+def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | None = None,
+                  labelled: bool = True, language: str | None = None) -> list[Example]:
+    """Read every example of a local data file in the task's format.
+
+    FewCLUE formats leave out examples without a label of the task and list
+    them in ``skipped`` (without it, such an example is an error);
+    ``labelled=False`` reads a file to predict (labels neither needed nor
+    read; every example gets the empty label). ``language`` picks its rows
+    from a file that holds every language (XNLI 1.0's and XGLUE's layout).
+    A tagging file must separate its sentences by blank lines (see
+    :func:`read_conll`'s ``require_breaks``).
+    """
+    task, path = get_task(task), Path(path)
+    fmt = file_format(path, task)
+    if fmt == "tsv_pair":
+        examples = read_pair_tsv(path, task, labelled, language)
+        if not examples and language is not None:
+            raise DataFormatError(path, f"file holds no example of language {language!r}")
+    elif fmt in UNLABELLED_READERS:
+        examples = UNLABELLED_READERS[fmt](path, task, skipped, labelled)
+    elif not labelled:
+        raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE and XGLUE "
+                         "formats only")
+    elif fmt in ("conll", "conllu"):
+        examples = READERS[fmt](path, task, require_breaks=True)
+    else:
+        examples = READERS[fmt](path, task)
+    if not examples:
+        raise DataFormatError(path, "file holds no examples" if not skipped else
+                              "file holds no example with a label of the task")
+    return examples
+
+
+def _first_line(example: Example) -> int | None:
+    """The line an example of a local file starts on (its id ``file:line``)."""
+    match = re.search(r":(\d+)$", example.id)
+    return int(match.group(1)) if match else None
+
+
+def has_labels(path: str | Path, task: str | TaskSpec, *, language: str | None = None) -> bool:
+    """Whether a local data file is a labelled split (True) or a file to predict (False).
+
+    A file to predict reads without labels and its first example (or its
+    header) carries none: XGLUE's test files (``xglue.wpr.de.test``: query,
+    title, snippet; no grade). A file that is neither (a labelled file with a
+    broken line further on, a missing file) raises the error its labelled
+    reading gives, naming the file and line. The file is read in full.
+    """
+    task, path = get_task(task), Path(path)
+    try:
+        read_examples(path, task, language=language)
+        return True
+    except DataFormatError as err:
+        problem = err
+    try:
+        examples = read_examples(path, task, labelled=False, language=language)
+    except FsxltError:
+        raise problem from None
+    if problem.line not in (1, _first_line(examples[0])):  # line 1: a header lacking a label
+        raise problem
+    return False
+
+
+
+def load_split(task: str | TaskSpec, language: str, split: str, *,
+               path: str | Path | None = None, data_dir: str | Path | None = None) -> Split:
+    """Load one split of a task for one language.
+
+    ``path`` names the file directly; otherwise ``data_dir`` plus the task's
+    file pattern (``{split}-{lang}.tsv`` by default) is used; with neither,
+    the task's Hugging Face dataset is loaded.
+    """
+    task = get_task(task)
+    task.check_language(language)
+    if path is None and data_dir is not None:
+        path = task.data.locate(data_dir, split, language)
+    if path is None:
+        return load_hub_split(task, language, split)
+    path = Path(path)
+    examples = read_examples(path, task, language=language)
+    return Split(task.name, language, split, examples, str(path), sha256_file(path))

@@ -1,0 +1,117 @@
+"""The runs of ``fsxlt adapt``, built as a sweep builds them, so both write the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fsxlt.errors import FsxltError
+from fsxlt.execution.config import TaskPlan, parse_patience_from
+from fsxlt.execution.inputs import SetFiles, data_file, set_files
+from fsxlt.execution.spec import Hashes, RunSpec, build_run
+from fsxlt.runs import (
+    is_checkpoint,
+)
+from fsxlt.tasks import TaskSpec, get_task
+
+
+def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
+               method: str = "full", method_options: dict[str, Any] | None = None,
+               lrs: Sequence[float] | None = None, seed: int | None = None,
+               max_epochs: int | None = None, patience: int | None = None,
+               max_seq_length: int | None = None, select_start: bool = False,
+               predict: Path | None = None, dev: Path | None = None, test: Path | None = None,
+               no_test: bool = False, data_dir: Path | None = None,
+               batch_size: int | None = None, patience_from: str | None = None,
+               ) -> list[RunSpec]:
+    """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
+    bucket file), built as a sweep builds them, so both write the same records.
+
+    ``batch_size`` / ``patience_from``: the adapting protocol (None: the study's).
+    Defaults come from the task; each bucket selects on ``dev`` if given, else its own
+    dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
+    train) or the set's remaining dev examples (tasks sampled from dev).
+    """
+    spec = get_task(task)
+    spec.check_language(language)
+    training = spec.training
+    grid = tuple(float(x) for x in (lrs or training.lr_grid))
+    if any(not lr > 0 for lr in grid):
+        raise FsxltError(f"learning rates must be > 0, got {list(grid)}")
+    for name, value in (("--max-epochs", max_epochs), ("--patience", patience),
+                        ("--batch-size", batch_size)):
+        if value is not None and value < 1:
+            raise FsxltError(f"{name} must be at least 1, got {value}")
+    plan = TaskPlan(
+        task=spec.name, languages=(language,), k=(), buckets=str(bucket),
+        data_dir=str(data_dir) if data_dir is not None else None, start=start,
+        methods=(method,), n_buckets=None, lrs=grid,
+        seed=training.seed if seed is None else int(seed),
+        max_epochs=training.adapt_max_epochs if max_epochs is None else int(max_epochs),
+        patience=training.adapt_patience if patience is None else int(patience),
+        max_seq_length=(training.max_seq_length if max_seq_length is None
+                        else int(max_seq_length)),
+        no_source=None, method_options={method: dict(method_options)} if method_options else {},
+        select_start=select_start, predict=str(predict) if predict is not None else None,
+        batch_size=batch_size, patience_from=parse_patience_from(patience_from, "--patience-from"))
+    plan.method(method).check_start(spec, start)  # an unknown method, a bad option, a task
+    # or start it cannot use (pet: no pattern, no masked-LM head): one line, before anything
+    hashes = Hashes()
+    files = _adapt_files(Path(bucket), hashes)
+    set_task, set_lang, k = files.coordinates
+    if (set_task, set_lang) != (spec.name, language):
+        raise FsxltError(f"{bucket}: buckets of {set_task}/{set_lang}, not "
+                         f"{spec.name}/{language}")
+    for path, what in ((dev, "--dev"), (test, "--test")):
+        if path is not None and not Path(path).is_file():
+            raise FsxltError(f"{path}: {what} file not found")
+    test_path = None if no_test else (
+        test or (data_file(spec, plan.data_dir, "test", language) if data_dir is not None
+                 else files.test))
+    if test_path is None and not no_test:
+        raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
+    start_is_checkpoint = is_checkpoint(start)
+    runs = []
+    for index, name, path, own_dev in files.buckets:
+        chosen_dev = dev or own_dev or _adapt_dev(spec, plan, language, files)
+        runs.append(build_run(plan, language, k, (index, name), method, start,
+                              start_is_checkpoint, path, Path(chosen_dev),
+                              Path(test_path) if test_path else None, Path(out), hashes, None,
+                              files.strategy))
+    return runs
+
+
+def _adapt_files(bucket: Path, hashes: Hashes) -> SetFiles:
+    """The files ``fsxlt adapt --bucket`` names: a whole set, a bucket of a set, or a
+    bucket file on its own."""
+    from fsxlt.sampling.store import MANIFEST, read_bucket
+
+    if bucket.is_dir():
+        if not (bucket / MANIFEST).is_file():
+            raise FsxltError(f"{bucket}: not a bucket set directory (no {MANIFEST})")
+        return set_files(bucket, hashes)
+    if not bucket.exists():
+        raise FsxltError(f"{bucket}: file not found")
+    if (bucket.parent / MANIFEST).is_file():
+        return set_files(bucket.parent, hashes, only=bucket.name)
+    loose = read_bucket(bucket)
+    strategy = loose.meta.get("strategy") if isinstance(loose.meta.get("strategy"), dict) \
+        else {}
+    return SetFiles(bucket.parent, [(loose.index, str(loose.meta.get("name") or ""), bucket,
+                                     None)],
+                    None, str(strategy.get("name") or ""),
+                    coordinates=(loose.task, loose.language, loose.k))
+
+
+def _adapt_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:
+    """The dev set of a bucket without its own, when ``--dev`` is not given."""
+    if plan.data_dir is not None and spec.sampling.split != "dev":
+        return data_file(spec, plan.data_dir, "dev", lang)
+    if files.remaining is not None:
+        return files.remaining
+    if spec.sampling.split == "dev":
+        raise FsxltError(f"{files.directory}: no dev-remaining.jsonl beside the bucket; task "
+                         f"{spec.name} samples buckets from dev, so pass --dev FILE explicitly")
+    raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")

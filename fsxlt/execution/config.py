@@ -1,0 +1,335 @@
+"""A sweep config (YAML) and its parsing into one :class:`TaskPlan` per task.
+
+A sweep config (YAML) names a grid; :func:`~fsxlt.execution.expansion.expand` turns
+it into one :class:`~fsxlt.execution.spec.RunSpec` per (task, language, K, bucket,
+method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)::
+
+    out: runs                       # RUNS_DIR: runs/<task>/<lang>/k<K>/<arm>/<index>.json
+    buckets: buckets                # bucket store root (fsxlt sample)
+    data_dir: data/{task}           # target dev/test files, the task's {split}-{lang} pattern
+    start: ckpt/{task}-mbert        # source-trained checkpoint (fsxlt source-train)
+    methods: [full]                 # adapting methods (fsxlt methods; or package.module:Class)
+    method_options: {}              # e.g. {lora: {rank: 4}}: options per method
+    select_start: false             # true: the start model competes as epoch 0
+    predict: null                   # a file to predict: each run writes its predictions
+                                    # beside its record, in FewCLUE's or XGLUE's format
+    n_buckets: 40                   # bucket indices 0..n-1 (null: every bucket of the set)
+    lrs: null                       # null: the task's lr grid
+    seed: null                      # null: the task's seed (one seed for all buckets)
+    max_epochs: null                # null: the task's default (50)
+    patience: null                  # null: the task's default (10)
+    max_seq_length: null            # null: the task's default (128)
+    batch_size: null                # null: one Adam step per epoch on the whole bucket (the
+                                    # study's); N: shuffled mini-batches of N, a step each
+    patience_from: start            # or first-improvement: patience counts from the first
+                                    # epoch whose dev score beats the first epoch's
+    no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
+                                    # it may set its own lrs, max_epochs, patience,
+                                    # batch_size and patience_from (its protocol)
+    tasks:
+      xnli: {languages: [de, fr], k: [1, 2, 4, 8]}
+      marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
+
+``batch_size`` and ``patience_from`` are the adapting protocol
+(:class:`fsxlt.training.adapt.Protocol`); a run's identity holds them only
+when they are not the study's defaults, so existing records keep theirs.
+
+Every top-level key except ``out`` and ``tasks`` may be overridden per task;
+``{task}`` in a path is replaced by the task name. Paths are relative to the
+directory the sweep runs from. ``languages`` defaults to every language of
+the task except the source language, ``k`` to the task's K values.
+
+Records go to ``out`` (a runs directory, :mod:`fsxlt.runs`: layout, arms,
+record format and the write rule), which must be a directory apart from
+``buckets``. The arm of a run (its record's folder) comes from the run's
+facts (:func:`fsxlt.runs.arm_name`): a start that is an fsxlt checkpoint is
+source-trained, anything else (a pretrained encoder, as in
+``no_source_training``) is the ``-nosource`` ablation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fsxlt.config_checks import (
+    as_list,
+    check_keys,
+    document,
+    flag,
+    mapping,
+    number,
+    numbers,
+    one_of,
+    text,
+)
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import parse_yaml
+from fsxlt.tasks import TaskSpec, get_task
+
+SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
+            "max_epochs", "patience", "max_seq_length", "no_source_training",
+            "method_options", "select_start", "predict", "batch_size", "patience_from")
+# what no_source_training may set for its own arm, beside encoder and methods
+NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from")
+
+TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
+TASK_KEYS = {"languages", "k", *SETTINGS}
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """The resolved settings of one task of a sweep."""
+
+    task: str
+    languages: tuple[str, ...]
+    k: tuple[int, ...]
+    buckets: str
+    data_dir: str | None
+    start: str | None
+    methods: tuple[str, ...]
+    n_buckets: int | None
+    lrs: tuple[float, ...]
+    seed: int
+    max_epochs: int
+    patience: int
+    max_seq_length: int
+    no_source: dict[str, Any] | None
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    select_start: bool = False
+    predict: str | None = None
+    batch_size: int | None = None   # the adapting protocol (fsxlt.training.adapt.Protocol)
+    patience_from: str = "start"
+
+    def method(self, ref: str) -> Any:
+        """The configured :class:`~fsxlt.methods.Method` for a method reference of this task."""
+        from fsxlt.methods import get_method
+
+        return get_method(ref, get_task(self.task).kind, self.method_options.get(ref))
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A parsed sweep config: where records go and one :class:`TaskPlan` per task."""
+
+    out: str
+    tasks: tuple[TaskPlan, ...]
+    name: str = ""
+    source: str = ""
+
+    def restrict(self, tasks: Sequence[str] | None = None, languages: Sequence[str] | None = None,
+                 ks: Sequence[int] | None = None, methods: Sequence[str] | None = None,
+                 ) -> SweepConfig:
+        """Keep only the given tasks / languages / K values / methods (command-line filters)."""
+        plans = []
+        for plan in self.tasks:
+            if tasks and plan.task not in tasks:
+                continue
+            plan = replace(
+                plan,
+                languages=tuple(x for x in plan.languages if not languages or x in languages),
+                k=tuple(x for x in plan.k if not ks or x in ks),
+                methods=tuple(x for x in plan.methods if not methods or x in methods),
+                no_source=(None if plan.no_source is None else dict(
+                    plan.no_source, methods=[m for m in plan.no_source["methods"]
+                                             if not methods or m in methods])))
+            plans.append(plan)
+        for wanted, have, what in ((tasks, {p.task for p in self.tasks}, "task"),
+                                   (languages, {x for p in self.tasks for x in p.languages},
+                                    "language")):
+            for value in wanted or ():
+                if value not in have:
+                    raise FsxltError(f"{what} {value!r} is not in the sweep config "
+                                     f"(has: {', '.join(sorted(have))})")
+        return replace(self, tasks=tuple(plans))
+
+
+def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) -> TaskPlan:
+    """One task's settings: its own, else the config's top-level ones, else the task's."""
+    check_keys(raw, TASK_KEYS, where, f" for task {name}")
+    spec = get_task(name)
+    merged = {key: raw.get(key, top.get(key)) for key in SETTINGS}
+    methods = ["full"] if merged["methods"] is None else [
+        text(m, where, "methods") for m in as_list(merged["methods"], where, "methods")]
+    options = _method_options(merged["method_options"], where)
+    _check_starts(spec, methods, options, _path(merged, "start", where, name))
+    no_source = _no_source(merged["no_source_training"], spec, options, where, name)
+    unused = sorted(set(options) - set(methods) - set((no_source or {}).get("methods") or []))
+    if unused:
+        raise FsxltError(f"{where}: method_options for {', '.join(unused)}, which task {name} "
+                         "does not run")
+    if merged["predict"] is not None and spec.submission is None:
+        raise FsxltError(f"{where}: predict writes a benchmark's submission files (FewCLUE, "
+                         f"XGLUE); task {name} has none")
+    n_buckets = merged["n_buckets"]
+    return TaskPlan(
+        task=spec.name, languages=_languages(spec, raw, where), k=_ks(spec, raw, where),
+        buckets=_path(merged, "buckets", where, name) or "buckets",
+        data_dir=_path(merged, "data_dir", where, name),
+        start=_path(merged, "start", where, name), methods=tuple(dict.fromkeys(methods)),
+        n_buckets=None if n_buckets is None else number(n_buckets, where, "n_buckets", int, 1),
+        no_source=no_source, method_options=options,
+        select_start=flag(merged["select_start"], where, "select_start"),
+        predict=_path(merged, "predict", where, name),
+        **_protocol(merged, spec, where))
+
+
+def _languages(spec: TaskSpec, raw: dict[str, Any], where: str) -> tuple[str, ...]:
+    """The task's target languages (default: all but its source language), each checked."""
+    languages = [text(x, where, "languages") for x in as_list(raw.get("languages"), where,
+                                                              "languages")]
+    languages = languages or [x for x in spec.languages if x != spec.source_language]
+    for lang in languages:
+        spec.check_language(lang)
+    return tuple(dict.fromkeys(languages))
+
+
+def _ks(spec: TaskSpec, raw: dict[str, Any], where: str) -> tuple[int, ...]:
+    """The task's K values (default: the task's), each checked."""
+    ks = numbers(raw.get("k"), where, "k", int) or list(spec.sampling.k_values)
+    for k in ks:
+        spec.check_k(k)
+    return tuple(dict.fromkeys(ks))
+
+
+def _path(merged: dict[str, Any], key: str, where: str, task: str) -> str | None:
+    """A path setting with ``{task}`` filled in (None when absent)."""
+    value = text(merged[key], where, key)
+    return None if value is None else _expand(value, where, key, task)
+
+
+def _check_starts(spec: TaskSpec, methods: list[str], options: dict[str, dict[str, Any]],
+                  start: str | None) -> None:
+    """Each method can start from ``start``: checked before any model loads (e.g. pet on a
+    task without a pattern is refused here)."""
+    from fsxlt.methods import get_method
+
+    for method in methods:
+        get_method(method, spec.kind, options.get(method)).check_start(spec, start)
+
+
+def _no_source(raw: Any, spec: TaskSpec, options: dict[str, dict[str, Any]], where: str,
+               task: str) -> dict[str, Any] | None:
+    """The ``no_source_training`` arm: its encoder, methods and own protocol settings."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or "encoder" not in raw:
+        raise FsxltError(f"{where}: no_source_training needs {{encoder: NAME, methods: [...]}}")
+    check_keys(raw, {"encoder", "methods", *NO_SOURCE_SETTINGS}, where,
+               " in no_source_training")
+    methods = [str(m) for m in as_list(raw.get("methods"), where, "methods")] or ["full"]
+    encoder = _expand(str(raw["encoder"]), where, "encoder", task)
+    _check_starts(spec, methods, options, encoder)
+    return {"encoder": encoder, "methods": methods,
+            "settings": _arm_settings(raw, f"{where}: no_source_training")}
+
+
+def _protocol(merged: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, Any]:
+    """The adapting hyperparameters and protocol of a task, as TaskPlan fields."""
+    training = spec.training
+
+    def pick(key: str, default: Any, minimum: int) -> int:
+        value = default if merged[key] is None else merged[key]
+        return number(value, where, key, int, minimum)
+
+    return {"lrs": tuple(numbers(merged["lrs"], where, "lrs", float, 0, exclusive=True))
+            or tuple(training.lr_grid),
+            "seed": pick("seed", training.seed, 0),
+            "max_epochs": pick("max_epochs", training.adapt_max_epochs, 1),
+            "patience": pick("patience", training.adapt_patience, 1),
+            "max_seq_length": pick("max_seq_length", training.max_seq_length, 8),
+            "batch_size": _batch_size(merged["batch_size"], where),
+            "patience_from": parse_patience_from(merged["patience_from"], where)}
+
+
+def _batch_size(value: Any, where: str) -> int | None:
+    """``batch_size``: null (the whole bucket, one step per epoch) or an integer >= 1."""
+    return None if value is None else number(value, where, "batch_size", int, 1)
+
+
+def parse_patience_from(value: Any, where: str) -> str:
+    """``patience_from``: ``start`` (the default) or ``first-improvement``."""
+    from fsxlt.training.adapt import PATIENCE_FROM
+
+    return PATIENCE_FROM[0] if value is None else one_of(value, PATIENCE_FROM, where,
+                                                          "patience_from")
+
+
+def _arm_settings(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The settings an arm (no_source_training) gives itself, as TaskPlan fields."""
+    out: dict[str, Any] = {}
+    if raw.get("lrs") is not None:
+        out["lrs"] = tuple(numbers(raw["lrs"], where, "lrs", float, 0, exclusive=True))
+    for key in ("max_epochs", "patience"):
+        if raw.get(key) is not None:
+            out[key] = number(raw[key], where, key, int, 1)
+    if "batch_size" in raw:
+        out["batch_size"] = _batch_size(raw["batch_size"], where)
+    if raw.get("patience_from") is not None:
+        out["patience_from"] = parse_patience_from(raw["patience_from"], where)
+    return out
+
+
+def _expand(value: str, where: str, key: str, task: str) -> str:
+    """A path setting with ``{task}`` filled in; ``{lang}`` stays for ``predict`` (filled per
+    language); any other placeholder is a one-line error."""
+    allowed = {"task", "lang"} if key == "predict" else {"task"}
+    for name in re.findall(r"\{([^{}]*)\}", value):
+        if name not in allowed:
+            shown = ", ".join("{" + a + "}" for a in sorted(allowed))
+            raise FsxltError(f"{where}: {key} may hold {shown}, not {{{name}}}")
+    return value.replace("{task}", task)
+
+
+def _method_options(raw: Any, where: str) -> dict[str, dict[str, Any]]:
+    """``method_options``: a mapping from method reference to its option mapping."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise FsxltError(f"{where}: method_options must map methods to their options, "
+                         "e.g. {lora: {rank: 4}}")
+    return {str(k): dict(v) for k, v in raw.items()}
+
+
+def _apply_overrides(raw: dict[str, Any], task_raw: dict[str, Any],
+                     overridden: set[str]) -> None:
+    """A command-line flag beats per-task settings and the no-source arm's own."""
+    for key in overridden & set(SETTINGS):
+        task_raw.pop(key, None)
+    for holder in (task_raw, raw):
+        no_source = holder.get("no_source_training")
+        if isinstance(no_source, dict) and overridden & set(NO_SOURCE_SETTINGS):
+            holder["no_source_training"] = {k: v for k, v in no_source.items()
+                                            if k not in overridden}
+
+
+def parse_config(raw: Any, where: str = "<sweep config>",
+                 overrides: dict[str, Any] | None = None) -> SweepConfig:
+    """Build a :class:`SweepConfig` from a mapping; ``overrides`` replace top-level settings."""
+    raw = document(raw, where, "a sweep config")
+    overridden = {k for k, v in (overrides or {}).items() if v is not None}
+    raw.update({key: overrides[key] for key in overridden} if overrides else {})
+    check_keys(raw, TOP_KEYS, where)
+    tasks = raw.get("tasks")
+    if not isinstance(tasks, dict) or not tasks:
+        raise FsxltError(f"{where}: 'tasks' must map task names to their settings")
+    plans = []
+    for name, task_raw in tasks.items():
+        task_raw = mapping(task_raw, where, f"the settings of task {name}",
+                           " (languages: [...], k: [...])")
+        _apply_overrides(raw, task_raw, overridden)
+        plans.append(_task_plan(str(name), task_raw, raw, where))
+    return SweepConfig(out=text(raw.get("out"), where, "out") or "runs", tasks=tuple(plans),
+                       name=text(raw.get("name"), where, "name") or "", source=where)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepConfig:
+    """Read a sweep config YAML file (see the module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FsxltError(f"{path}: sweep config not found")
+    raw = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    return parse_config(raw, str(path), overrides)

@@ -1,0 +1,140 @@
+"""A sweep config's expansion into runs (:func:`expand`) and its K=0 records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from fsxlt.errors import FsxltError
+from fsxlt.execution.config import SweepConfig, TaskPlan
+from fsxlt.execution.inputs import SetFiles, bucket_files, data_file
+from fsxlt.execution.spec import Hashes, Plan, RunSpec, ZeroShotSpec, build_run
+from fsxlt.runs import (
+    CHECKPOINT_FILE,
+    ZERO_SHOT_FORMAT,
+    ZERO_SHOT_RUN,
+    is_checkpoint,
+    source_languages_of,
+    zero_shot_record_path,
+)
+from fsxlt.tasks import TaskSpec, get_task
+
+
+def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes) -> ZeroShotSpec | None:
+    if not is_checkpoint(plan.start):
+        return None
+    meta = json.loads((Path(str(plan.start)) / CHECKPOINT_FILE).read_text(encoding="utf-8"))
+    if meta.get("task") != plan.task:  # e.g. an XNLI checkpoint starting OCNLI: its zh
+        return None                    # zero-shot score is XNLI's, not this task's
+    scores = (meta.get("zero_shot") or {}).get(lang)
+    if not scores:
+        return None
+    record = {
+        "format": ZERO_SHOT_FORMAT, "status": "ok", "task": plan.task, "language": lang,
+        "k": 0, "method": "zero-shot", "metric": meta.get("metric"),
+        "test_score": scores.get("score"), "test": scores,
+        "start": {"fingerprint": hashes.start(str(plan.start)), "encoder": meta.get("encoder"),
+                  "source_config_hash": meta.get("config_hash")},
+        "selection": meta.get("selection"), "oracle": (meta.get("oracle") or {}).get(lang),
+        "source_languages": source_languages_of(meta),
+    }
+    if scores.get("in_source"):
+        record["in_source"] = True  # trained on this language: not a zero-shot score
+    return ZeroShotSpec(plan.task, lang, str(zero_shot_record_path(out, plan.task, lang)),
+                        record)
+
+
+def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
+    """Every run of the sweep (sorted by task, language, K, arm, bucket) and the K=0 records.
+
+    Reads bucket manifests and hashes input files; missing inputs are one-line errors.
+    ``missing_starts_ok`` (a dry run): a ``start`` that does not exist yet (a checkpoint
+    still to source-train) is listed in the plan's ``missing_starts`` instead, and its
+    runs are planned as source-trained ones, with no identity to check (``start_missing``).
+    """
+    hashes = Hashes()
+    out = Path(config.out)
+    result = Plan()
+    for plan in config.tasks:
+        spec = get_task(plan.task)
+        starts = _starts(plan, result.missing_starts if missing_starts_ok else None)
+        for lang in plan.languages:
+            zero = _zero_shot(plan, lang, out, hashes)
+            if zero is not None:
+                result.zero_shot.append(zero)
+            untrained_sets: tuple[Path, Path | None] | None = None  # K=0 runs' dev, test
+            for k in plan.k:
+                files = bucket_files(plan, lang, k, hashes)
+                test = files.test or data_file(spec, plan.data_dir, "test", lang)
+                shared_dev = None
+                if any(dev is None for *_rest, dev in files.buckets):
+                    shared_dev = _shared_dev(spec, plan, lang, files)
+                if untrained_sets is None and files.buckets:
+                    untrained_sets = (files.buckets[0][3] or shared_dev, test)
+                for start, source_training, methods, arm_plan in starts:
+                    for method in methods:
+                        for index, name, bucket, dev in files.buckets:
+                            result.runs.append(build_run(
+                                arm_plan, lang, k, (index, name), method, start,
+                                source_training, bucket, dev or shared_dev, test, out, hashes,
+                                config.name, files.strategy))
+            if untrained_sets is not None:
+                result.runs += _untrained_runs(starts, lang, untrained_sets, out, hashes,
+                                               config.name)
+    result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
+    return result
+
+
+def _starts(plan: TaskPlan, missing: list[tuple[str, str]] | None,
+            ) -> list[tuple[str, bool, tuple[str, ...], TaskPlan]]:
+    """The starts of a task's runs: (start, is it source-trained, its methods, its settings).
+
+    A ``start`` that does not exist is refused, or, given ``missing``, added to it as
+    (task, start) and taken for the source-trained checkpoint it is to be.
+    """
+    starts: list[tuple[str, bool, tuple[str, ...], TaskPlan]] = []
+    if plan.methods:
+        if plan.start is None:
+            raise FsxltError(f"{plan.task}: the sweep needs start (a source-trained "
+                             "checkpoint)")
+        if Path(plan.start).exists():
+            starts.append((plan.start, is_checkpoint(plan.start), plan.methods, plan))
+        elif missing is None:
+            raise FsxltError(f"{plan.start}: starting checkpoint for {plan.task} not found")
+        else:
+            missing.append((plan.task, plan.start))
+            starts.append((plan.start, True, plan.methods, plan))
+    if plan.no_source and plan.no_source["methods"]:
+        encoder = plan.no_source["encoder"]
+        starts.append((encoder, is_checkpoint(encoder), tuple(plan.no_source["methods"]),
+                       replace(plan, **plan.no_source.get("settings", {}))))
+    return starts
+
+
+def _untrained_runs(starts: list[tuple[str, bool, tuple[str, ...], TaskPlan]], lang: str,
+                    sets: tuple[Path, Path | None], out: Path, hashes: Hashes,
+                    sweep: str) -> list[RunSpec]:
+    """The K=0 runs of a language: each method of a pretrained-encoder start (the no-source
+    arm) that scores untrained (pet: FewCLUE's zero-shot), on the dev and test sets of the
+    language's first K (``k0/<arm>/zero-shot.json``)."""
+    runs = []
+    for start, source_training, methods, arm_plan in starts:
+        if source_training:
+            continue  # a checkpoint's K=0 is its own zero-shot record
+        for ref in methods:
+            if arm_plan.method(ref).scores_untrained:
+                runs.append(build_run(arm_plan, lang, 0, (0, ZERO_SHOT_RUN), ref, start, False,
+                                      None, sets[0], sets[1], out, hashes, sweep))
+    return runs
+
+
+def _shared_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:
+    """The dev set of buckets without their own: the remaining dev set, or the task's file."""
+    if spec.sampling.split == "dev":
+        if files.remaining is None:
+            raise FsxltError(f"{files.directory}: no remaining dev set (dev-remaining.jsonl); "
+                             f"{plan.task} samples buckets from dev and selects models on the "
+                             "dev examples in no bucket")
+        return files.remaining
+    return data_file(spec, plan.data_dir, "dev", lang)

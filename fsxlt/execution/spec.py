@@ -1,0 +1,210 @@
+"""A run's spec (:class:`RunSpec`), its identity and the plan of a sweep.
+
+Resume. Every run gets an identity over everything that determines its
+result: the run's coordinates and hyperparameters, and the *content* hashes
+of its bucket file, its dev and test files and its starting checkpoint
+(metadata and head weights; a pretrained encoder is identified by its name).
+A record with that identity is done; a missing, truncated, corrupt or error
+record runs (again); a finished record of another identity is never
+replaced unless the sweep is told to (``--replace``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsxlt.errors import FsxltError
+from fsxlt.execution.config import TaskPlan
+from fsxlt.fileio import sha256_file, sha256_text
+from fsxlt.runs import (
+    ADAPT_WRITER,
+    arm_name,
+    identity_hash,
+    record_path,
+    start_fingerprint,
+    start_source_languages,
+)
+from fsxlt.sampling.store import bucket_name
+from fsxlt.tasks import get_task
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One adapt run: everything a worker needs, and the hash that identifies its result."""
+
+    task: str
+    language: str
+    k: int
+    index: int
+    method: str
+    source_training: bool
+    start: str
+    bucket_path: str
+    bucket_sha256: str
+    dev_path: str
+    test_path: str
+    lrs: tuple[float, ...]
+    seed: int
+    max_epochs: int
+    patience: int
+    max_seq_length: int
+    record_path: str
+    config_hash: str
+    sweep_name: str = ""
+    name: str = ""            # the bucket's name when it has one (FewCLUE's splits: 00 ... all)
+    method_ref: str = ""      # how the worker loads the method (name or package.module:Class)
+    method_options: str = "{}"  # its options, as sorted JSON
+    select_start: bool = False
+    predict_path: str = ""    # a file to predict (FewCLUE/XGLUE submission files)
+    source_languages: tuple[str, ...] = ()  # the start's source (empty: English or none)
+    strategy: str = ""        # the shot-selection strategy of the bucket set (fsxlt select)
+    identity_json: str = "{}"  # what determines the result (config_hash is its hash)
+    writer: str = ""          # who writes the record: "sweep 'NAME'" or "fsxlt adapt"
+    batch_size: int | None = None  # the adapting protocol (None, "start": the study's)
+    patience_from: str = "start"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return json.loads(self.identity_json)
+
+    def load_method(self) -> Any:
+        """The configured method this run adapts with."""
+        from fsxlt.methods import get_method
+
+        return get_method(self.method_ref or self.method, get_task(self.task).kind,
+                          json.loads(self.method_options))
+
+    @property
+    def arm(self) -> str:
+        return arm_name(self.method, self.source_training, self.select_start,
+                        self.source_languages, self.strategy)
+
+    @property
+    def bucket_name(self) -> str:
+        return self.name or bucket_name(self.index)
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}/{self.language}/k{self.k}/{self.arm}/{self.bucket_name}"
+
+    @property
+    def group_key(self) -> tuple[str, str, str, str]:
+        """Runs sharing a key share one worker: data tokenized and weights loaded once."""
+        return (self.task, self.language, self.start, self.test_path)
+
+
+@dataclass(frozen=True)
+class ZeroShotSpec:
+    """The K=0 record of one (task, language), taken from the checkpoint's source-run record."""
+
+    task: str
+    language: str
+    record_path: str
+    record: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    """A sweep's runs and K=0 records; in a dry run also the starts that do not exist yet."""
+
+    runs: list[RunSpec] = field(default_factory=list)
+    zero_shot: list[ZeroShotSpec] = field(default_factory=list)
+    missing_starts: list[tuple[str, str]] = field(default_factory=list)  # (task, start)
+
+    def start_missing(self, run: RunSpec) -> bool:
+        """Whether the run's start is one of the missing ones (it cannot run yet)."""
+        return (run.task, run.start) in self.missing_starts
+
+
+class Hashes:
+    """Content hashes, each file read once per plan."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, str] = {}
+        self.source_cache: dict[str, tuple[str, ...]] = {}
+
+    def file(self, path: Path) -> str:
+        key = str(path)
+        if key not in self.cache:
+            self.cache[key] = sha256_file(path)
+        return self.cache[key]
+
+    def text(self, path: Path) -> str:
+        key = f"text:{path}"
+        if key not in self.cache:
+            self.cache[key] = sha256_text(path.read_text(encoding="utf-8"))
+        return self.cache[key]
+
+    def start(self, start: str) -> str:
+        key = f"start:{start}"
+        if key not in self.cache:
+            self.cache[key] = start_fingerprint(start)
+        return self.cache[key]
+
+    def sources(self, start: str) -> tuple[str, ...]:
+        """The start checkpoint's source languages, read once per plan."""
+        if start not in self.source_cache:
+            self.source_cache[start] = tuple(start_source_languages(start))
+        return self.source_cache[start]
+
+
+
+def sweep_writer(name: str) -> str:
+    """How a sweep's records name their writer."""
+    return f"sweep {name!r}" if name else "fsxlt sweep"
+
+
+def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str,
+              start: str, source_training: bool, bucket: Path | None, dev: Path,
+              test: Path | None, out: Path, hashes: Hashes, sweep: str | None,
+              strategy: str = "") -> RunSpec:
+    """One run's spec; ``sweep`` is the sweep's name (None: ``fsxlt adapt`` writes it).
+    ``bucket`` None: the K=0 run of a method that scores untrained (no bucket, k 0)."""
+    index, name = bucket_id
+    bucket_sha = hashes.text(bucket) if bucket is not None else sha256_text("")
+    method = plan.method(ref)
+    identity = {
+        "task": plan.task, "language": lang, "k": k, "index": index, "method": method.name,
+        "source_training": source_training, "start": hashes.start(start),
+        "bucket": bucket_sha, "dev": hashes.file(dev),
+        "test": hashes.file(test) if test is not None else None,
+        "lrs": list(plan.lrs), "seed": plan.seed, "max_epochs": plan.max_epochs,
+        "patience": plan.patience, "max_seq_length": plan.max_seq_length,
+    }
+    if method.identity() is not None:  # the study's methods keep their old identity
+        identity["method_info"] = method.identity()  # version and options rerun on change
+    if plan.select_start:
+        identity["select_start"] = True
+    if plan.batch_size is not None:  # the study's protocol keeps its old identity
+        identity["batch_size"] = plan.batch_size
+    if plan.patience_from != "start":
+        identity["patience_from"] = plan.patience_from
+    predict = Path(plan.predict.replace("{lang}", lang)) if plan.predict else None
+    if predict is not None:
+        if not predict.is_file():
+            raise FsxltError(f"{predict}: file to predict for {plan.task} not found")
+        identity["predict"] = hashes.file(predict)
+    sources = hashes.sources(start) if source_training else ()
+    arm = arm_name(method.name, source_training, plan.select_start, sources, strategy)
+    stem = name or bucket_name(index)
+    return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
+                   source_training=source_training, start=start,
+                   bucket_path=str(bucket) if bucket is not None else "",
+                   bucket_sha256=bucket_sha, dev_path=str(dev),
+                   test_path=str(test) if test is not None else "",
+                   lrs=plan.lrs, seed=plan.seed, max_epochs=plan.max_epochs,
+                   patience=plan.patience, max_seq_length=plan.max_seq_length,
+                   record_path=str(record_path(out, plan.task, lang, k, arm, stem)),
+                   config_hash=identity_hash(identity),
+                   sweep_name=sweep or "",
+                   name=name, method_ref=ref,
+                   method_options=json.dumps(method.config, sort_keys=True),
+                   select_start=plan.select_start,
+                   predict_path=str(predict) if predict is not None else "",
+                   source_languages=sources, strategy=strategy,
+                   identity_json=json.dumps(identity, sort_keys=True),
+                   writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
+                   batch_size=plan.batch_size, patience_from=plan.patience_from)

@@ -1,0 +1,12 @@
+"""In-context learning: a causal LM predicts with a bucket's examples in its prompt.
+
+Modules, one per concern:
+
+- :mod:`~fsxlt.icl.prompts`: the ``icl:`` section of a task YAML and the prompts it makes;
+- :mod:`~fsxlt.icl.scoring`: options scored by log-likelihood, the shared-prefix cache,
+  length normalisation and contextual calibration;
+- :mod:`~fsxlt.icl.model`: loading a causal LM (hub name, directory or GGUF file);
+- :mod:`~fsxlt.icl.run`: one bucket in, one record out, in the runs directory.
+
+Importing this package loads no model and no ``torch``.
+"""

@@ -1,0 +1,99 @@
+"""Loading the causal language model of an ICL run: a hub name, a local directory, or a
+GGUF file in a directory (``gguf_file``, de-quantised by transformers).
+
+A model that is not a causal LM (an encoder such as BERT, an encoder-decoder,
+a checkpoint without a language-modelling head) is refused in one line before
+its weights load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsxlt.errors import FsxltError
+
+
+@dataclass
+class CausalLM:
+    """A loaded causal LM, its tokenizer and what identifies it in records."""
+
+    model: Any
+    tokenizer: Any
+    name: str
+    gguf_file: str | None
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "gguf_file": self.gguf_file,
+                "class": type(self.model).__name__, "fingerprint": model_fingerprint(
+                    self.name, self.gguf_file)}
+
+
+def model_fingerprint(name: str, gguf_file: str | None = None) -> str:
+    """A hub name as it is; a local model by the hash of its config (and GGUF file's size
+    and first MiB, so that another file of the same name is another model)."""
+    path = Path(name)
+    if not path.is_dir():
+        return f"hub:{name}" + (f"/{gguf_file}" if gguf_file else "")
+    digest = hashlib.sha256()
+    for part in ("config.json", "generation_config.json"):
+        if (path / part).is_file():
+            digest.update((path / part).read_bytes())
+    if gguf_file:
+        gguf = path / gguf_file
+        digest.update(str(gguf.stat().st_size).encode())
+        with open(gguf, "rb") as handle:
+            digest.update(handle.read(1 << 20))
+    else:
+        for weights in sorted(path.glob("*.safetensors")):
+            digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
+    return "local:" + digest.hexdigest()[:16]
+
+
+def _check_causal(config: Any, name: str) -> None:
+    """One line unless the config is a causal LM's (one with a language-modelling head)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    causal_classes = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    architectures = list(getattr(config, "architectures", None) or [])
+    why = None
+    if getattr(config, "is_encoder_decoder", False):
+        why = "an encoder-decoder model"
+    elif config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        why = f"model type {config.model_type!r} has no causal-LM class"
+    elif architectures and not causal_classes & set(architectures):
+        why = f"its weights are a {', '.join(architectures)}, not a causal LM"
+    elif not architectures and not getattr(config, "is_decoder", True):
+        why = "an encoder (is_decoder is false)"
+    if why:
+        raise FsxltError(f"{name}: not a causal language model ({why}); fsxlt icl needs an "
+                         "AutoModelForCausalLM (e.g. GPT-2, Llama, Gemma 3)")
+
+
+def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cpu",
+                   threads: int | None = None) -> CausalLM:
+    """Load ``name`` (hub name or directory; ``gguf_file`` inside it) in float32 for scoring."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from fsxlt.modeling import quiet_transformers
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    if gguf_file and not (Path(name) / gguf_file).is_file() and Path(name).is_dir():
+        raise FsxltError(f"{Path(name) / gguf_file}: GGUF file not found")
+    quiet_transformers()
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        config = AutoConfig.from_pretrained(name, **extra)
+    except (OSError, ValueError) as err:
+        raise FsxltError(f"{name}: cannot load a model config ({str(err).splitlines()[0]})"
+                         ) from None
+    _check_causal(config, name)
+    tokenizer = AutoTokenizer.from_pretrained(name, **extra)
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32, **extra)
+    model.to(device)
+    model.eval()
+    return CausalLM(model, tokenizer, name, gguf_file)

@@ -1,0 +1,428 @@
+"""In-context learning runs: one bucket in, one record out, in the runs directory.
+
+A run shows a causal LM the bucket's examples as demonstrations and predicts
+the target's test examples by rank classification (:mod:`fsxlt.icl.scoring`);
+no weights change. Its record is an adapt-format record (``fsxlt report``,
+``--compare`` and the analyses read it unchanged) with an ``icl`` block (the
+prompt settings, the demonstrations' order, prompt lengths) and the model in
+``model``; its arm is its method, ``icl`` plus what its prompt settings
+change (``icl-target``, ``icl-calibrated``, ...), or the name given. K=0 is
+zero-shot prompting: one record, ``k0/<arm>/zero-shot.json``.
+
+:func:`icl_plan` builds the runs of a bucket, a bucket set or K=0 (reading
+and hash-checking their files); :func:`prepare` renders and tokenizes a
+run's prompts (every bad input is a one-line error before anything is
+written); :func:`execute` scores a prepared run and writes its record. A
+sweep worker can call :func:`prepare` and :func:`execute` on one run.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsxlt.errors import FsxltError
+from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages, render
+from fsxlt.icl.scoring import (
+    CONTENT_FREE,
+    OptionScores,
+    TokenizedPrompt,
+    check_length,
+    decision_scores,
+    option_scores,
+    plan_rows,
+    predictions,
+    tokenize_prompt,
+)
+from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN, identity_hash, record_path
+from fsxlt.tasks import TaskSpec, get_task
+
+ICL_WRITER = "fsxlt icl"
+ORDERS = ("seeded", "bucket", "similarity")
+
+
+@dataclass(frozen=True)
+class IclSettings:
+    """How an ICL run prompts and decides (everything but the bucket and the data)."""
+
+    model: str
+    gguf_file: str | None = None
+    template_language: str = "en"
+    words_language: str = "en"
+    calibrate: bool = False
+    normalize: bool = False
+    order: str = "seeded"
+    seed: int = 0
+    test_limit: int | None = None
+    arm: str | None = None
+    encoder: str | None = None      # the sentence encoder of the similarity order
+
+    def check(self) -> None:
+        for what, value in (("template", self.template_language),
+                            ("label words", self.words_language)):
+            if value not in PROMPT_LANGUAGES:
+                raise FsxltError(f"the {what} language is en or target, not {value!r}")
+        if self.order not in ORDERS:
+            raise FsxltError(f"the demonstration order is one of {', '.join(ORDERS)}, "
+                             f"not {self.order!r}")
+        if (self.order == "similarity") != (self.encoder is not None):
+            raise FsxltError("the similarity order needs a sentence encoder (--encoder), and "
+                             "an encoder is only used by --order similarity")
+        if self.test_limit is not None and self.test_limit < 1:
+            raise FsxltError(f"the test limit must be at least 1, got {self.test_limit}")
+        if self.arm is not None and (not self.arm.startswith("icl")
+                                     or any(c in self.arm for c in "@~/ ")):
+            raise FsxltError(f"an ICL arm name starts with icl and has no @, ~, / or space; "
+                             f"got {self.arm!r}")
+
+    @property
+    def prompt(self) -> PromptSettings:
+        return PromptSettings(self.template_language, self.words_language)
+
+    def arm_name(self) -> str:
+        """``icl`` and a suffix per setting that differs from the default."""
+        if self.arm:
+            return self.arm
+        parts = ["icl"]
+        if self.template_language == self.words_language == "target":
+            parts.append("target")
+        elif self.template_language == "target":
+            parts.append("target-template")
+        elif self.words_language == "target":
+            parts.append("target-words")
+        parts += ["calibrated"] * self.calibrate + ["norm"] * self.normalize
+        parts += ["bucket-order"] * (self.order == "bucket")
+        parts += ["similarity"] * (self.order == "similarity")
+        return "-".join(parts)
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.prompt.describe(), "calibrate": self.calibrate,
+                "content_free": CONTENT_FREE if self.calibrate else None,
+                "normalize": self.normalize, "order": self.order, "seed": self.seed,
+                "test_limit": self.test_limit, "encoder": self.encoder}
+
+
+@dataclass(frozen=True)
+class IclRun:
+    """One ICL run: what ``fsxlt.runs.plan_writes`` needs, and where its inputs are."""
+
+    task: str
+    language: str
+    k: int
+    index: int
+    name: str
+    bucket_path: str          # "" for K=0
+    bucket_sha256: str
+    test_path: str
+    record_path: str
+    identity: dict[str, Any] = field(compare=False)
+    strategy: str = ""
+    spec: TaskSpec | None = field(default=None, compare=False)  # a task YAML's, if given
+
+    @property
+    def task_spec(self) -> TaskSpec:
+        return self.spec if self.spec is not None else get_task(self.task)
+
+    @property
+    def config_hash(self) -> str:
+        return identity_hash(self.identity)
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}/{self.language}/k{self.k}/{self.name}"
+
+
+def check_task(spec: TaskSpec) -> None:
+    """Tasks a causal LM cannot score by ranking options, or without prompts: one line."""
+    if spec.is_tagging:
+        raise FsxltError(f"{spec.name}: a tagging task; in-context learning here ranks "
+                         "label words and cannot tag words")
+    if spec.is_ranking:
+        raise FsxltError(f"{spec.name}: a ranking task (nDCG over relevance grades); "
+                         "in-context learning here scores classification and multiple choice")
+    if spec.icl is None:
+        raise FsxltError(f"{spec.name}: the task has no icl section (prompts) in "
+                         f"{spec.config_path or 'its YAML'}")
+
+
+def _test_file(spec: TaskSpec, language: str, test: Path | None, data_dir: Path | None,
+               set_test: Path | None) -> Path:
+    if test is not None:
+        if not Path(test).is_file():
+            raise FsxltError(f"{test}: --test file not found")
+        return Path(test)
+    if set_test is not None:
+        return set_test
+    if data_dir is None:
+        raise FsxltError("no target test set: pass --test FILE or --data-dir DIR")
+    path = spec.data.locate(data_dir, "test", language)
+    if not path.is_file():
+        raise FsxltError(f"{path}: test file of {spec.name}/{language} not found")
+    return path
+
+
+def _bucket_entries(bucket: Path) -> tuple[list[tuple[Path, Any]], Path | None]:
+    """The bucket files named by ``bucket`` (a set directory or one file), each read and
+    hash-checked against its set's manifest, and the set's own test file (fixed splits)."""
+    from fsxlt.sampling.store import MANIFEST, check_bucket_hash, read_bucket, read_manifest
+
+    directory = bucket if bucket.is_dir() else bucket.parent
+    if bucket.is_dir() and not (bucket / MANIFEST).is_file():
+        raise FsxltError(f"{bucket}: not a bucket set directory (no {MANIFEST})")
+    if not bucket.exists():
+        raise FsxltError(f"{bucket}: file not found")
+    if not (directory / MANIFEST).is_file():
+        return [(bucket, read_bucket(bucket))], None
+    manifest = read_manifest(directory)
+    entries = sorted(manifest["buckets"], key=lambda e: int(e["index"]))
+    if not bucket.is_dir():
+        entries = [e for e in entries if e.get("file") == bucket.name]
+        if not entries:
+            raise FsxltError(f"{bucket}: bucket file not listed in its set's manifest")
+    found = []
+    for entry in entries:
+        path = directory / entry["file"]
+        loaded = read_bucket(path)
+        check_bucket_hash(path, loaded.sha256, entry)
+        found.append((path, loaded))
+    test = (manifest.get("test") or {}).get("file")
+    return found, (directory / test) if test else None
+
+
+def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path,
+             settings: IclSettings, *, test: Path | None = None,
+             data_dir: Path | None = None) -> list[IclRun]:
+    """The runs of ``fsxlt icl``: one per bucket of ``bucket`` (a set or a file), or one
+    zero-shot run (K=0) when ``bucket`` is None."""
+    from fsxlt.fileio import sha256_file, sha256_text
+    from fsxlt.icl.model import model_fingerprint
+
+    spec = get_task(task)
+    spec.check_language(language)
+    check_task(spec)
+    settings.check()
+    check_languages(spec.icl, spec.name, settings.prompt, language)
+    if settings.calibrate and spec.is_multiple_choice:
+        raise FsxltError(f"{spec.name}: contextual calibration needs one label set for "
+                         "every example; a multiple-choice task's candidates change")
+    entries, set_test = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
+    test_path = _test_file(spec, language, test, data_dir, set_test)
+    arm = settings.arm_name()
+    common = {"task": spec.name, "language": language, "method": arm,
+              "model": model_fingerprint(settings.model, settings.gguf_file),
+              "prompt": {**settings.describe(), "icl": repr(spec.icl)},
+              "test": sha256_file(test_path)}
+    if bucket is None:
+        identity = {**common, "k": 0, "index": 0, "bucket": sha256_text("")}
+        return [IclRun(spec.name, language, 0, 0, ZERO_SHOT_RUN, "", sha256_text(""),
+                       str(test_path), str(record_path(out, spec.name, language, 0, arm,
+                                                       ZERO_SHOT_RUN)), identity, spec=spec)]
+    runs = []
+    for path, loaded in entries:
+        if (loaded.task, loaded.language) != (spec.name, language):
+            raise FsxltError(f"{path}: a bucket of {loaded.task}/{loaded.language}, not "
+                             f"{spec.name}/{language}")
+        strategy = loaded.meta.get("strategy")
+        strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
+        full_arm = f"{arm}~{strategy}" if strategy else arm
+        identity = {**common, "k": loaded.k, "index": loaded.index, "bucket": loaded.sha256}
+        runs.append(IclRun(spec.name, language, loaded.k, loaded.index, loaded.name,
+                           str(path), loaded.sha256, str(test_path),
+                           str(record_path(out, spec.name, language, loaded.k, full_arm,
+                                           loaded.name)), identity, strategy, spec))
+    return runs
+
+
+# --------------------------------------------------------------------------- preparing
+
+@dataclass
+class PromptGroup:
+    """Test examples that share one prompt prefix (one demonstration order): their
+    positions in the test set, the demonstrations in order, and the tokenized prompt
+    (the examples' queries, then the content-free one when calibrating)."""
+
+    examples: list[int]
+    demonstrations: list[Any]
+    prompt: TokenizedPrompt
+
+
+@dataclass
+class Prepared:
+    """A run with its bucket, test examples and tokenized prompts, checked."""
+
+    run: IclRun
+    bucket: Any                      # fsxlt.sampling.store.Bucket, None for K=0
+    test: list[Any]
+    groups: list[PromptGroup]
+    longest: int
+
+
+def demonstration_order(examples: list[Any], settings: IclSettings, index: int) -> list[Any]:
+    """The bucket's examples in the seeded order (a shuffle by the seed and the bucket's
+    index; also the tie-break of the similarity order), or as the bucket file lists them
+    (``order: bucket``)."""
+    if settings.order == "bucket":
+        return list(examples)
+    shuffled = list(examples)
+    random.Random(f"fsxlt-icl:{settings.seed}:{index}").shuffle(shuffled)
+    return shuffled
+
+
+def sample_test(examples: list[Any], settings: IclSettings) -> list[Any]:
+    """The first ``test_limit`` examples of a seeded sample (the same for every bucket)."""
+    if settings.test_limit is None or settings.test_limit >= len(examples):
+        return list(examples)
+    chosen = random.Random(f"fsxlt-icl-test:{settings.seed}").sample(
+        range(len(examples)), settings.test_limit)
+    return [examples[i] for i in sorted(chosen)]
+
+
+def _content_free_example(spec: TaskSpec) -> Any:
+    from fsxlt.data import TextExample
+
+    pair = CONTENT_FREE if spec.input == "pair" else None
+    return TextExample(id="content-free", text_a=CONTENT_FREE, text_b=pair, label=spec.labels[0])
+
+
+def _orders(shots: list[Any], test: list[Any], settings: IclSettings,
+            encoder: Any) -> dict[tuple[int, ...], list[int]]:
+    """Test positions by the demonstration order they see (one order unless by similarity)."""
+    if settings.order != "similarity" or not shots:
+        return {tuple(range(len(shots))): list(range(len(test)))}
+    from fsxlt.icl.similarity import similarity_orders
+
+    if encoder is None:
+        raise FsxltError("the similarity order needs a sentence encoder (--encoder)")
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for position, order in enumerate(similarity_orders(shots, test, *encoder)):
+        groups.setdefault(order, []).append(position)
+    return groups
+
+
+def prepare(run: IclRun, settings: IclSettings, tokenizer: Any, model: Any,
+            test: list[Any], encoder: Any = None) -> Prepared:
+    """Render and tokenize a run's prompts and check their length against the model's
+    context; every problem is a one-line error naming the bucket. ``encoder``: a sentence
+    encoder and its tokenizer (the similarity order)."""
+    from fsxlt.sampling.store import read_bucket
+
+    spec = run.task_spec
+    bucket = read_bucket(run.bucket_path) if run.bucket_path else None
+    shots = demonstration_order(bucket.examples, settings, run.index) if bucket else []
+    groups, longest = [], 0
+    free = [_content_free_example(spec)] if settings.calibrate else []
+    for order, members in _orders(shots, test, settings, encoder).items():
+        demos = [shots[i] for i in order]
+        text = render(spec.icl, spec.labels, settings.prompt, run.language, demos,
+                      [test[i] for i in members] + free)
+        prompt = tokenize_prompt(tokenizer, text, run.id)
+        longest = max(longest, check_length(plan_rows(prompt, run.id), model, run.id))
+        groups.append(PromptGroup(members, demos, prompt))
+    return Prepared(run, bucket, test, groups, longest)
+
+
+def load_test(run: IclRun, settings: IclSettings) -> list[Any]:
+    """A run's test examples (the seeded subset when ``test_limit`` is set)."""
+    from fsxlt.data import read_examples
+
+    examples = read_examples(run.test_path, run.task_spec, language=run.language)
+    if not examples:
+        raise FsxltError(f"{run.test_path}: no test examples")
+    return sample_test(examples, settings)
+
+
+# --------------------------------------------------------------------------- executing
+
+def _bucket_block(prepared: Prepared) -> dict[str, Any]:
+    run, bucket = prepared.run, prepared.bucket
+    if bucket is None:
+        return {"id": run.id, "index": 0, "k": 0, "name": ZERO_SHOT_RUN,
+                "sha256": run.bucket_sha256, "n_examples": 0, "sampler": None}
+    info = {"id": bucket.id, "index": bucket.index, "k": bucket.k, "sha256": bucket.sha256,
+            "n_examples": len(bucket.examples), "sampler": bucket.meta.get("sampler")}
+    if bucket.meta.get("name"):
+        info["name"] = bucket.name
+    if run.strategy:
+        info["strategy"] = run.strategy
+    if bucket.union:
+        info["union"] = True
+    return info
+
+
+def score_prepared(prepared: Prepared, model: Any, settings: IclSettings, *,
+                   batch_size: int = 8, cached: bool = True,
+                   ) -> tuple[list[str], OptionScores, OptionScores | None]:
+    """Predicted labels, the options' scores and (calibrating) each example's content-free
+    scores (those of its group's prefix)."""
+    n = len(prepared.test)
+    loglik: list[list[float]] = [[] for _ in range(n)]
+    n_tokens: list[list[int]] = [[] for _ in range(n)]
+    free_ll: list[list[float]] = [[] for _ in range(n)]
+    free_n: list[list[int]] = [[] for _ in range(n)]
+    for group in prepared.groups:
+        scores = option_scores(model, group.prompt, prepared.run.id, cached=cached,
+                               batch_size=batch_size)
+        for row, position in enumerate(group.examples):
+            loglik[position], n_tokens[position] = scores.loglik[row], scores.n_tokens[row]
+            if settings.calibrate:  # the content-free query is the group's last
+                free_ll[position], free_n[position] = scores.loglik[-1], scores.n_tokens[-1]
+    scores = OptionScores(loglik, n_tokens)
+    free = OptionScores(free_ll, free_n) if settings.calibrate else None
+    decisions = decision_scores(scores, normalize=settings.normalize, content_free=free)
+    return predictions(decisions, prepared.run.task_spec.labels), scores, free
+
+
+def _icl_block(prepared: Prepared, settings: IclSettings, free: OptionScores | None,
+               batch_size: int) -> dict[str, Any]:
+    """The record's ``icl`` block: settings, prompt lengths, the demonstrations' order."""
+    groups = prepared.groups
+    return {**settings.describe(), "prefix_tokens": [len(g.prompt.prefix) for g in groups],
+            "longest_prompt_tokens": prepared.longest, "prompt_prefixes": len(groups),
+            "demonstrations": [e.id for e in groups[0].demonstrations]
+            if len(groups) == 1 else None,
+            "content_free_loglik": [free.loglik[g.examples[0]] for g in groups if g.examples]
+            if free is not None else None,
+            "batch_size": batch_size}
+
+
+def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: int = 8,
+            save_predictions: bool = False, writer: str = ICL_WRITER,
+            sweep: str = "") -> dict[str, Any]:
+    """Score a prepared run and write its record (and predictions) atomically."""
+    from fsxlt.evaluation import compute_scores
+    from fsxlt.fileio import atomic_write_json
+    from fsxlt.predictions import write_predictions
+    from fsxlt.runs import finish_record, predictions_path
+    from fsxlt.training.loop import examples_digest, versions
+
+    run, began = prepared.run, time.perf_counter()
+    spec = run.task_spec
+    predicted, _, free = score_prepared(prepared, lm.model, settings,
+                                        batch_size=batch_size)
+    test = compute_scores(spec, [e.label for e in prepared.test], predicted)
+    elapsed = time.perf_counter() - began
+    arm = Path(run.record_path).parent.name
+    record = {
+        "format": RUN_FORMAT, "task": run.task, "language": run.language, "k": run.k,
+        "bucket": _bucket_block(prepared), "method": arm.partition("~")[0],
+        "icl": _icl_block(prepared, settings, free, batch_size),
+        "model": {"encoder": lm.name, "start": lm.describe(), "source_training": False},
+        "metric": spec.metric,
+        "data": {"test": {"file": run.test_path, "n": len(prepared.test),
+                          "sha256": examples_digest(prepared.test)}},
+        "test": test, "test_score": test["score"], "dev_score": None,
+        "versions": versions(), "wall_time_s": round(elapsed, 3),
+        "examples_per_s": round(len(prepared.test) / elapsed, 3) if elapsed > 0 else None,
+    }
+    finish_record(record, identity=run.identity, arm=arm, writer=writer, sweep=sweep)
+    if save_predictions:
+        model_info = {"kind": "icl", "record": Path(run.record_path).name, "method": arm,
+                      "k": run.k, "bucket": run.index, "model": lm.name}
+        write_predictions(predictions_path(run.record_path), prepared.test, predicted,
+                          task=spec, language=run.language, split="test", model=model_info,
+                          data_sha256=record["data"]["test"]["sha256"])
+    atomic_write_json(run.record_path, record)
+    return record

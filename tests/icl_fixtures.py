@@ -1,0 +1,75 @@
+"""Test helpers for in-context learning: tiny causal LMs built from a config, saved.
+
+Nothing comes from the hub: the tokenizer is the tiny WordPiece vocabulary
+of :mod:`tests.train_fixtures` plus the prompt words below, and each model is
+a 2-layer, 32-dim decoder of a seeded random init (Llama, GPT-2, or Gemma 3
+with a sliding window shorter than the prompts, so that the cache's window
+handling is exercised).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import yaml
+
+from tests.train_fixtures import VOCAB, make_tokenizer
+
+PROMPT_WORDS = ("premise", "hypothesis", "answer", ":", "yes", "no", "maybe", "?", "n", "/",
+                "does", "entail", "or")
+
+
+def make_causal_lm_dir(directory: Path, kind: str = "llama", seed: int = 0,
+                       context: int = 512) -> Path:
+    """Save a tiny random causal LM of ``kind`` (llama, gpt2, gemma3) and its tokenizer."""
+    from transformers import (
+        Gemma3ForCausalLM,
+        Gemma3TextConfig,
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+    )
+
+    directory = Path(directory)
+    tokenizer = make_tokenizer(directory / "_vocab", PROMPT_WORDS)
+    vocab = len(VOCAB) + len(PROMPT_WORDS)
+    if kind == "gpt2":
+        config = GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=2, n_positions=context)
+        model_class = GPT2LMHeadModel
+    elif kind == "gemma3":
+        config = Gemma3TextConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64,
+                                  num_hidden_layers=2, num_attention_heads=2,
+                                  num_key_value_heads=1, head_dim=16, sliding_window=8,
+                                  layer_types=["sliding_attention", "full_attention"],
+                                  max_position_embeddings=context, pad_token_id=0)
+        model_class = Gemma3ForCausalLM
+    else:
+        config = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64,
+                             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                             max_position_embeddings=context, pad_token_id=0)
+        model_class = LlamaForCausalLM
+    torch.manual_seed(seed)
+    model_class(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def write_task_yaml(path: Path, base: str = "xnli", **icl_changes) -> Path:
+    """A copy of a built-in task's YAML whose icl section has ``icl_changes`` (a value of
+    None removes the key; ``icl=None`` removes the section)."""
+    from importlib import resources
+
+    raw = yaml.safe_load(resources.files("fsxlt").joinpath("configs", f"{base}.yaml")
+                         .read_text(encoding="utf-8"))
+    if "icl" in icl_changes and icl_changes["icl"] is None:
+        raw.pop("icl")
+    else:
+        for key, value in icl_changes.items():
+            if value is None:
+                raw["icl"].pop(key, None)
+            else:
+                raw["icl"][key] = value
+    path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
+    return path
