@@ -18,8 +18,7 @@ light and does not import torch)::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from fsxlt.lazy import lazy_names
 
 __version__ = "0.2.0"
 
@@ -55,13 +54,7 @@ _RENAMED = {"discover_methods": "discover", "discover_strategies": "discover"}
 __all__ = ["__version__", *_API]
 
 
-def __getattr__(name: str) -> Any:
-    """Load an API name from its module the first time it is used."""
-    if name not in _API:
-        raise AttributeError(f"module 'fsxlt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_API[name]), _RENAMED.get(name, name))
-    globals()[name] = value
-    return value
+__getattr__, _names = lazy_names(__name__, _API, _RENAMED)
 
 
 def __dir__() -> list[str]:

@@ -13,7 +13,7 @@ an import of a higher layer "runs back up". The package root
 (``fsxlt/__init__.py``, a lazy name table, and ``__main__``) is outside the
 layers and left out of the upward count.
 
-    0  errors, fileio, config_checks
+    0  errors, fileio, config_checks, lazy
     1  tasks, data, runs, directories, synthetic, sampling.store, sampling.samplers,
        icl.prompts                   (prompt text that task YAMLs are checked against)
     2  modeling, evaluation          (the model, featurizer, metrics, prediction)
@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "fileio", "config_checks"),
+    ("errors", "fileio", "config_checks", "lazy"),
     ("tasks", "data", "runs", "directories", "synthetic", "sampling.store",
      "sampling.samplers", "icl.prompts"),
     ("modeling", "evaluation"),

@@ -9,11 +9,12 @@ from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan, parse_patience_from
-from fsxlt.execution.inputs import SetFiles, data_file, set_files
+from fsxlt.execution.inputs import data_file
 from fsxlt.execution.spec import Hashes, RunSpec, build_run
 from fsxlt.runs import (
     is_checkpoint,
 )
+from fsxlt.sampling.set_files import SetFiles, named_files
 from fsxlt.tasks import TaskSpec, get_task
 
 
@@ -59,7 +60,7 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     plan.method(method).check_start(spec, start)  # an unknown method, a bad option, a task
     # or start it cannot use (pet: no pattern, no masked-LM head): one line, before anything
     hashes = Hashes()
-    files = _adapt_files(Path(bucket), hashes)
+    files = named_files(Path(bucket), hashes.text)
     set_task, set_lang, k = files.coordinates
     if (set_task, set_lang) != (spec.name, language):
         raise FsxltError(f"{bucket}: buckets of {set_task}/{set_lang}, not "
@@ -81,28 +82,6 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                               Path(test_path) if test_path else None, Path(out), hashes, None,
                               files.strategy))
     return runs
-
-
-def _adapt_files(bucket: Path, hashes: Hashes) -> SetFiles:
-    """The files ``fsxlt adapt --bucket`` names: a whole set, a bucket of a set, or a
-    bucket file on its own."""
-    from fsxlt.sampling.store import MANIFEST, read_bucket
-
-    if bucket.is_dir():
-        if not (bucket / MANIFEST).is_file():
-            raise FsxltError(f"{bucket}: not a bucket set directory (no {MANIFEST})")
-        return set_files(bucket, hashes)
-    if not bucket.exists():
-        raise FsxltError(f"{bucket}: file not found")
-    if (bucket.parent / MANIFEST).is_file():
-        return set_files(bucket.parent, hashes, only=bucket.name)
-    loose = read_bucket(bucket)
-    strategy = loose.meta.get("strategy") if isinstance(loose.meta.get("strategy"), dict) \
-        else {}
-    return SetFiles(bucket.parent, [(loose.index, str(loose.meta.get("name") or ""), bucket,
-                                     None)],
-                    None, str(strategy.get("name") or ""),
-                    coordinates=(loose.task, loose.language, loose.k))
 
 
 def _adapt_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig, TaskPlan
-from fsxlt.execution.inputs import SetFiles, bucket_files, data_file
+from fsxlt.execution.inputs import bucket_files, data_file
 from fsxlt.execution.spec import Hashes, Plan, RunSpec, ZeroShotSpec, build_run
 from fsxlt.runs import (
     CHECKPOINT_FILE,
@@ -18,6 +18,7 @@ from fsxlt.runs import (
     source_languages_of,
     zero_shot_record_path,
 )
+from fsxlt.sampling.set_files import SetFiles
 from fsxlt.tasks import TaskSpec, get_task
 
 

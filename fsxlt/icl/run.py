@@ -165,31 +165,14 @@ def _test_file(spec: TaskSpec, language: str, test: Path | None, data_dir: Path 
 
 
 def _bucket_entries(bucket: Path) -> tuple[list[tuple[Path, Any]], Path | None]:
-    """The bucket files named by ``bucket`` (a set directory or one file), each read and
-    hash-checked against its set's manifest, and the set's own test file (fixed splits)."""
-    from fsxlt.sampling.store import MANIFEST, check_bucket_hash, read_bucket, read_manifest
+    """The bucket files named by ``bucket`` (a set directory, a bucket of a set, or a bucket
+    file on its own), hash-checked by the set (:func:`~fsxlt.sampling.set_files.named_files`)
+    and read, and the set's own test file (fixed splits)."""
+    from fsxlt.sampling.set_files import named_files
+    from fsxlt.sampling.store import read_bucket
 
-    directory = bucket if bucket.is_dir() else bucket.parent
-    if bucket.is_dir() and not (bucket / MANIFEST).is_file():
-        raise FsxltError(f"{bucket}: not a bucket set directory (no {MANIFEST})")
-    if not bucket.exists():
-        raise FsxltError(f"{bucket}: file not found")
-    if not (directory / MANIFEST).is_file():
-        return [(bucket, read_bucket(bucket))], None
-    manifest = read_manifest(directory)
-    entries = sorted(manifest["buckets"], key=lambda e: int(e["index"]))
-    if not bucket.is_dir():
-        entries = [e for e in entries if e.get("file") == bucket.name]
-        if not entries:
-            raise FsxltError(f"{bucket}: bucket file not listed in its set's manifest")
-    found = []
-    for entry in entries:
-        path = directory / entry["file"]
-        loaded = read_bucket(path)
-        check_bucket_hash(path, loaded.sha256, entry)
-        found.append((path, loaded))
-    test = (manifest.get("test") or {}).get("file")
-    return found, (directory / test) if test else None
+    files = named_files(bucket)
+    return [(path, read_bucket(path)) for _, _, path, _ in files.buckets], files.test
 
 
 def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path,

@@ -1,0 +1,131 @@
+"""What a bucket set answers for: the files a run reads of it, each checked against its manifest.
+
+A bucket set (:mod:`fsxlt.sampling.store`) carries its buckets and may carry
+data of its own: a dev set per bucket (FewCLUE's fixed splits), a test set
+(FewCLUE's ``test_public``) and the dev examples that are in no bucket
+(``dev-remaining.jsonl``, sets drawn from a dev split). Every file a run
+reads is checked against the sha256 its manifest recorded, so a run never
+trains or selects on a file that changed after the set was written.
+
+:func:`set_files` answers for a set directory (a sweep's cell), and
+:func:`named_files` for what ``fsxlt adapt --bucket`` and ``fsxlt icl
+--bucket`` name: a whole set, one bucket of a set, or a bucket file on its
+own (no manifest: nothing to check it against, no files of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsxlt.errors import DataFormatError, FsxltError
+from fsxlt.fileio import sha256_text
+from fsxlt.sampling.store import (
+    DEV_REMAINING,
+    MANIFEST,
+    check_bucket_hash,
+    read_bucket,
+    read_manifest,
+)
+
+Digest = Callable[[Path], str]  # a file's content hash (sha256 of its text)
+
+
+def text_digest(path: Path) -> str:
+    return sha256_text(path.read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class SetFiles:
+    """The buckets a run reads of one bucket set, and the set's own data."""
+
+    directory: Path
+    buckets: list[tuple[int, str, Path, Path | None]]  # index, name, file, its own dev set
+    test: Path | None  # the set's test set (fixed splits), else the task's test file
+    strategy: str = ""  # the shot-selection strategy that built the set (fsxlt select)
+    remaining: Path | None = None  # dev examples in no bucket (sets drawn from dev)
+    coordinates: tuple[str, str, int] = ("", "", 0)  # task, language, K of the set
+
+
+def set_files(directory: Path, digest: Digest = text_digest, n_buckets: int | None = None,
+              only: str | None = None) -> SetFiles:
+    """A bucket set's files: its buckets (the first ``n_buckets``, or the file named
+    ``only``), their own dev sets, the set's test set and remaining dev set, each checked
+    against the hash its manifest recorded."""
+    manifest = read_manifest(directory)
+    entries = _entries(directory, manifest, n_buckets, only)
+    buckets = []
+    for entry in entries:
+        path = directory / entry["file"]
+        if not path.is_file():
+            raise DataFormatError(path, "bucket file listed in the manifest is missing")
+        check_bucket_hash(path, digest(path), entry)
+        dev = _own_file(directory, entry.get("dev"), digest, "its dev set")
+        buckets.append((int(entry["index"]), str(entry.get("name") or ""), path, dev))
+    test = _own_file(directory, manifest.get("test"), digest, "the set's test set")
+    strategy = (manifest.get("strategy") or {}).get("name") or ""
+    remaining = _own_file(directory, manifest.get("dev_remaining"), digest,
+                          "the set's remaining dev set")
+    if remaining is None and (directory / DEV_REMAINING).is_file():  # a manifest without it
+        remaining = directory / DEV_REMAINING
+    return SetFiles(directory, buckets, test, str(strategy), remaining,
+                    (str(manifest.get("task")), str(manifest.get("language")),
+                     int(manifest.get("k") or 0)))
+
+
+def named_files(bucket: Path, digest: Digest = text_digest) -> SetFiles:
+    """The files a ``--bucket`` option names: a whole set, a bucket of a set, or a bucket
+    file on its own."""
+    if bucket.is_dir():
+        if not (bucket / MANIFEST).is_file():
+            raise FsxltError(f"{bucket}: not a bucket set directory (no {MANIFEST})")
+        return set_files(bucket, digest)
+    if not bucket.exists():
+        raise FsxltError(f"{bucket}: file not found")
+    if (bucket.parent / MANIFEST).is_file():
+        return set_files(bucket.parent, digest, only=bucket.name)
+    loose = read_bucket(bucket)
+    strategy = loose.meta.get("strategy") if isinstance(loose.meta.get("strategy"), dict) \
+        else {}
+    return SetFiles(bucket.parent, [(loose.index, str(loose.meta.get("name") or ""), bucket,
+                                     None)],
+                    None, str(strategy.get("name") or ""),
+                    coordinates=(loose.task, loose.language, loose.k))
+
+
+def _entries(directory: Path, manifest: dict[str, Any], n_buckets: int | None,
+             only: str | None) -> list[dict[str, Any]]:
+    """The manifest's bucket entries a run reads, in index order."""
+    entries = sorted(manifest["buckets"], key=lambda e: int(e["index"]))
+    if only is not None:
+        entries = [e for e in entries if e.get("file") == only]
+        if not entries:
+            raise DataFormatError(directory / only, "bucket file not listed in its set's "
+                                  "manifest")
+    if n_buckets is not None:
+        # a published bucket that could not be imported counts as drawn: its
+        # runs are missing (the report shows the gap), the others still run
+        gaps = [int(entry["index"]) for entry in manifest.get("missing_buckets") or []]
+        numbers = sorted({int(e["index"]) for e in entries} | set(gaps))
+        if len(numbers) < n_buckets:
+            raise FsxltError(f"{directory}: holds {len(entries)} buckets, the sweep asks for "
+                             f"{n_buckets}")
+        wanted = set(numbers[:n_buckets])
+        entries = [e for e in entries if int(e["index"]) in wanted]
+    return entries
+
+
+def _own_file(directory: Path, entry: dict[str, Any] | None, digest: Digest,
+              what: str) -> Path | None:
+    """A data file a bucket set carries (a bucket's dev set, the test set), hash-checked."""
+    if not entry:
+        return None
+    path = directory / entry["file"]
+    if not path.is_file():
+        raise DataFormatError(path, f"{what}, listed in the manifest, is missing")
+    if digest(path) != entry.get("sha256"):
+        raise DataFormatError(path, "differs from the hash in its manifest (changed after it "
+                              "was written); 'fsxlt buckets check' shows what changed")
+    return path
