@@ -1,6 +1,6 @@
 """Metrics and fast batched prediction.
 
-Metrics (METHOD.md §2), all reported as fractions in [0, 1]:
+Metrics (docs/protocol.md#tasks), all reported as fractions in [0, 1]:
 
 - ``accuracy`` (classification): scikit-learn's accuracy.
 - ``seqeval_f1`` (NER): entity-level micro F1 of seqeval (conlleval-style

@@ -1,8 +1,8 @@
 """Target-adapting methods: one small class each, built in or from a plug-in.
 
 A method says what adapting on a bucket changes. The adapt engine calls it
-at fixed points and knows nothing else about it, so the five methods of
-METHOD.md §4, LoRA and a researcher's own method go through the same code
+at fixed points and knows nothing else about it, so the study's five methods
+(docs/protocol.md#adapting-variants), LoRA and a researcher's own method go through the same code
 (``fsxlt adapt``, ``fsxlt sweep``, reports and analyses)::
 
     from fsxlt.methods import Method, Option
@@ -33,8 +33,8 @@ The contract (attributes and hooks; only :meth:`Method.prepare` is required):
     trained with, and loading it for scoring rebuilds that method
     (:mod:`fsxlt.training.starts`), so it is scored the way it was trained.
 ``identity_by_name``
-    True for the study's five methods of METHOD.md §4, whose records and
-    config hashes name them only (as they always have); any other method's
+    True for the study's five methods (docs/protocol.md#adapting-variants),
+    whose records and config hashes name them only (as they always have); any other method's
     identity (:meth:`Method.identity`) is its name, version and options.
 ``saved_modules``
     Modules the method adds to the model (attribute names) that a
@@ -274,7 +274,7 @@ class _HeadOnly(Method):
 
     train_pooler: ClassVar[bool] = False
     classifier: ClassVar[str] = "keep"  # keep | reset | cos
-    identity_by_name = True  # all four are study methods (METHOD.md §4)
+    identity_by_name = True  # all four are study methods (docs/protocol.md)
 
     def prepare(self, model: Any, seed: int) -> None:
         if self.classifier == "cos":
@@ -461,7 +461,7 @@ class Pet(Method):
 
 BUILTIN: dict[str, type[Method]] = {
     cls.name: cls for cls in (Full, Fc, FcPooler, CosPooler, FcResetPooler, Lora, Pet)}
-METHODS = tuple(name for name, cls in BUILTIN.items() if cls.identity_by_name)  # METHOD.md §4
+METHODS = tuple(name for name, cls in BUILTIN.items() if cls.identity_by_name)  # the study's five
 
 
 def _import_class(ref: str, label: str | None = None) -> type[Method]:

@@ -1,6 +1,6 @@
 """Encoders, heads and the freezing policy of every target-adapting method.
 
-One model class, :class:`FsxltModel`, serves every task kind (METHOD.md §4):
+One model class, :class:`FsxltModel`, serves every task kind (docs/protocol.md#training):
 
 - **classification**: the encoder's [CLS] hidden state goes through a pooler
   (linear + tanh; the encoder's own pretrained pooler when it has one, e.g.

@@ -307,11 +307,19 @@ def _state(path: Path, record: dict[str, Any] | None, identity_hash_: str,
         return "corrupt" if path.exists() else "missing"
     if record.get("status") == "error":
         return "error"
-    if not is_complete(record):
+    if not (is_complete(record) or (is_finished(record) and _untested(record))):
         return "corrupt"
     if metric is not None and record.get("metric") != metric:
         return "different"
     return "done" if same_identity(record, identity_hash_) else "different"
+
+
+def _untested(record: dict[str, Any]) -> bool:
+    """A run asked to score no test set (``fsxlt adapt --no-test``): its identity names none,
+    so it is finished without a test score."""
+    run = record.get("run")
+    identity = run.get("identity") if isinstance(run, dict) else None
+    return isinstance(identity, dict) and "test" in identity and identity["test"] is None
 
 
 def finish_record(record: dict[str, Any], *, identity: dict[str, Any], arm: str,

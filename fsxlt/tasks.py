@@ -4,7 +4,7 @@ A task spec says what kind of problem a task is (sentence or pair
 classification, word tagging, or multiple choice, whose labels are the
 candidate positions), its label set, metric, languages, where its data comes
 from (local files or the Hugging Face hub) and the default sampling and
-training hyperparameters of METHOD.md. FewCLUE's tasks add ``label_names``
+training hyperparameters of docs/protocol.md. FewCLUE's tasks add ``label_names``
 (descriptions of numeric label ids), ``source_task`` (the English counterpart
 whose checkpoint starts the FS-XLT arm) and ``submission`` (the task's name in
 its benchmark's prediction files; ``submission_format``: fewclue or xglue); ``benchmark``
@@ -94,7 +94,7 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class SamplingSpec:
-    """Defaults for drawing buckets (METHOD.md §3)."""
+    """Defaults for drawing buckets (docs/protocol.md#buckets)."""
 
     sampler: str
     split: str
@@ -105,7 +105,7 @@ class SamplingSpec:
 
 @dataclass(frozen=True)
 class TrainingSpec:
-    """Defaults for source-training and target-adapting (METHOD.md §4)."""
+    """Defaults for source-training and target-adapting (docs/protocol.md#training)."""
 
     max_seq_length: int = 128
     lr_grid: tuple[float, ...] = (1e-5, 3e-5, 5e-5, 7e-5)
@@ -473,7 +473,7 @@ def get_task(name_or_path: str | TaskSpec) -> TaskSpec:
 
 @dataclass(frozen=True)
 class LanguageInfo:
-    """A language's name, script and WALS word-order features (METHOD.md §6)."""
+    """A language's name, script and WALS word-order features (docs/protocol.md#analyses)."""
 
     code: str
     name: str

@@ -289,7 +289,7 @@ def make_start(task: TaskSpec, data: Data, args: argparse.Namespace, workdir: Pa
 # --------------------------------------------------------------------------- (a) naive loop
 
 class CosineHead(nn.Module):
-    """``10 * cos(x, w_c)``: the COS classifier of METHOD.md §4."""
+    """``10 * cos(x, w_c)``: the COS classifier of docs/protocol.md#adapting-variants."""
 
     def __init__(self, hidden: int, labels: int, seed: int):
         super().__init__()

@@ -19,7 +19,7 @@ Runs the real CLI end to end on a real multilingual encoder:
    --compare ARM FIRST`` for every further arm (paired over the buckets).
 
 Every command it runs is printed first, so the numbers can be reproduced.
-The defaults follow METHOD.md; on a small CPU pass e.g. ``--lr 5e-5
+The defaults follow docs/protocol.md#training; on a small CPU pass e.g. ``--lr 5e-5
 --epochs 2 --adapt-lr 7e-5 --adapt-max-epochs 8 --adapt-patience 3
 --adapt-dev-sentences 200``.
 """

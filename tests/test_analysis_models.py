@@ -1,4 +1,6 @@
-"""Analyses that run models: seeds vs. buckets (METHOD.md §4) on a tiny config-built BERT."""
+"""Analyses that run models: seeds vs. buckets on a tiny config-built BERT.
+
+The ablation is docs/protocol.md#ablations."""
 
 from __future__ import annotations
 

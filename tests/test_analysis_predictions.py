@@ -268,3 +268,28 @@ def test_sweep_save_predictions_reruns_runs_without_them(tmp_path, capsys):
         accuracy = np.mean([r["gold"] == r["predicted"] for r in saved.rows])
         assert accuracy == pytest.approx(record["test_score"])
         assert saved.header["model"]["bucket"] == record["bucket"]["index"]
+
+
+def test_evaluate_out_is_write_once(panx_study, tmp_path, capsys):
+    """An --out file of the same evaluation is found (nothing written); one of other settings
+    is refused unless --replace, and then replaced."""
+    out = tmp_path / "zero-shot-test.json"
+    base = ["evaluate", str(panx_study["ckpt"]), "--task", "panx", "--lang", "de",
+            "--data-dir", str(panx_study["data"]), "--device", "cpu", "--out", str(out)]
+    assert run_app(base) == 0
+    first = out.read_bytes()
+    stamp = out.stat().st_mtime_ns
+    capsys.readouterr()
+    assert run_app(base) == 0
+    assert "already holds this evaluation" in capsys.readouterr().err
+    assert out.stat().st_mtime_ns == stamp and out.read_bytes() == first
+    other = [*base, "--split", "dev"]
+    assert run_app(other) == 2
+    err = capsys.readouterr().err
+    assert "holds an evaluation of other settings (split, data_sha256 differ)" in err, err
+    assert out.read_bytes() == first
+    assert run_app([*other, "--replace"]) == 0
+    assert json.loads(out.read_text())["split"] == "dev"
+    out.write_text("{not json", encoding="utf-8")
+    assert run_app(base) == 2
+    assert "holds an evaluation of other settings" in capsys.readouterr().err

@@ -1,4 +1,6 @@
-"""English-dev vs. oracle selection, directional agreement, seed variation (METHOD.md §7)."""
+"""English-dev vs. oracle selection, directional agreement, seed variation.
+
+The protocol: docs/protocol.md#model-selection."""
 
 from __future__ import annotations
 

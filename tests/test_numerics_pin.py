@@ -24,7 +24,8 @@ To update the pins deliberately: run
 ``python -m pytest -o addopts= -q tests/test_numerics_pin.py``; a failing
 test's message ends with every value this code computes, as the dict to
 paste over ``SOURCE_PIN`` / ``ADAPT_PIN`` / ``MINIBATCH_PIN``. Paste it, and
-say in the notes (README, release notes) what changed the numerics and why.
+say in docs/training.md#numerics-are-pinned (and the release notes) what changed
+the numerics and why.
 A new torch or transformers release may also move the last digits: make sure
 that is the only change before updating.
 """

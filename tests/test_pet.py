@@ -44,7 +44,7 @@ def toy_task(tmp_path_factory):
 def test_every_builtin_classification_task_has_a_pattern_and_verbalizer():
     from fsxlt.sampling.fewclue import fewclue_tasks
 
-    without = {"nc", "qadsm", "qam", "wpr"}  # no pet section yet (README)
+    without = {"nc", "qadsm", "qam", "wpr"}  # no pet section yet (docs/training.md#methods)
     chinese = set(fewclue_tasks())  # zh words only: tests/test_pet_fewclue.py
     for task in builtin_tasks().values():
         if task.name in without:

@@ -1,6 +1,6 @@
 """XGLUE's folders as downloaded: labelled train/dev, unlabelled test (its Data_Format.txt).
 
-README's XGLUE commands run on exactly that layout; CoNLL's ``-DOCSTART-``
+docs/xglue.md's commands run on exactly that layout; CoNLL's ``-DOCSTART-``
 lines are document breaks; XNLI's per-language ``XNLI/<lang>.<split>`` files
 are found. Prediction files for tagging are read back the way XGLUE's
 evaluator reads them (written here from its documented behaviour).
@@ -103,10 +103,15 @@ def test_ner_prediction_file_of_input_with_docstart_scores_with_xglues_evaluator
     out = tmp_path / "buckets"
     assert run_app(["sample", "--task", "xglue-ner", "--lang", "de", "-k", "1", "--n-buckets",
                     "1", "--data-dir", str(data), "--out", str(out)]) == 0
-    assert run_app(["adapt", "--task", "xglue-ner", "--lang", "de", "--from", str(encoder),
-                    "--bucket", str(out / "xglue-ner/de/k1"), "--no-test", "--predict",
-                    str(test), "--out", str(tmp_path / "runs"), "--max-epochs", "1",
-                    "--lr", "1e-3", "--device", "cpu"]) == 0
+    adapt = ["adapt", "--task", "xglue-ner", "--lang", "de", "--from", str(encoder),
+             "--bucket", str(out / "xglue-ner/de/k1"), "--no-test", "--predict",
+             str(test), "--out", str(tmp_path / "runs"), "--max-epochs", "1",
+             "--lr", "1e-3", "--device", "cpu"]
+    assert run_app(adapt) == 0
+    record = next((tmp_path / "runs").rglob("00.json"))
+    stamp = record.stat().st_mtime_ns
+    assert run_app(adapt) == 0  # a --no-test run is finished without a test score: found
+    assert record.stat().st_mtime_ns == stamp
     written = next((tmp_path / "runs").rglob("NER/de.prediction")).read_text(encoding="utf-8")
     predicted, gold = predicted_sentences(written), gold_sentences(NER_WITH_DOCSTART)
     assert [len(p) for p in predicted] == [len(g) for g in gold]  # word j <-> tag line j
@@ -127,7 +132,7 @@ def test_xglue_test_files_have_no_labels_and_say_so(tmp_path):
         has_labels(broken, "qam")
 
 
-# --------------------------------------------------------------------------- README's commands
+# ----------------------------------------------------------------------- docs/xglue.md's commands
 
 WRITERS = {"nc": write_nc, "qadsm": write_qadsm, "qam": write_qam}
 
@@ -157,7 +162,7 @@ def source_train(task: str, data: Path, encoder: Path, out: Path) -> int:
 
 
 def test_readme_wpr_workflow_on_xglues_folder(encoder, tmp_path, capsys):
-    """README's commands, verbatim but for the tiny model and short training."""
+    """docs/xglue.md's commands, verbatim but for the tiny model and short training."""
     wpr = xglue_folder(tmp_path, "wpr")
     buckets, ckpt, runs = tmp_path / "buckets/xglue", tmp_path / "ckpt/wpr", tmp_path / "runs"
     assert run_app(["sample", "--task", "wpr", "--lang", "de", "--data-dir", str(wpr), "--out",

@@ -26,7 +26,7 @@ PIECES = ["un", "##believ", "##able", "##s", "##ing", "new", "##town"]
 VOCAB = SPECIAL + PERSONS + PLACES + ORGS + FILLER + PIECES
 
 
-# Parameters each head-only method trains (METHOD.md §4), for classification.
+# Parameters each head-only method trains (docs/protocol.md#adapting-variants), for classification.
 HEAD_ONLY_TRAINABLE = {
     "fc": {"classifier.weight", "classifier.bias"},
     "fc-pooler": {"classifier.weight", "classifier.bias", "pooler.dense.weight",

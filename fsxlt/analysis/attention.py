@@ -1,4 +1,4 @@
-"""Attention shift of [CLS] after adapting, for classification (METHOD.md §6).
+"""Attention shift of [CLS] after adapting, for classification (docs/protocol.md#analyses).
 
 For every test example whose predicted label changed between the
 source-trained (zero-shot) model and the adapted model, take the top

@@ -1,4 +1,4 @@
-"""Confusion matrices of zero-shot and adapted test predictions (METHOD.md §6).
+"""Confusion matrices of zero-shot and adapted test predictions (docs/protocol.md#analyses).
 
 Rows are gold labels, columns predicted labels, both in the task's label
 order (scikit-learn's ``confusion_matrix`` with ``labels=`` fixed, so every

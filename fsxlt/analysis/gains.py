@@ -1,4 +1,4 @@
-"""Where the gains of tagging come from (METHOD.md §6).
+"""Where the gains of tagging come from (docs/protocol.md#analyses).
 
 For an adapt run on bucket j, ``I_j`` is the set of test-set word types at
 positions the zero-shot model tags wrongly and the adapted model tags

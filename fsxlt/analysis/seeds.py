@@ -1,4 +1,4 @@
-"""The seeds-versus-buckets ablation (METHOD.md §4).
+"""The seeds-versus-buckets ablation (docs/protocol.md#ablations).
 
 For one target language and one K (1 in the study): adapt on ``n_buckets``
 different buckets with one fixed seed, and on one fixed bucket with

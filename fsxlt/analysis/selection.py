@@ -1,4 +1,4 @@
-"""Model selection during source-training and its pitfalls (METHOD.md §7).
+"""Model selection during source-training and its pitfalls (docs/protocol.md#model-selection).
 
 Everything comes from the source-run record that ``fsxlt source-train``
 stores in ``fsxlt_checkpoint.json``: every checkpoint (learning rate x

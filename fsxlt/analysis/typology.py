@@ -1,6 +1,6 @@
 """Why some target languages gain more: lexical overlap, WALS features, script.
 
-METHOD.md §6:
+docs/protocol.md#analyses:
 
 * lexical overlap of a target language L with English is
   ``|V_L ∩ V_EN| / |V_L|``, with ``V_L`` the word types in L's buckets (for

@@ -1,4 +1,4 @@
-"""``fsxlt analyze``: the analyses of METHOD.md §6-§7, one subcommand each."""
+"""``fsxlt analyze``: the analyses of docs/analyses.md, one subcommand each."""
 
 from __future__ import annotations
 
@@ -310,11 +310,12 @@ def seeds_vs_buckets_command(
     patience: Patience = None,
     device: Device = "auto",
 ) -> None:
-    """METHOD.md §4 ablation: scores over buckets (fixed seed) vs. over seeds (fixed bucket).
+    """Seeds versus buckets: spread of scores over buckets (one seed) and over seeds (one bucket).
 
-    Runs n-buckets + n-seeds - 1 adaptations (40 + 40 - 1 by default; reduce
-    --n-buckets/--n-seeds, --lr and --max-epochs for a quick look) and prints
-    the max - min spread of each arm's dev and test scores.
+    The protocol's ablation (docs/protocol.md#ablations). Runs n-buckets +
+    n-seeds - 1 adaptations (40 + 40 - 1 by default; reduce --n-buckets/--n-seeds,
+    --lr and --max-epochs for a quick look) and prints the max - min spread
+    of each arm's dev and test scores.
 
     Example:
 

@@ -479,6 +479,10 @@ def evaluate_cmd(
             "--out RUNS/<task>/<lang>/k0/zero-shot-test.json.",
         ),
     ] = False,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace an --out file of other settings "
+                           "(else refused).")
+    ] = False,
 ) -> None:
     """Score a checkpoint on one split of one language.
 
@@ -495,7 +499,7 @@ def evaluate_cmd(
     """
     from fsxlt.modeling import quiet_transformers
     from fsxlt.predictions import predictions_path, write_predictions
-    from fsxlt.runs import EVALUATION_FORMAT
+    from fsxlt.runs import EVALUATION_FORMAT, start_fingerprint
     from fsxlt.training.loop import examples_digest, versions
     from fsxlt.training.starts import checkpoint_predictions
 
@@ -507,6 +511,11 @@ def evaluate_cmd(
         check_output_file(out, "--out file")
     examples, source = _split(spec, lang, split, file, data_dir)
     examples = _limit(examples, limit)
+    identity = {"start": start_fingerprint(checkpoint), "task": spec.name, "language": lang,
+                "split": split, "data_sha256": examples_digest(examples),
+                "predictions": save_predictions}
+    if out is not None and _evaluation_found(out, identity, replace):
+        return
     quiet_transformers()
     scores, predicted = checkpoint_predictions(checkpoint, spec, examples, device=device)
     result = {
@@ -520,6 +529,7 @@ def evaluate_cmd(
         "n_examples": len(examples),
         "scores": scores,
         "versions": versions(),
+        "identity": identity,
     }
     if save_predictions:
         model_info = {"kind": "zero-shot", "checkpoint": checkpoint, "record": Path(out).name}
@@ -528,3 +538,33 @@ def evaluate_cmd(
     if out is not None:
         atomic_write_json(out, result)
     typer.echo(json.dumps(result, ensure_ascii=False, sort_keys=True))
+
+
+def _evaluation_found(out: Path, identity: dict[str, Any], replace: bool) -> bool:
+    """Whether ``out`` already holds this evaluation (printed; nothing to do). An ``out`` of
+    other settings (or unreadable) is refused unless ``replace``: the write-once rule."""
+    if not out.exists():
+        return False
+    try:
+        held = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        held = None
+    found = held.get("identity") if isinstance(held, dict) else None
+    if found == identity and (not identity["predictions"] or _predictions_exist(out)):
+        typer.echo(json.dumps(held, ensure_ascii=False, sort_keys=True))
+        typer.echo(f"{out}: already holds this evaluation (same start, task, language, split "
+                   "and data); nothing to do", err=True)
+        return True
+    if replace:
+        typer.echo(f"{out}: replacing an evaluation of other settings", err=True)
+        return False
+    what = ", ".join(k for k in identity if not isinstance(found, dict)
+                     or found.get(k) != identity[k]) or "format"
+    raise FsxltError(f"{out}: holds an evaluation of other settings ({what} differ); pass "
+                     "--replace to replace it, or write to another file")
+
+
+def _predictions_exist(out: Path) -> bool:
+    from fsxlt.predictions import predictions_path
+
+    return predictions_path(out).is_file()

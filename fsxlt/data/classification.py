@@ -80,7 +80,7 @@ def read_mldoc(path: Path, task: TaskSpec) -> list[TextExample]:
 
 
 def marc_text_b(title: str, category: str) -> str:
-    """MARC's second input: the review title and product category (METHOD.md §2)."""
+    """MARC's second input: the review title and product category (docs/protocol.md#tasks)."""
     return f"{title} . {category}"
 
 

@@ -40,7 +40,7 @@ they are is written in the YAML files themselves: the full demo has to fit
 ten minutes on two CPU cores, so it uses 10 buckets instead of the study's
 40, one learning rate per stage instead of a grid, a shortened source-
 training, and K in {1, 2, 4, 8} for the classification task but {1, 2, 4}
-for the two tagging tasks (METHOD.md §3.2 excludes K=8 for tagging: a
+for the two tagging tasks (docs/protocol.md#tagging-minimum-including leaves K=8 out: a
 Minimum-Including bucket of K=8 is too many labelled tokens to be few-shot).
 
 Every random choice is seeded by the config's ``seed`` (data, encoder,

@@ -1,6 +1,6 @@
 """Aggregation over buckets and the report's tables (Markdown, LaTeX, CSV).
 
-Conventions (METHOD.md §5):
+Conventions (docs/protocol.md#reporting):
 
 - Cells are test scores in points (x100): ``mean ± std`` over the buckets of
   one (task, arm, language, K). The standard deviation is the **sample**

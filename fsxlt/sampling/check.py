@@ -1,4 +1,4 @@
-"""Verify bucket sets against the guarantees of METHOD.md §3.
+"""Verify bucket sets against the guarantees of docs/protocol.md#buckets.
 
 For every bucket set (one manifest) the checker reports violations per
 bucket:

@@ -1,4 +1,4 @@
-"""The bucket samplers of METHOD.md §3, pure functions of their inputs and a seed.
+"""The bucket samplers of docs/protocol.md#buckets, pure functions of their inputs and a seed.
 
 * :func:`nway_kshot` (classification): 40 pairwise disjoint buckets, each
   with exactly K examples of every label.

@@ -328,7 +328,9 @@ def _resolve_sizes(sizes: Mapping[str, Any] | None) -> dict[str, dict[str, int]]
 
 
 def _type_overlap(blocks: list[str], source_blocks: list[str]) -> float:
-    """|V_L ∩ V_src| / |V_L| over word types of two CoNLL sample lists (METHOD.md §6)."""
+    """|V_L ∩ V_src| / |V_L| over word types of two CoNLL sample lists.
+
+    The lexical overlap of docs/protocol.md#analyses."""
     def types(bl: list[str]) -> set[str]:
         return {line.split("\t")[0] for block in bl for line in block.splitlines()}
     target, source = types(blocks), types(source_blocks)

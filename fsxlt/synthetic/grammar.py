@@ -160,7 +160,9 @@ class LanguageSpec:
         return self.order.endswith("V")
 
     def wals(self) -> dict[str, str]:
-        """The WALS word-order features (METHOD.md §6) this language has by construction.
+        """The WALS word-order features this language has by construction.
+
+        The six features of docs/protocol.md#analyses.
 
         86A (genitive and noun) is not modelled and left empty, so it never
         counts as shared.

@@ -1,4 +1,4 @@
-"""Source-training and target-adapting (METHOD.md §4).
+"""Source-training and target-adapting (docs/protocol.md#training).
 
 - :class:`~fsxlt.training.adapt.AdaptEngine`: holds tokenized dev/test sets and
   the starting weights in memory; ``engine.adapt(bucket, method, lrs, seed)``

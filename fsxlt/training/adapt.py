@@ -1,4 +1,4 @@
-"""Target-adapting (METHOD.md §4): one bucket at a time, many buckets per engine.
+"""Target-adapting (docs/protocol.md#adapting): one bucket at a time, many buckets per engine.
 
 :class:`AdaptEngine` is built once per (task, target language, starting
 model, dev/test data) and then called for any number of buckets, methods,

@@ -10,7 +10,7 @@ its pooler, plus the tokenizer) and an fsxlt model::
 
 Anything else given as a starting point is taken as a Hugging Face encoder
 name or directory and gets a freshly initialised (seeded) head: the
-no-source-training ablation of METHOD.md §4.
+no-source-training ablation (docs/protocol.md#ablations).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Encoder features computed once and reused by every head-only adapting run.
 
-The head-only methods of METHOD.md §4 (fc, fc-pooler, cos-pooler,
+The head-only methods of docs/protocol.md#adapting-variants (fc, fc-pooler, cos-pooler,
 fc-reset-pooler) freeze the embeddings and every transformer layer, and
 :class:`~fsxlt.modeling.FsxltModel` runs a frozen encoder in eval mode (no
 dropout). The encoder's output is then a fixed function of the input, the

@@ -1,4 +1,6 @@
-"""Source-training (METHOD.md §4): fine-tune on English, pick a checkpoint, score K=0.
+"""Source-training: fine-tune on English, pick a checkpoint, score K=0.
+
+The protocol: docs/protocol.md#source-training.
 
 The source need not be English: a pivot language, or several languages at
 once (their training sets joined), selected on the source dev sets or on
