@@ -82,8 +82,10 @@ def sweep_cmd(
 ) -> None:
     """Run every adapt run of a sweep config; runs with a finished, matching record are skipped.
 
-    Expands tasks x languages x K x buckets x methods, runs each (task, language,
-    start) group in one worker (data tokenized and weights loaded once), writes
+    Expands tasks x languages x K x buckets x methods (and the icl: section's
+    in-context learning arms, on the same buckets and at K=0), runs each (task,
+    language, start or causal LM) group in one worker (data tokenized and weights
+    loaded once), writes
     RUNS_DIR/<task>/<lang>/k<K>/<method>/<bucket>.json per run (an error record when
     a run fails; the sweep goes on) and RUNS_DIR/<task>/<lang>/k0/zero-shot.json.
     Start it again after a crash: only missing, corrupt or failed runs rerun. A

@@ -1,7 +1,9 @@
 """Sweeps: expand a config into runs, skip what is done, run the rest locally or on Ray.
 
 This package owns *which* runs happen where; how a run trains is
-:mod:`fsxlt.training`'s business (a worker only calls ``AdaptEngine.adapt``).
+:mod:`fsxlt.training`'s business (a worker only calls ``AdaptEngine.adapt``),
+how an in-context learning run prompts and scores :mod:`fsxlt.icl`'s (a worker
+calls ``prepare`` and ``execute``).
 
     from fsxlt.execution import load_config, run_sweep
 
@@ -15,6 +17,9 @@ This package owns *which* runs happen where; how a run trains is
 - :mod:`~fsxlt.execution.expansion`: a config's expansion into runs.
 - :mod:`~fsxlt.execution.adapt_runs`: the runs of ``fsxlt adapt``, built as a
   sweep builds them.
+- :mod:`~fsxlt.execution.icl_config`: the ``icl:`` section (in-context learning
+  arms); :mod:`~fsxlt.execution.icl_runs`: their runs on the cells' buckets and
+  at K=0, built by :func:`fsxlt.icl.run.icl_runs` as ``fsxlt icl`` builds them.
 - :mod:`fsxlt.runs` (not in this package): where records go, their format
   and the write rule every run follows.
 - :mod:`~fsxlt.execution.worker`: one group of runs in one process.

@@ -26,6 +26,10 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
     no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
                                     # it may set its own lrs, max_epochs, patience,
                                     # batch_size and patience_from (its protocol)
+    icl: null                       # or {model: NAME_OR_DIR, arms: [{}, {calibrate: true}]}:
+                                    # in-context learning arms on the same buckets, and at
+                                    # K=0 (fsxlt.execution.icl_config); methods: [] runs
+                                    # them alone
     tasks:
       xnli: {languages: [de, fr], k: [1, 2, 4, 8]}
       marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
@@ -67,12 +71,14 @@ from fsxlt.config_checks import (
     text,
 )
 from fsxlt.errors import FsxltError
+from fsxlt.execution.icl_config import IclPlan, parse_icl
 from fsxlt.fileio import parse_yaml
 from fsxlt.tasks import TaskSpec, get_task
 
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
             "max_epochs", "patience", "max_seq_length", "no_source_training",
-            "method_options", "select_start", "predict", "batch_size", "patience_from")
+            "method_options", "select_start", "predict", "batch_size", "patience_from",
+            "icl")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from")
 
@@ -103,6 +109,7 @@ class TaskPlan:
     predict: str | None = None
     batch_size: int | None = None   # the adapting protocol (fsxlt.training.adapt.Protocol)
     patience_from: str = "start"
+    icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
 
     def method(self, ref: str) -> Any:
         """The configured :class:`~fsxlt.methods.Method` for a method reference of this task."""
@@ -133,6 +140,7 @@ class SweepConfig:
                 languages=tuple(x for x in plan.languages if not languages or x in languages),
                 k=tuple(x for x in plan.k if not ks or x in ks),
                 methods=tuple(x for x in plan.methods if not methods or x in methods),
+                icl=None if plan.icl is None else plan.icl.only(methods),
                 no_source=(None if plan.no_source is None else dict(
                     plan.no_source, methods=[m for m in plan.no_source["methods"]
                                              if not methods or m in methods])))
@@ -165,15 +173,18 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         raise FsxltError(f"{where}: predict writes a benchmark's submission files (FewCLUE, "
                          f"XGLUE); task {name} has none")
     n_buckets = merged["n_buckets"]
+    languages = _languages(spec, raw, where)
+    icl = parse_icl(merged["icl"], spec, languages, where,
+                    lambda value, key: _expand(value, where, key, name))
     return TaskPlan(
-        task=spec.name, languages=_languages(spec, raw, where), k=_ks(spec, raw, where),
+        task=spec.name, languages=languages, k=_ks(spec, raw, where),
         buckets=_path(merged, "buckets", where, name) or "buckets",
         data_dir=_path(merged, "data_dir", where, name),
         start=_path(merged, "start", where, name), methods=tuple(dict.fromkeys(methods)),
         n_buckets=None if n_buckets is None else number(n_buckets, where, "n_buckets", int, 1),
         no_source=no_source, method_options=options,
         select_start=flag(merged["select_start"], where, "select_start"),
-        predict=_path(merged, "predict", where, name),
+        predict=_path(merged, "predict", where, name), icl=icl,
         **_protocol(merged, spec, where))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig, TaskPlan
+from fsxlt.execution.icl_runs import icl_cell_runs, icl_zero_shot_runs
 from fsxlt.execution.inputs import bucket_files, data_file
 from fsxlt.execution.spec import Hashes, Plan, RunSpec, ZeroShotSpec, build_run
 from fsxlt.runs import (
@@ -47,7 +48,9 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes) -> ZeroShot
 
 
 def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
-    """Every run of the sweep (sorted by task, language, K, arm, bucket) and the K=0 records.
+    """Every run of the sweep (sorted by task, language, K, arm, bucket) and the K=0 records:
+    the adapting runs (:class:`RunSpec`) and the ICL arms' runs on the same buckets and at
+    K=0 (:class:`~fsxlt.execution.icl_runs.IclSweepRun`).
 
     Reads bucket manifests and hashes input files; missing inputs are one-line errors.
     ``missing_starts_ok`` (a dry run): a ``start`` that does not exist yet (a checkpoint
@@ -68,8 +71,8 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
             for k in plan.k:
                 files = bucket_files(plan, lang, k, hashes)
                 test = files.test or data_file(spec, plan.data_dir, "test", lang)
-                shared_dev = None
-                if any(dev is None for *_rest, dev in files.buckets):
+                shared_dev = None  # adapting runs select on a dev set; ICL runs need none
+                if starts and any(dev is None for *_rest, dev in files.buckets):
                     shared_dev = _shared_dev(spec, plan, lang, files)
                 if untrained_sets is None and files.buckets:
                     untrained_sets = (files.buckets[0][3] or shared_dev, test)
@@ -80,9 +83,13 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                                 arm_plan, lang, k, (index, name), method, start,
                                 source_training, bucket, dev or shared_dev, test, out, hashes,
                                 config.name, files.strategy))
+                result.runs += icl_cell_runs(plan, lang, k, files, test, out, hashes,
+                                             config.name)
             if untrained_sets is not None:
                 result.runs += _untrained_runs(starts, lang, untrained_sets, out, hashes,
                                                config.name)
+                result.runs += icl_zero_shot_runs(plan, lang, untrained_sets[1], out, hashes,
+                                                  config.name)
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
     return result
 

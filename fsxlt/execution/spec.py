@@ -110,7 +110,8 @@ class ZeroShotSpec:
 class Plan:
     """A sweep's runs and K=0 records; in a dry run also the starts that do not exist yet."""
 
-    runs: list[RunSpec] = field(default_factory=list)
+    runs: list[RunSpec] = field(default_factory=list)  # and the ICL arms' runs (IclSweepRun,
+    # fsxlt.execution.icl_runs), which answer what a sweep asks of a run the same way
     zero_shot: list[ZeroShotSpec] = field(default_factory=list)
     missing_starts: list[tuple[str, str]] = field(default_factory=list)  # (task, start)
 

@@ -1,5 +1,9 @@
 """Running one group of runs in one process: the code every executor calls.
 
+A group of ICL runs (:mod:`fsxlt.execution.icl_runs`: one task, language,
+causal LM and test set) loads the causal LM once and runs each bucket as
+``fsxlt icl`` does; the rest of this docstring is about adapting groups.
+
 A *group* is every pending run of one (task, language, starting model). The
 worker loads the start once, reads and tokenizes the target test set once,
 and builds one :class:`~fsxlt.training.AdaptEngine`; when the dev set
@@ -26,6 +30,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from fsxlt.execution.icl_runs import IclSweepRun
 from fsxlt.execution.spec import RunSpec
 from fsxlt.fileio import atomic_write_json
 from fsxlt.runs import arm_of, error_record, finish_record
@@ -136,6 +141,9 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     if any(r.group_key != first.group_key for r in runs):
         raise ValueError("run_group needs runs of one (task, language, start)")
     quiet_transformers()
+    if isinstance(first, IclSweepRun):
+        _run_icl_group(runs, device, report, should_stop, save_predictions)
+        return outcomes
     try:
         task = get_task(first.task)
         start = start if start is not None else load_start(first.start, task, seed=first.seed)
@@ -177,6 +185,59 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
             except Exception as err:
                 report(write_error(run, err, "adapt"))
     return outcomes
+
+
+def _run_icl_group(runs: Sequence[IclSweepRun], device: str,
+                   report: Callable[[Outcome], None], should_stop: Callable[[], bool] | None,
+                   save_predictions: bool) -> None:
+    """Run one group of ICL runs (one causal LM, loaded once) as ``fsxlt icl`` runs them
+    (:func:`fsxlt.icl.run.prepare`, :func:`~fsxlt.icl.run.execute`); a run that fails (a
+    prompt longer than the model's context, a bucket changed since planning) leaves its
+    error record and the next one runs."""
+    from fsxlt.errors import FsxltError
+    from fsxlt.icl.model import load_causal_lm
+    from fsxlt.icl.run import execute, load_test, prepare
+    from fsxlt.training.checkpoint import resolve_device
+
+    settings = runs[0].settings
+    try:
+        lm = load_causal_lm(settings.model, settings.gguf_file,
+                            device=str(resolve_device(device)))
+    except Exception as err:  # every run of the group fails the same way
+        for run in runs:
+            report(write_error(run, err, "load"))
+        return
+    tests: dict[tuple, list] = {}     # test sets, by file and sample (test_limit, seed)
+    encoders: dict[str, Any] = {}     # sentence encoders of the similarity order
+    for run in sorted(runs, key=lambda r: (r.k, r.arm, r.index)):
+        if should_stop is not None and should_stop():
+            return
+        try:
+            settings = run.settings
+            key = (run.test_path, settings.test_limit, settings.seed)
+            if key not in tests:
+                tests[key] = load_test(run.run, settings)
+            prepared = prepare(run.run, settings, lm.tokenizer, lm.model, tests[key],
+                               _sentence_encoder(settings.encoder, encoders))
+            if prepared.bucket is not None and prepared.bucket.sha256 != run.run.bucket_sha256:
+                raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
+            execute(prepared, lm, settings, batch_size=run.batch_size,
+                    save_predictions=save_predictions, writer=run.writer,
+                    sweep=run.sweep_name)
+            report(Outcome(run.id, True))
+        except Exception as err:
+            report(write_error(run, err, "icl"))
+
+
+def _sentence_encoder(name: str | None, cache: dict[str, Any]) -> Any:
+    """The similarity order's sentence encoder (loaded once per group), or None."""
+    from fsxlt.icl.similarity import load_encoder
+
+    if name is None:
+        return None
+    if name not in cache:
+        cache[name] = load_encoder(name)
+    return cache[name]
 
 
 def _unlabelled(path: str, task: Any, language: str, cache: dict[str, tuple[list, list]],

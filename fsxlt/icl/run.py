@@ -10,7 +10,8 @@ change (``icl-target``, ``icl-calibrated``, ...), or the name given. K=0 is
 zero-shot prompting: one record, ``k0/<arm>/zero-shot.json``.
 
 :func:`icl_plan` builds the runs of a bucket, a bucket set or K=0 (reading
-and hash-checking their files); :func:`prepare` renders and tokenizes a
+and hash-checking their files) through :func:`icl_runs`, which a sweep's ICL
+arms call on its bucket sets (one identity for both); :func:`prepare` renders and tokenizes a
 run's prompts (every bad input is a one-line error before anything is
 written); :func:`execute` scores a prepared run and writes its record. A
 sweep worker can call :func:`prepare` and :func:`execute` on one run.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,15 +177,9 @@ def _bucket_entries(bucket: Path) -> tuple[list[tuple[Path, Any]], Path | None]:
     return [(path, read_bucket(path)) for _, _, path, _ in files.buckets], files.test
 
 
-def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path,
-             settings: IclSettings, *, test: Path | None = None,
-             data_dir: Path | None = None) -> list[IclRun]:
-    """The runs of ``fsxlt icl``: one per bucket of ``bucket`` (a set or a file), or one
-    zero-shot run (K=0) when ``bucket`` is None."""
-    from fsxlt.fileio import sha256_file, sha256_text
-    from fsxlt.icl.model import model_fingerprint
-
-    spec = get_task(task)
+def check_settings(spec: TaskSpec, language: str, settings: IclSettings) -> None:
+    """Everything about ICL runs of ``spec`` in ``language`` that is wrong before a model
+    loads (the task, the settings, the prompts' languages): one line."""
     spec.check_language(language)
     check_task(spec)
     settings.check()
@@ -191,32 +187,76 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
     if settings.calibrate and spec.is_multiple_choice:
         raise FsxltError(f"{spec.name}: contextual calibration needs one label set for "
                          "every example; a multiple-choice task's candidates change")
-    entries, set_test = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
-    test_path = _test_file(spec, language, test, data_dir, set_test)
+
+
+@dataclass(frozen=True)
+class BucketRef:
+    """A bucket an ICL run reads: its coordinates, file and content hash (sha256 of its
+    text, as the set's manifest records it)."""
+
+    k: int
+    index: int
+    name: str
+    path: Path
+    sha256: str
+    strategy: str = ""
+
+
+def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, test_path: Path,
+             buckets: list[BucketRef] | None, *,
+             digest: Callable[[Path], str] | None = None) -> list[IclRun]:
+    """The runs of ``settings`` on ``buckets`` (one each), or the zero-shot run (K=0) when
+    ``buckets`` is None; ``fsxlt icl`` and a sweep's ICL arms both build their runs here,
+    so their identities are one. ``digest``: the test file's content hash (a sweep's
+    cache; default: sha256 of its bytes)."""
+    from fsxlt.fileio import sha256_file, sha256_text
+    from fsxlt.icl.model import model_fingerprint
+
+    gguf = Path(settings.model) / (settings.gguf_file or "")
+    if settings.gguf_file and Path(settings.model).is_dir() and not gguf.is_file():
+        raise FsxltError(f"{gguf}: GGUF file not found")
     arm = settings.arm_name()
     common = {"task": spec.name, "language": language, "method": arm,
               "model": model_fingerprint(settings.model, settings.gguf_file),
               "prompt": {**settings.describe(), "icl": repr(spec.icl)},
-              "test": sha256_file(test_path)}
-    if bucket is None:
+              "test": (digest or sha256_file)(Path(test_path))}
+    if buckets is None:
         identity = {**common, "k": 0, "index": 0, "bucket": sha256_text("")}
         return [IclRun(spec.name, language, 0, 0, ZERO_SHOT_RUN, "", sha256_text(""),
                        str(test_path), str(record_path(out, spec.name, language, 0, arm,
                                                        ZERO_SHOT_RUN)), identity, spec=spec)]
     runs = []
+    for ref in buckets:
+        full_arm = f"{arm}~{ref.strategy}" if ref.strategy else arm
+        identity = {**common, "k": ref.k, "index": ref.index, "bucket": ref.sha256}
+        runs.append(IclRun(spec.name, language, ref.k, ref.index, ref.name, str(ref.path),
+                           ref.sha256, str(test_path),
+                           str(record_path(out, spec.name, language, ref.k, full_arm,
+                                           ref.name)), identity, ref.strategy, spec))
+    return runs
+
+
+def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path,
+             settings: IclSettings, *, test: Path | None = None,
+             data_dir: Path | None = None) -> list[IclRun]:
+    """The runs of ``fsxlt icl``: one per bucket of ``bucket`` (a set or a file), or one
+    zero-shot run (K=0) when ``bucket`` is None."""
+    spec = get_task(task)
+    check_settings(spec, language, settings)
+    entries, set_test = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
+    test_path = _test_file(spec, language, test, data_dir, set_test)
+    if bucket is None:
+        return icl_runs(spec, language, settings, out, test_path, None)
+    refs = []
     for path, loaded in entries:
         if (loaded.task, loaded.language) != (spec.name, language):
             raise FsxltError(f"{path}: a bucket of {loaded.task}/{loaded.language}, not "
                              f"{spec.name}/{language}")
         strategy = loaded.meta.get("strategy")
         strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
-        full_arm = f"{arm}~{strategy}" if strategy else arm
-        identity = {**common, "k": loaded.k, "index": loaded.index, "bucket": loaded.sha256}
-        runs.append(IclRun(spec.name, language, loaded.k, loaded.index, loaded.name,
-                           str(path), loaded.sha256, str(test_path),
-                           str(record_path(out, spec.name, language, loaded.k, full_arm,
-                                           loaded.name)), identity, strategy, spec))
-    return runs
+        refs.append(BucketRef(loaded.k, loaded.index, loaded.name, path, loaded.sha256,
+                              strategy))
+    return icl_runs(spec, language, settings, out, test_path, refs)
 
 
 # --------------------------------------------------------------------------- preparing

@@ -1,0 +1,163 @@
+"""The ``icl:`` section of a sweep config: in-context learning arms beside the adapting ones.
+
+::
+
+    icl:                                  # top level (every task), or per task (replaces it;
+                                          # icl: null in a task runs its adapting arms only)
+      model: models/gemma                 # the causal LM: a hub name or a directory ({task})
+      gguf_file: gemma-3-270m-q4_k_m.gguf # a GGUF file inside model (optional)
+      zero_shot: true                     # also one K=0 run per (language, arm)
+      test_limit: 300                     # settings here are every arm's defaults
+      arms:                               # one entry per arm (absent: one arm, [{}])
+        - {}                                              # icl
+        - {template_lang: target, words_lang: target}     # icl-target
+        - {calibrate: true}                               # icl-calibrated
+        - {order: similarity, encoder: ckpt/{task}-mbert} # icl-similarity
+
+An arm (and the section, for every arm) may set ``model``, ``gguf_file``,
+``template_lang`` / ``words_lang`` (``en`` or ``target``), ``calibrate``,
+``normalize``, ``order`` (``seeded``, ``bucket``, ``similarity``),
+``encoder`` (the similarity order's sentence encoder), ``test_limit``,
+``seed`` (default 0; not the sweep's adapting seed), ``batch_size`` (rows
+per forward pass, default 8; not part of a run's identity) and ``arm`` (a
+name of its own; default: ``icl`` plus the settings that differ, as
+``fsxlt icl`` names it). These are :class:`fsxlt.icl.run.IclSettings`, so a
+sweep's ICL record and ``fsxlt icl``'s of the same settings are one run.
+
+Everything is checked here, before anything runs: unknown keys, types, the
+task (tagging and ranking tasks, and tasks whose YAML has no ``icl``
+section, are refused), the prompts' languages, two arms of one name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fsxlt.config_checks import check_keys, flag, mapping, number, one_of, text
+from fsxlt.errors import FsxltError
+from fsxlt.tasks import TaskSpec
+
+ARM_KEYS = ("arm", "model", "gguf_file", "template_lang", "words_lang", "calibrate",
+            "normalize", "order", "encoder", "test_limit", "seed", "batch_size")
+SECTION_KEYS = (*ARM_KEYS, "arms", "zero_shot")
+DEFAULT_BATCH_SIZE = 8
+
+PathSetting = Callable[[str, str], str]  # (value, key) -> the value with {task} filled in
+
+
+@dataclass(frozen=True)
+class IclArm:
+    """One ICL arm of a task: how it prompts (``fsxlt.icl.run.IclSettings``) and scores."""
+
+    settings: Any                 # fsxlt.icl.run.IclSettings (imported lazily: torch)
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    @property
+    def name(self) -> str:
+        return self.settings.arm_name()
+
+
+@dataclass(frozen=True)
+class IclPlan:
+    """A task's ICL arms, and whether each also runs zero-shot (K=0)."""
+
+    arms: tuple[IclArm, ...]
+    zero_shot: bool = True
+
+    def only(self, names: Sequence[str] | None) -> IclPlan:
+        """The arms named in ``names`` (a sweep's ``--method`` filter); all when empty."""
+        if not names:
+            return self
+        return IclPlan(tuple(a for a in self.arms if a.name in names), self.zero_shot)
+
+
+def parse_icl(raw: Any, spec: TaskSpec, languages: Sequence[str], where: str,
+              path: PathSetting) -> IclPlan | None:
+    """A task's ``icl`` setting (None: no ICL arms), checked against the task and each of
+    its languages; ``path`` fills ``{task}`` into ``model`` and ``encoder``."""
+    if raw is None:
+        return None
+    section = mapping(raw, where, "icl", " (model: ..., arms: [...])")
+    check_keys(section, SECTION_KEYS, where, " in icl")
+    _check_task(spec, where)
+    arms_raw = [{}] if section.get("arms") is None else section["arms"]
+    if not isinstance(arms_raw, list) or not arms_raw:
+        raise FsxltError(f"{where}: icl.arms must be a non-empty list of mappings "
+                         "(one per arm; {} is the default prompt)")
+    defaults = {key: value for key, value in section.items() if key in ARM_KEYS}
+    arms = []
+    for position, arm_raw in enumerate(arms_raw):
+        label = f"icl.arms[{position}]"
+        arm_raw = mapping(arm_raw, where, label)
+        check_keys(arm_raw, ARM_KEYS, where, f" in {label}")
+        origin = {key: (label if key in arm_raw else "icl") for key in ARM_KEYS}
+        arm = _arm({**defaults, **arm_raw}, origin, where, path)
+        _check_arm(arm, spec, languages, f"{where}: {label}")
+        arms.append(arm)
+    names = [arm.name for arm in arms]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise FsxltError(f"{where}: icl.arms: two arms named {', '.join(twice)} for task "
+                         f"{spec.name}; give one of them arm: NAME (a name starting with icl)")
+    zero_shot = section.get("zero_shot")
+    return IclPlan(tuple(arms), True if zero_shot is None else
+                   flag(zero_shot, where, "icl.zero_shot"))
+
+
+def _check_task(spec: TaskSpec, where: str) -> None:
+    """A task in-context learning cannot score, or without prompts: one line."""
+    from fsxlt.icl.run import check_task
+
+    try:
+        check_task(spec)
+    except FsxltError as err:
+        raise FsxltError(f"{where}: icl: {err} (give task {spec.name} icl: null to run its "
+                         "adapting arms only)") from None
+
+
+def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
+         path: PathSetting) -> IclArm:
+    """One arm's settings, each checked (``origin`` names the section a key came from)."""
+    from fsxlt.icl.prompts import PROMPT_LANGUAGES
+    from fsxlt.icl.run import ORDERS, IclSettings
+
+    def key(name: str) -> str:
+        return f"{origin[name]}.{name}"
+
+    def optional(name: str, minimum: int) -> int | None:
+        value = merged.get(name)
+        return None if value is None else number(value, where, key(name), int, minimum)
+
+    model = text(merged.get("model"), where, key("model"))
+    if model is None:
+        raise FsxltError(f"{where}: {origin['model']} needs model (a causal LM: a hub name "
+                         "or a directory)")
+    encoder = text(merged.get("encoder"), where, key("encoder"))
+    settings = IclSettings(
+        model=path(model, key("model")),
+        gguf_file=text(merged.get("gguf_file"), where, key("gguf_file")),
+        template_language=one_of(merged.get("template_lang", "en"), PROMPT_LANGUAGES, where,
+                                 key("template_lang")),
+        words_language=one_of(merged.get("words_lang", "en"), PROMPT_LANGUAGES, where,
+                              key("words_lang")),
+        calibrate=flag(merged.get("calibrate"), where, key("calibrate")),
+        normalize=flag(merged.get("normalize"), where, key("normalize")),
+        order=one_of(merged.get("order", "seeded"), ORDERS, where, key("order")),
+        seed=optional("seed", 0) or 0, test_limit=optional("test_limit", 1),
+        arm=text(merged.get("arm"), where, key("arm")),
+        encoder=None if encoder is None else path(encoder, key("encoder")))
+    return IclArm(settings, optional("batch_size", 1) or DEFAULT_BATCH_SIZE)
+
+
+def _check_arm(arm: IclArm, spec: TaskSpec, languages: Sequence[str], where: str) -> None:
+    """The arm's settings together, on the task, in each of the task's languages."""
+    from fsxlt.icl.run import check_settings
+
+    try:
+        arm.settings.check()
+        for language in languages:
+            check_settings(spec, language, arm.settings)
+    except FsxltError as err:
+        raise FsxltError(f"{where}: {err}") from None
