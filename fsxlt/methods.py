@@ -75,6 +75,10 @@ The contract (attributes and hooks; only :meth:`Method.prepare` is required):
 ``teardown(model)``
     Undo structural changes (e.g. remove adapter layers) before the engine
     restores the starting weights for the next run; default: nothing.
+``keeps(following)``, ``start_names(model)``
+    Whether the change may stay for the next run, of ``following`` (``lora``: same
+    options; default: no): the engine then skips ``teardown``, restores the start under
+    the names ``start_names`` gives, and ``following.prepare`` resets it exactly.
 ``bind(task, language, tokenizer, start_info)`` and ``encode(featurizer, examples)``
     For methods that read their inputs differently (``pet`` renders every
     example through a cloze pattern): ``bind`` tells the method the task,
@@ -95,7 +99,6 @@ torch, so the command line validates ``--method`` without loading it.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -222,6 +225,12 @@ class Method:
     def teardown(self, model: Any) -> None:
         return None
 
+    def keeps(self, following: Method) -> bool:
+        return False
+
+    def start_names(self, model: Any) -> dict[str, str]:
+        return {}
+
     def bind(self, task: Any, language: str, tokenizer: Any, start_info: dict[str, Any]) -> None:
         """Called once per adapt call, before any run: what the method may need to know."""
         return None
@@ -324,11 +333,9 @@ class FcResetPooler(_HeadOnly):
 
 
 class Lora(Method):
-    """LoRA adapters (the ``peft`` library) in the encoder; adapters and head train.
-
-    The adapters are removed again (``unload``, not merged) before the next
-    run, so the base weights the engine restores are never touched.
-    """
+    """LoRA adapters (``peft``) in the encoder; adapters and head train. The wrapped encoder
+    stays for a next LoRA run of the same options, adapters reset as a fresh wrap with its
+    seed draws them (:mod:`fsxlt.lora`); other runs get it unloaded (not merged)."""
 
     name = "lora"
     summary = "LoRA adapters in the frozen encoder (peft); the head trains too"
@@ -345,25 +352,31 @@ class Lora(Method):
             raise FsxltError("method lora: rank must be >= 1, alpha > 0, 0 <= dropout < 1")
 
     def prepare(self, model: Any, seed: int) -> None:
-        import torch
-        from peft import LoraConfig, get_peft_model
+        from fsxlt import lora
 
-        config = LoraConfig(r=self.rank, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                            target_modules=list(self.target_modules), bias="none")
-        torch.manual_seed(seed)  # the adapters' random initialisation
-        try:
-            with warnings.catch_warnings():  # peft probes deprecated transformers attributes
-                warnings.simplefilter("ignore", FutureWarning)
-                model.encoder = get_peft_model(model.encoder, config)
-        except ValueError as err:  # e.g. a target module the encoder does not have
-            raise FsxltError(f"method lora: {err}".splitlines()[0]) from None
+        settings = lora.lora_settings(self.config)
+        if lora.wrapped_settings(model) == settings:
+            lora.reset_adapters(model, seed)
+            lora.train_only_adapters(model)
+        else:
+            lora.unwrap(model)
+            lora.wrap(model, settings, seed)
         for pname, param in model.named_parameters():
             if not pname.startswith("encoder."):  # the head trains; anything else stays
                 param.requires_grad_(pname.startswith(("pooler.", "classifier.")))
 
+    def keeps(self, following: Method) -> bool:
+        return type(following) is type(self) and following.config == self.config
+
+    def start_names(self, model: Any) -> dict[str, str]:
+        from fsxlt.lora import start_names
+
+        return start_names(model)
+
     def teardown(self, model: Any) -> None:
-        if hasattr(model.encoder, "peft_config"):
-            model.encoder = model.encoder.unload()
+        from fsxlt.lora import unwrap
+
+        unwrap(model)
 
 
 class Pet(Method):

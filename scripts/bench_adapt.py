@@ -31,6 +31,11 @@ LoRA (``--engine-methods``; with ``--task xnli`` etc. also PET, its label
 words taken from the benchmark's vocabulary), which have no naive
 counterpart: they are timed through the engine and their first two runs are
 checked against a fresh engine each (restoring between runs must be exact).
+LoRA is also timed the old way, its encoder unwrapped after every run and
+wrapped again before the next (``AdaptEngine._keep_method_changes = False``):
+the two ways are timed alternately (twice each, the fastest counts), the
+report gives both runs/minute, their ratio and the set-up time per run
+(teardown, restore, prepare), and the two ways' results must be identical.
 ``--task xnli`` (or pawsx, mldoc, marc) generates classification data
 instead (XNLI-like pairs, ~48 wordpieces) and times every head-only method.
 
@@ -72,6 +77,7 @@ SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "de", "ga", "vu", "
              "ba", "fe", "ho", "ju", "ky", "wa", "xe", "qo"]
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 ENTITY_TYPES = ("PER", "ORG", "LOC")
+REWRAP_ROUNDS = 2  # LoRA kept vs re-wrapped: alternating timings, the fastest of each counts
 
 
 # --------------------------------------------------------------------------- options
@@ -562,10 +568,67 @@ def bench_method(method: str, checkpoint: Path, task: TaskSpec, data: Data,
         fresh = [engine_adapt(make_engine(checkpoint, task, data, args), method, bucket, args)
                  for bucket in data.buckets[:2]]
         found = compare(method + " (fresh engine)", fresh, fast[:2], args.tolerance)
+        if keeps_change(method, task):
+            rewrap, found_rewrap = bench_rewrap(method, checkpoint, task, data, args, fast)
+            row.update(rewrap)
+            found += found_rewrap
         problems += found
         row["identical"] = not found
     row["mean_best_epoch"] = sum(r["best_epoch"] for r in fast) / n
     row["mean_test"] = sum(r["test"] for r in fast) / n
+    return row, problems
+
+
+def keeps_change(method: str, task: TaskSpec) -> bool:
+    """Whether ``method``'s model change stays between its runs (lora: the wrapped encoder)."""
+    built = get_method(method, task.kind)
+    return built.keeps(get_method(method, task.kind))
+
+
+def reset_ms(engine: Any, method: str, repeats: int = 10) -> float:
+    """Milliseconds per run set-up (teardown, restore, prepare), the fastest of ``repeats``."""
+    engine._reset(method, 0)
+    times = []
+    for seed in range(1, repeats + 1):  # a new seed each time, as runs have
+        began = time.perf_counter()
+        engine._reset(method, seed)
+        times.append(time.perf_counter() - began)
+    return 1000 * min(times)
+
+
+def bench_rewrap(method: str, checkpoint: Path, task: TaskSpec, data: Data,
+                 args: argparse.Namespace, kept: list[dict[str, Any]],
+                 ) -> tuple[dict[str, Any], list[str]]:
+    """The old path (the change torn down and redone every run: LoRA re-wrapped) against
+    the engine's (kept): runs/minute, their ratio, the set-up time per run, same results.
+
+    The two ways alternate for ``REWRAP_ROUNDS`` rounds, a fresh engine each time, and
+    the fastest of each way counts, so that a change in the machine's load between the
+    two timings does not pass for a difference between them.
+    """
+    engines: dict[bool, Any] = {}
+
+    def timed(keep: bool) -> tuple[list[dict[str, Any]], float]:
+        def setup() -> None:
+            engines[keep] = make_engine(checkpoint, task, data, args)
+            engines[keep]._keep_method_changes = keep
+        return timed_runs(lambda b: engine_adapt(engines[keep], method, b, args), data, setup)
+
+    best = {True: float("inf"), False: float("inf")}
+    problems: list[str] = []
+    for round_index in range(REWRAP_ROUNDS):
+        for keep in (False, True):
+            results, seconds = timed(keep)
+            best[keep] = min(best[keep], seconds)
+            if round_index == 0:
+                way = "kept, again" if keep else "re-wrapping every run"
+                problems += compare(f"{method} ({way})", results, kept, args.tolerance)
+    n = len(data.buckets)
+    row = {"kept_runs_per_min": per_minute(n, best[True]),
+           "rewrap_runs_per_min": per_minute(n, best[False]),
+           "keep_speedup": best[False] / best[True],
+           "setup_ms_kept": round(reset_ms(engines[True], method), 2),
+           "setup_ms_rewrap": round(reset_ms(engines[False], method), 2)}
     return row, problems
 
 
@@ -599,6 +662,12 @@ def print_report(result: dict[str, Any]) -> None:
               f"{cell('fsxlt_runs_per_min', '.1f', 10)} {cell('speedup', '.1f', 8)}x "
               f"{cell('fsxlt_no_cache_runs_per_min', '.1f', 13)} "
               f"{cell('cache_speedup', '.1f', 10)}x  {same}")
+    for row in result["methods"]:
+        if "keep_speedup" in row:
+            print(f"{row['method']} kept between runs: {row['kept_runs_per_min']:.1f} runs/min "
+                  f"vs {row['rewrap_runs_per_min']:.1f} re-wrapping every run "
+                  f"({row['keep_speedup']:.2f}x); set-up per run {row['setup_ms_kept']:.1f} ms "
+                  f"vs {row['setup_ms_rewrap']:.1f} ms")
     t = result["eval_throughput"]
     print(f"dev evaluation, examples/s: naive {t['naive']:,.0f}  fsxlt {t['fsxlt']:,.0f} "
           f"({t['fsxlt'] / t['naive']:.1f}x)  fsxlt cached head {t['fsxlt_cached_head']:,.0f}"

@@ -44,7 +44,9 @@ A method (:mod:`fsxlt.methods`) is consulted at fixed points only: ``bind``
 and ``encode`` once per adapt call (a method with its own inputs, such as
 ``pet``, gets its dev and test sets tokenized once per engine, kept like the
 task's), ``teardown`` of the previous run's method and ``prepare`` before
-every run, ``loss`` in every step, ``feature_point`` for the cache.
+every run (no ``teardown`` when the previous method ``keeps`` its change for the
+next: LoRA's wrapped encoder stays for LoRA runs of the same options), ``loss``
+in every step, ``feature_point`` for the cache.
 """
 
 from __future__ import annotations
@@ -163,6 +165,10 @@ def _adapt_settings(task: TaskSpec, lrs: Sequence[float] | None, seed: int | Non
 class AdaptEngine:
     """Holds tokenized dev/test data and the starting weights; adapts bucket after bucket."""
 
+    # a method's change that its next run may keep (LoRA's wrapped encoder) stays; False:
+    # torn down and redone every run (the old path, for scripts/bench_adapt.py and tests)
+    _keep_method_changes: bool = True
+
     def __init__(self, task: str | TaskSpec, language: str, start: Start, *,
                  dev: Sequence[Example], test: Sequence[Example] | None = None,
                  dev_source: str | None = None, test_source: str | None = None,
@@ -276,12 +282,15 @@ class AdaptEngine:
     def _reset(self, method: str | Method, seed: int) -> list[str]:
         """Undo the last run's method, restore the start, let ``method`` prepare the model."""
         method = get_method(method, self.task.kind)
-        model = self.model
-        if self.method is not None:
-            self.method.teardown(model)
+        model, previous = self.model, self.method
+        names = None  # the start's names in the model: its own, unless a change is kept
+        if previous is not None and self._keep_method_changes and previous.keeps(method):
+            names = previous.start_names(model)
+        elif previous is not None:
+            previous.teardown(model)
             self.method = None
         model.use_linear_head()
-        restore(model, self.start_state)
+        restore(model, self.start_state, names)
         if self.start.fresh_head:
             model.reset_classifier(seed)
             if not model.native_pooler:

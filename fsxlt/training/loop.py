@@ -68,12 +68,18 @@ def snapshot(model: FsxltModel, names: Sequence[str] | None = None, *,
     return out
 
 
-def restore(model: FsxltModel, state: dict[str, torch.Tensor]) -> None:
-    """Copy ``state`` (a full or partial state dict) into the model in place."""
+def restore(model: FsxltModel, state: dict[str, torch.Tensor],
+            names: dict[str, str] | None = None) -> None:
+    """Copy ``state`` (a full or partial state dict) into the model in place.
+
+    ``names`` maps a name of ``state`` to the model's name for the same
+    tensor where they differ (a method's kept change, e.g. LoRA's wrapper).
+    """
     own = model.state_dict()
+    names = names or {}
     with torch.no_grad():
         for name, tensor in state.items():
-            own[name].copy_(tensor)
+            own[names.get(name, name)].copy_(tensor)
 
 
 def examples_digest(examples: Sequence[Example]) -> str:
