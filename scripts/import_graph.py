@@ -17,7 +17,7 @@ layers and left out of the upward count.
     1  tasks, data, runs, directories, synthetic, sampling.store, sampling.samplers,
        icl.prompts                   (prompt text that task YAMLs are checked against)
     2  modeling, evaluation          (the model, featurizer, metrics, prediction)
-    3  methods, plugins, pet         (what adapting changes; plug-in loading)
+    3  methods, plugins, pet, lora   (what adapting changes; plug-in loading)
     4  training, predictions         (source-training, adapting, loading starts)
     5  sampling, analysis, report, execution, submission, icl
     6  demo, cli
@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tasks", "data", "runs", "directories", "synthetic", "sampling.store",
      "sampling.samplers", "icl.prompts"),
     ("modeling", "evaluation"),
-    ("methods", "plugins", "pet"),
+    ("methods", "plugins", "pet", "lora"),
     ("training", "predictions"),
     ("sampling", "analysis", "report", "execution", "submission", "icl"),
     ("demo", "cli"),
