@@ -53,6 +53,13 @@ def test_a_bucket_set_gives_one_record_per_bucket_that_report_shows(setup, tmp_p
     report = capsys.readouterr().out
     assert "### xnli: icl" in report and "| K=0 | K=1 |" in report
     assert "(n=1)" not in report  # K=0 is one run, not a cell missing 39 buckets
+    from fsxlt.report import load_records
+    from fsxlt.report.tables import aggregate
+
+    cells = aggregate(load_records(out), expected=3).set_index(["arm", "k"])
+    zero_shot = cells.loc[("icl", 0), "mean"]
+    assert cells.loc[("icl", 1), "zero_shot"] == zero_shot  # its own K=0 run
+    assert cells.loc[("icl", 1), "gain"] == cells.loc[("icl", 1), "mean"] - zero_shot
     assert _icl(setup, out, "--bucket", str(setup["buckets"])) == 0
     assert "already done with these settings" in capsys.readouterr().out
 

@@ -109,7 +109,7 @@ def aggregate(records: Records, *, ddof: int = 1,
                           for t, arm, lang in zip(cells["task"], cells["arm"],
                                                   cells["language"], strict=True)]
     cells["in_source"] = False
-    cells["zero_shot"] = cells["zero_shot"].astype(float)
+    cells["zero_shot"] = _own_zero_shot(cells, source_arms).astype(float)
     cells["gain"] = cells["mean"] - cells["zero_shot"]
     zero_rows = []
     metrics = {(t, arm): m for t, arm, m in zip(cells["task"], cells["arm"], cells["metric"],
@@ -138,6 +138,19 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["order"] = cells["arm"].map(arm_order)
     cells = cells.sort_values(["task", "order", "language", "k"], ignore_index=True)
     return cells[columns]
+
+
+def _own_zero_shot(cells: pd.DataFrame, source_arms: set[str]) -> pd.Series:
+    """Each cell's zero-shot score: its start's (source-trained arms, set already), else the
+    arm's own K=0 run where it has one (in-context learning without demonstrations, PET's
+    untrained masked LM), so its gain is over that."""
+    own = {(t, arm, lang): mean for t, arm, lang, k, mean in zip(
+        cells["task"], cells["arm"], cells["language"], cells["k"], cells["mean"], strict=True)
+        if k == 0 and arm not in source_arms}
+    return pd.Series([z if arm in source_arms else own.get((t, arm, lang))
+                      for t, arm, lang, z in zip(cells["task"], cells["arm"], cells["language"],
+                                                 cells["zero_shot"], strict=True)],
+                     index=cells.index, dtype=float)
 
 
 def _metric_name(metrics: pd.Series) -> str:
