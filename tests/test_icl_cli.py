@@ -51,7 +51,8 @@ def test_a_bucket_set_gives_one_record_per_bucket_that_report_shows(setup, tmp_p
     capsys.readouterr()
     assert run_app(["report", str(out), "--expected-buckets", "3"]) == 0
     report = capsys.readouterr().out
-    assert "### xnli: icl" in report and "| K=0 | K=1 |" in report
+    assert "### xnli: icl (K=0: zero-shot" in report and "| K=0 | K=1 |" in report
+    assert "### xnli: icl, gain over zero-shot" in report  # no source named: none trained
     assert "(n=1)" not in report  # K=0 is one run, not a cell missing 39 buckets
     from fsxlt.report import load_records
     from fsxlt.report.tables import aggregate

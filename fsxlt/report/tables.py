@@ -291,9 +291,11 @@ def source_tables(zero_shot: pd.DataFrame) -> list[Table]:
     return tables
 
 
-def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[Table]:
+def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS,
+                 unsourced: frozenset[str] = frozenset()) -> list[Table]:
     """Main, gain, variants-side-by-side and no-source-drop tables, task by task, and the
-    FewCLUE overview when runs on fixed splits are there."""
+    FewCLUE overview when runs on fixed splits are there. Titles name each arm's source,
+    except for the ``unsourced`` arms (:func:`unsourced_arms`)."""
     tables: list[Table] = []
     overview = fixed_split_table(cells, expected)
     if overview is not None:
@@ -314,7 +316,8 @@ def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[
                     row.append(cell_text(hit.iloc[0], expected) if len(hit) else "–")
                 rows.append(row)
             label = "K=0: zero-shot; " if 0 in ks else ""
-            tables.append(Table(f"{task}: {arm_title(arm)} ({label}test, mean ± std over "
+            title = arm_label(arm) if arm in unsourced else arm_title(arm)
+            tables.append(Table(f"{task}: {title} ({label}test, mean ± std over "
                                 "buckets)", header, rows))
             shot_ks = [k for k in ks if k > 0]
             if 0 in ks and shot_ks:
@@ -325,7 +328,7 @@ def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> list[
                         hit = sub[(sub["language"] == lang) & (sub["k"] == k)]
                         row.append(fmt(hit.iloc[0]["gain"], signed=True) if len(hit) else "–")
                     rows.append(row)
-                tables.append(Table(f"{task}: {arm_title(arm)}, gain over zero-shot",
+                tables.append(Table(f"{task}: {title}, gain over zero-shot",
                                     ["language"] + [f"K={k}" for k in shot_ks], rows))
         source_arms = [a for a in arms if not a.endswith(NOSOURCE_SUFFIX)]
         if len(source_arms) > 1:
@@ -390,6 +393,17 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int) -> li
     return lines
 
 
+def unsourced_arms(records: Records) -> frozenset[str]:
+    """Arms whose runs start from no source-trained model although their name marks none
+    (in-context learning: a causal LM prompted with the bucket); their titles name no
+    source."""
+    scores = records.scores
+    if scores.empty:
+        return frozenset()
+    arms = set(scores.loc[~scores["source_training"].astype(bool), "arm"])
+    return frozenset(arm for arm in arms if arm_source(arm) is not None)
+
+
 def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 1,
            expected: int = EXPECTED_BUCKETS) -> str:
     """The whole report as one text in ``fmt_name`` (md, latex or csv)."""
@@ -397,7 +411,7 @@ def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 
         return cells_csv(cells)
     several = records.zero_shot.groupby("task")["source"].nunique()
     tables = source_tables(records.zero_shot[records.zero_shot["task"].isin(
-        several[several > 1].index)]) + build_tables(cells, expected)
+        several[several > 1].index)]) + build_tables(cells, expected, unsourced_arms(records))
     lines = notes(cells, records, ddof, expected)
     if fmt_name == "md":
         parts = ["# FS-XLT report", "", "\n".join(lines), ""]
