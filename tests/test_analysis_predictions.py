@@ -293,3 +293,22 @@ def test_evaluate_out_is_write_once(panx_study, tmp_path, capsys):
     out.write_text("{not json", encoding="utf-8")
     assert run_app(base) == 2
     assert "holds an evaluation of other settings" in capsys.readouterr().err
+
+
+def test_evaluate_reads_a_bucket_sets_own_file(panx_study, tmp_path, capsys):
+    """--file may name a set's own data (dev-remaining.jsonl, test.jsonl): fsxlt's JSON lines
+    beside a manifest, read as sweeps read them, scored like the same examples in CoNLL."""
+    from fsxlt.data import read_examples
+    from tests.train_fixtures import write_bucket_set
+
+    test_file = panx_study["data"] / "test-de.tsv"
+    examples = read_examples(test_file, "panx", language="de")
+    pool = ner_data(6, seed=6, source="train")
+    directory = write_bucket_set(tmp_path / "buckets", "panx", "de", 1, [pool[:3]],
+                                 ["PER", "ORG", "LOC"], dev_remaining=examples)
+    scores = []
+    for path in (directory / "dev-remaining.jsonl", test_file):
+        assert run_app(["evaluate", str(panx_study["ckpt"]), "--task", "panx", "--lang", "de",
+                        "--file", str(path), "--device", "cpu"]) == 0
+        scores.append(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["scores"])
+    assert scores[0] == scores[1]

@@ -48,7 +48,8 @@ from fsxlt.errors import FsxltError
 from fsxlt.report.records import load_records
 from fsxlt.runs import arm_strategy
 from fsxlt.sampling.samplers import sentence_label_counts
-from fsxlt.sampling.store import read_bucket, read_examples_jsonl
+from fsxlt.sampling.set_files import read_data_file
+from fsxlt.sampling.store import read_bucket
 from fsxlt.tasks import TaskSpec, get_task
 
 TEXT_FEATURES = ("n_examples", "mean_length", "label_entropy", "mentions", "english_overlap")
@@ -102,8 +103,7 @@ class _Model:
             source = Path(path)
             if not source.is_file():
                 raise FsxltError(f"{source}: the run's dev set is not found")
-            examples = (read_examples_jsonl(source) if source.suffix == ".jsonl"
-                        else read_examples(source, task, language=language))
+            examples = read_data_file(source, task, language)
             self.dev_centres[path] = self.signals(examples)[0].mean(axis=0)
         return self.dev_centres[path]
 

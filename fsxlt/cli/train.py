@@ -24,7 +24,7 @@ from fsxlt.cli.options import (
     Seed,
     SelectStart,
 )
-from fsxlt.data import Example, has_labels, load_split, read_examples
+from fsxlt.data import Example, has_labels, load_split
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
 from fsxlt.methods import (
@@ -43,7 +43,9 @@ def _split(
 ) -> tuple[list[Example], str]:
     """Examples and their source from an explicit file or ``data_dir`` + the task pattern."""
     if path is not None:
-        return read_examples(path, task, language=lang), str(path)
+        from fsxlt.sampling.set_files import read_data_file
+
+        return read_data_file(path, task, lang), str(path)
     if data_dir is None:
         raise FsxltError(f"no {split} data for {lang}: pass a file or --data-dir")
     loaded = load_split(task, lang, split, data_dir=data_dir)

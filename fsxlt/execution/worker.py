@@ -34,6 +34,7 @@ from fsxlt.execution.icl_runs import IclSweepRun
 from fsxlt.execution.spec import RunSpec
 from fsxlt.fileio import atomic_write_json
 from fsxlt.runs import arm_of, error_record, finish_record
+from fsxlt.sampling.set_files import read_data_file
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,6 @@ def write_error(run: RunSpec, err: BaseException, stage: str) -> Outcome:
                      "bucket": {"index": run.index, "name": run.bucket_name,
                                 "path": run.bucket_path}}))
     return Outcome(run.id, False, _error_text(err))
-
-
-def _read_examples(path: str, task: Any, language: str) -> list:
-    """A dev or test set: a data file in the task's format (``language``'s rows of a file
-    that holds every language), or a bucket set's own file."""
-    from fsxlt.data import read_examples
-    from fsxlt.sampling.store import MANIFEST, read_examples_jsonl
-
-    if Path(path).suffix == ".jsonl" and (Path(path).parent / MANIFEST).is_file():
-        return read_examples_jsonl(path)
-    return read_examples(path, task, language=language)
 
 
 def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
@@ -147,7 +137,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     try:
         task = get_task(first.task)
         start = start if start is not None else load_start(first.start, task, seed=first.seed)
-        test = (_read_examples(first.test_path, task, first.language) if first.test_path
+        test = (read_data_file(first.test_path, task, first.language) if first.test_path
                 else None)
     except Exception as err:  # every run of the group fails the same way
         for run in runs:
@@ -160,7 +150,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                                                                       r.max_seq_length)):
         batch = list(batch)
         try:
-            dev = _read_examples(dev_path, task, first.language)
+            dev = read_data_file(dev_path, task, first.language)
             if engine is not None and engine_max_len == max_len:
                 engine.replace_dev(dev, dev_path)  # same test set: keep it tokenized
             else:

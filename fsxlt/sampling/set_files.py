@@ -27,6 +27,7 @@ from fsxlt.sampling.store import (
     MANIFEST,
     check_bucket_hash,
     read_bucket,
+    read_examples_jsonl,
     read_manifest,
 )
 
@@ -93,6 +94,18 @@ def named_files(bucket: Path, digest: Digest = text_digest) -> SetFiles:
                                      None)],
                     None, str(strategy.get("name") or ""),
                     coordinates=(loose.task, loose.language, loose.k))
+
+
+def read_data_file(path: str | Path, task: Any, language: str) -> list[Any]:
+    """A dev or test set's examples: a bucket set's own file (fsxlt's JSON lines beside its
+    manifest), else a data file in the task's format (``language``'s rows of a file that
+    holds every language)."""
+    from fsxlt.data import read_examples
+
+    path = Path(path)
+    if path.suffix == ".jsonl" and (path.parent / MANIFEST).is_file():
+        return read_examples_jsonl(path)
+    return read_examples(path, task, language=language)
 
 
 def _entries(directory: Path, manifest: dict[str, Any], n_buckets: int | None,
