@@ -412,6 +412,15 @@ class WritePlan:
     versions: set[str] = field(default_factory=set)  # fsxlt versions of the done records
 
 
+def plan_messages(writes: Any) -> list[tuple[str, bool]]:
+    """What a writer says of its write plan (:func:`plan_writes`): each run found done
+    (``False``: standard output) and each record it replaces (``True``: standard error)."""
+    said = [(f"{run.id}: already done with these settings -> {run.record_path}", False)
+            for run in writes.done]
+    return said + [(f"replacing {run.record_path} ({what} differ)", True)
+                   for run, what in writes.replaced]
+
+
 def plan_writes(runs: Sequence[Any], *, replace: bool = False,
                 need_predictions: bool = False) -> WritePlan:
     """Sort runs (anything with ``task``, ``record_path``, ``config_hash`` and ``identity``)

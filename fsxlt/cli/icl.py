@@ -96,7 +96,7 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
     from fsxlt.directories import RUNS, claim
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.run import execute, load_test, prepare
-    from fsxlt.runs import plan_writes, runs_dir_lock
+    from fsxlt.runs import plan_messages, plan_writes, runs_dir_lock
     from fsxlt.training.checkpoint import resolve_device
 
     first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
@@ -117,10 +117,8 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
     claim(out, RUNS)
     with runs_dir_lock(out):
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
-        for run in writes.done:
-            typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
-        for run, what in writes.replaced:
-            typer.echo(f"replacing {run.record_path} ({what} differ)", err=True)
+        for text, to_stderr in plan_messages(writes):
+            typer.echo(text, err=to_stderr)
         pending = {run.record_path for run, _ in writes.pending}
         for item in prepared:
             if item.run.record_path not in pending:

@@ -414,7 +414,7 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
     (under the runs directory's lock); returns the outcomes of the runs that failed."""
     from fsxlt.directories import RUNS, claim
     from fsxlt.execution import run_group
-    from fsxlt.runs import plan_writes, runs_dir_lock
+    from fsxlt.runs import plan_messages, plan_writes, runs_dir_lock
 
     first = plan_writes(runs, replace=replace, need_predictions=save_predictions)  # refuse first
     loaded = None
@@ -428,10 +428,8 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
     failed: list[Any] = []
     with runs_dir_lock(out):
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
-        for run in writes.done:
-            typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
-        for run, what in writes.replaced:
-            typer.echo(f"replacing {run.record_path} ({what} differ)", err=True)
+        for text, to_stderr in plan_messages(writes):
+            typer.echo(text, err=to_stderr)
         run_group([run for run, _ in writes.pending], device=device,
                   on_result=lambda outcome: _said(outcome, runs, out, failed),
                   save_predictions=save_predictions, start=loaded)
