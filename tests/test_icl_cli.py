@@ -127,3 +127,20 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, case,
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1 and err.startswith("error:")
     assert not out.exists()
+
+
+def test_a_fixed_split_set_is_scored_on_its_own_test_set(setup, tmp_path):
+    """FewCLUE's sets carry their test set (test.jsonl): fsxlt icl reads it as sweeps do."""
+    from tests.fewclue_fixtures import write_fewclue
+
+    source = write_fewclue(tmp_path / "FewCLUE", tasks=("eprstmt",))
+    store = tmp_path / "buckets"
+    assert run_app(["buckets", "import-fewclue", str(source), "--out", str(store),
+                    "-t", "eprstmt"]) == 0
+    out = tmp_path / "runs"
+    assert run_app(["icl", "--task", "eprstmt", "--lang", "zh", "--model", str(setup["model"]),
+                    "--bucket", str(next(store.glob("eprstmt/zh/k*/00.json"))), "--out", str(out),
+                    "--test-limit", "4", "--threads", "1"]) == 0
+    records = sorted(out.glob("eprstmt/zh/k*/icl/*.json"))
+    assert [p.stem for p in records] == ["00"] and is_complete(read_record(records[0]))
+    assert read_record(records[0])["data"]["test"]["n"] == 4

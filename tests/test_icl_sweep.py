@@ -52,9 +52,7 @@ def icl_records(runs: Path) -> dict[str, dict]:
 
 
 def _untimed(record: dict) -> dict:
-    record = strip_timings(record)
-    record.pop("examples_per_s", None)
-    return record
+    return strip_timings(record)
 
 
 @pytest.fixture(scope="module")

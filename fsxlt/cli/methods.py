@@ -13,6 +13,24 @@ KIND_ABBREVIATIONS = {"classification": "cls", "tagging": "tag", "multiple_choic
 BROKEN_HEADER = "plug-ins that failed to load (fix or uninstall them):"
 
 
+def plugin_columns(name: str, cls: Any, builtin: dict[str, Any],
+                   installed: dict[str, str]) -> tuple[str, str, str]:
+    """A listed class's kinds (abbreviated), summary (else its docstring's first line) and
+    origin (``  [module:Class]`` for a plug-in, empty for a built-in)."""
+    origin = "" if name in builtin else f"  [{installed[name]}]"
+    kinds = "+".join(KIND_ABBREVIATIONS.get(k, k) for k in cls.kinds)
+    summary = cls.summary or next(iter((cls.__doc__ or "").strip().splitlines()), "")
+    return kinds, summary, origin
+
+
+def say_broken(broken: dict[str, str]) -> None:
+    """The section naming the plug-ins that failed to load, each with its error."""
+    if broken:
+        typer.echo(f"\n{BROKEN_HEADER}")
+        for message in broken.values():
+            typer.echo(f"  {message}")
+
+
 def format_default(value: Any) -> str:
     """An option's default as ``--method-opt`` and YAML write it: ``true``, ``null``, ``a,b``."""
     if isinstance(value, bool):
@@ -44,17 +62,12 @@ def methods_cmd() -> None:
     installed = plugins()
     found, broken = discover()
     for name, cls in found.items():
-        origin = "" if name in BUILTIN else f"  [{installed[name]}]"
-        kinds = "+".join(KIND_ABBREVIATIONS.get(k, k) for k in cls.kinds)
-        summary = cls.summary or next(iter((cls.__doc__ or "").strip().splitlines()), "")
+        kinds, summary, origin = plugin_columns(name, cls, BUILTIN, installed)
         typer.echo(f"{name:<16} {kinds:<11} {summary}{origin}")
         for option in cls.options:
             typer.echo(f"{'':<16} {'':<11}   --method-opt {option.name}="
                        f"{format_default(option.default)}  {option.help}")
-    if broken:
-        typer.echo(f"\n{BROKEN_HEADER}")
-        for message in broken.values():
-            typer.echo(f"  {message}")
+    say_broken(broken)
 
 
 @app.command("strategies")
@@ -78,12 +91,7 @@ def strategies_cmd() -> None:
     installed = plugins()
     found, broken = discover()
     for name, cls in found.items():
-        origin = "" if name in BUILTIN else f"  [{installed[name]}]"
-        kinds = "+".join(KIND_ABBREVIATIONS.get(k, k) for k in cls.kinds)
+        kinds, summary, origin = plugin_columns(name, cls, BUILTIN, installed)
         needs = "model" if cls.model_based else ""
-        summary = cls.summary or next(iter((cls.__doc__ or "").strip().splitlines()), "")
         typer.echo(f"{name:<16} {kinds:<8} {needs:<6} {summary}{origin}")
-    if broken:
-        typer.echo(f"\n{BROKEN_HEADER}")
-        for message in broken.values():
-            typer.echo(f"  {message}")
+    say_broken(broken)

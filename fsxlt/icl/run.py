@@ -348,10 +348,11 @@ def prepare(run: IclRun, settings: IclSettings, tokenizer: Any, model: Any,
 
 
 def load_test(run: IclRun, settings: IclSettings) -> list[Any]:
-    """A run's test examples (the seeded subset when ``test_limit`` is set)."""
-    from fsxlt.data import read_examples
+    """A run's test examples (the seeded subset when ``test_limit`` is set): a task file, or a
+    bucket set's own test set (fixed splits: FewCLUE's)."""
+    from fsxlt.sampling.set_files import read_data_file
 
-    examples = read_examples(run.test_path, run.task_spec, language=run.language)
+    examples = read_data_file(run.test_path, run.task_spec, run.language)
     if not examples:
         raise FsxltError(f"{run.test_path}: no test examples")
     return sample_test(examples, settings)

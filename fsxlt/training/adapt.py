@@ -92,7 +92,7 @@ from fsxlt.training.loop import (
 )
 from fsxlt.training.starts import bind_to_start
 
-TIMING_KEYS = ("wall_time_s",)
+TIMING_KEYS = ("wall_time_s", "examples_per_s")  # wall-clock figures (examples_per_s: ICL)
 CPU_EVAL_TOKENS = 4096
 PATIENCE_FROM = ("start", "first-improvement")
 
