@@ -54,7 +54,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +77,7 @@ from fsxlt.modeling import Featurizer, collate
 from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN
 from fsxlt.sampling.store import Bucket
 from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.training.candidates import EpochKeeper, RunKept, check_average_last, score_candidates
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
 from fsxlt.training.features import FeatureCache
 from fsxlt.training.loop import (
@@ -89,12 +90,15 @@ from fsxlt.training.loop import (
     snapshot,
     train_step,
     versions,
+    weighted_step,
 )
+from fsxlt.training.regimes import JointMixer, Regime, Step, parse_regime, regime_record
 from fsxlt.training.starts import bind_to_start
 
 TIMING_KEYS = ("wall_time_s", "examples_per_s")  # wall-clock figures (examples_per_s: ICL)
 CPU_EVAL_TOKENS = 4096
 PATIENCE_FROM = ("start", "first-improvement")
+SEQUENTIAL = Regime()  # the study's regime: the bucket alone
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,26 @@ class AdaptEngine:
         self.method: Method | None = None  # the method of the last run (its teardown is due)
         self.dev: EvalSet
         self._set_dev(dev, dev_source)
+        self.set_source()
+
+    def set_source(self, train: Sequence[Example] | None = None,
+                   dev: Sequence[Example] | None = None, *, train_source: str | None = None,
+                   dev_source: str | None = None) -> None:
+        """The source language's training set (for the joint regimes) and dev set (for the
+        ``source-dev`` candidate), tokenized once per engine and kept across runs."""
+        self.source_train = list(train) if train else None
+        self.source_train_info = data_info(train, train_source) if train else None
+        self.source_rows: dict[str, list] = {}  # per method encoding
+        self.source_dev_examples = list(dev) if dev else None
+        self.source_dev_info = data_info(dev, dev_source) if dev else None
+        self.source_dev: EvalSet | None = None
+        if dev:
+            self.source_dev = prepare_eval(self.featurizer, dev, self.device,
+                                           max_tokens=self.eval_max_tokens)
+            require_scorable(self.task, self.source_dev, dev_source or self.source_dev.name)
+        self.custom = {key: value for key, value in self.custom.items()
+                       if key[1] != "source-dev"}
+        self.features.register("source-dev", self.source_dev)
 
     def replace_dev(self, dev: Sequence[Example], dev_source: str | None = None) -> None:
         """Use another target dev set from now on; the test set and its features stay.
@@ -236,9 +260,10 @@ class AdaptEngine:
     def _eval_set(self, method: Method, split: str) -> EvalSet | None:
         """The dev or test set as ``method`` reads it: the engine's own, or the method's
         encoding of the same examples (made once per engine and method settings)."""
-        own = self.dev if split == "dev" else self.test
-        examples = self.dev_examples if split == "dev" else self.test_examples
-        key = (f"{method.name}:{json.dumps(method.config, sort_keys=True)}", split)
+        own = {"dev": self.dev, "test": self.test, "source-dev": self.source_dev}[split]
+        examples = {"dev": self.dev_examples, "test": self.test_examples,
+                    "source-dev": self.source_dev_examples}[split]
+        key = (_method_key(method), split)
         if own is None:
             return None
         if key not in self.custom:
@@ -274,10 +299,40 @@ class AdaptEngine:
         ``protocol.batch_size`` rows; each step's micro-batches, as the method reads them."""
         size = int(protocol.batch_size or len(rows))
         order = torch.randperm(len(rows), generator=generator).tolist()
-        return [self.features.bucket_batches(
-                    self._micro_batches([rows[i] for i in order[at:at + size]]),
-                    self.features.active)
+        return [self._as_batches([rows[i] for i in order[at:at + size]])
                 for at in range(0, len(rows), size)]
+
+    def _as_batches(self, rows: Sequence[Any]) -> list[dict[str, torch.Tensor]]:
+        """Training rows as the micro-batches of one step, as the active method reads them."""
+        return self.features.bucket_batches(self._micro_batches(rows), self.features.active)
+
+    def _source_train_rows(self, method: Method) -> list:
+        """The source training set as ``method`` encodes it, made once per engine and method."""
+        assert self.source_train is not None
+        key = _method_key(method)
+        if key not in self.source_rows:
+            self.source_rows[key] = self._bucket_rows(self.source_train, method)
+        return self.source_rows[key]
+
+    def _epoch_maker(self, rows: Sequence[Any], method: Method, protocol: Protocol,
+                     regime: Regime, seed: int) -> Callable[[], list[Step]]:
+        """What one epoch trains on, step by step, under ``regime`` and ``protocol``."""
+        if not regime.is_sequential:
+            mixer = JointMixer(regime, self._source_train_rows(method), rows, seed)
+            return lambda: [[(self._as_batches(group), weight) for group, weight in step]
+                            for step in mixer.epoch()]
+        if protocol.batch_size is None:  # the study's: one step on the whole bucket
+            whole = self._as_batches(rows)
+            return lambda: [[(whole, 1.0)]]
+        order = torch.Generator().manual_seed(seed)  # mini-batch order; global RNG untouched
+        return lambda: [[(batches, 1.0)] for batches in self._epoch_steps(rows, protocol, order)]
+
+    def _train_on(self, step: Step, optimizer: torch.optim.Optimizer, method: Method) -> float:
+        """One optimizer step; one group of weight 1 is the study's :func:`train_step`."""
+        if len(step) == 1 and step[0][1] == 1.0:
+            return train_step(self.model, step[0][0], optimizer, amp=self.amp,
+                              loss_fn=method.loss)
+        return weighted_step(self.model, step, optimizer, amp=self.amp, loss_fn=method.loss)
 
     def _reset(self, method: str | Method, seed: int) -> list[str]:
         """Undo the last run's method, restore the start, let ``method`` prepare the model."""
@@ -307,21 +362,22 @@ class AdaptEngine:
     def _run(self, rows: Sequence[Any], method: Method, lr: float, seed: int,
              max_epochs: int, patience: int, select_start: bool = False,
              dev_set: EvalSet | None = None, protocol: Protocol = Protocol(),
+             regime: Regime = SEQUENTIAL, keeper: EpochKeeper | None = None,
              ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """One learning rate: train, score dev after every epoch, keep the best epoch.
 
         With ``select_start`` the model as the method prepared it, before any
         step, is scored too and competes as epoch 0: adapting then never
         selects a model worse on the target dev set than its start.
-        ``protocol``: the steps of an epoch and when patience counts (module docstring).
+        ``protocol``: the steps of an epoch and when patience counts (module docstring);
+        ``regime``: what a step trains on (:mod:`fsxlt.training.regimes`); ``keeper``
+        follows the epochs for the candidates (:mod:`fsxlt.training.candidates`).
         """
         began = time.perf_counter()
         trainable = self._reset(method, seed)
         dev_set = dev_set or self.dev
-        whole = None if protocol.batch_size is not None else self.features.bucket_batches(
-            self._micro_batches(rows), self.features.active)
+        next_epoch = self._epoch_maker(rows, method, protocol, regime, seed)
         seed_all(seed)
-        order = torch.Generator().manual_seed(seed)  # mini-batch order; global RNG untouched
         optimizer = make_optimizer(self.model, lr)
         epochs: list[dict[str, Any]] = []
         best_score, best_epoch, best_dev = float("-inf"), 0, None
@@ -334,12 +390,13 @@ class AdaptEngine:
             epochs.append({"epoch": 0, "train_loss": None, "dev_score": best_score})
         n_steps = 0
         for epoch in range(1, max_epochs + 1):
-            steps = [whole] if whole is not None else self._epoch_steps(rows, protocol, order)
-            losses = [train_step(self.model, batches, optimizer, amp=self.amp,
-                                 loss_fn=method.loss) for batches in steps]
+            steps = next_epoch()
+            losses = [self._train_on(step, optimizer, method) for step in steps]
             n_steps += len(steps)
             loss = losses[0] if len(losses) == 1 else sum(losses) / len(losses)
             dev = score(self.model, dev_set, self.task, amp=self.amp)
+            if keeper is not None:
+                keeper.after_epoch(self.model, trainable, epoch)
             epochs.append({"epoch": epoch, "train_loss": loss, "dev_score": dev["score"]})
             first_score = dev["score"] if first_score is None else first_score
             if counting is None and dev["score"] > first_score:
@@ -368,7 +425,9 @@ class AdaptEngine:
               predictions: bool = False, method_options: dict[str, Any] | None = None,
               select_start: bool = False,
               predict: Sequence[Example] | None = None,
-              batch_size: int | None = None, patience_from: str = "start") -> dict[str, Any]:
+              batch_size: int | None = None, patience_from: str = "start",
+              regime: str | Regime = "sequential",
+              average_last: int | None = None) -> dict[str, Any]:
         """Adapt on one bucket over a learning-rate grid; return the run record (a dict).
 
         ``method`` is a name (built-in or installed plug-in), a
@@ -383,23 +442,37 @@ class AdaptEngine:
         of an unlabelled file; the record's ``predict`` then holds the
         selected model's label for each (``fsxlt.submission`` writes them).
         ``batch_size`` and ``patience_from``: the :class:`Protocol` (defaults: the
-        study's); the record's ``protocol`` says which one ran.
+        study's); the record's ``protocol`` says which one ran. ``regime``: a name of
+        :data:`~fsxlt.training.regimes.REGIMES` or a :class:`Regime` (joint ones need
+        :meth:`set_source`'s training set). ``average_last`` N: the record's
+        ``candidates`` (:mod:`fsxlt.training.candidates`) keep the dev and test scores
+        of the last epoch, the mean of the last N epochs, the mean over the lr grid and,
+        with a source dev set, the best epoch on it.
         """
         began = time.perf_counter()
         task = self.task
         method = get_method(method, task.kind, method_options)
         lrs, seed, max_epochs, patience = _adapt_settings(task, lrs, seed, max_epochs, patience)
         protocol = Protocol(batch_size, patience_from)
+        regime = self._check_regime(regime, protocol)
+        average_last = check_average_last(average_last)
         examples, bucket_info = self._bucket_info(bucket)
         bind_to_start(method, task, self.language, self.start)
         rows = self._bucket_rows(examples, method)
         dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
+        source_dev = self._eval_set(method, "source-dev") if average_last else None
         runs: list[dict[str, Any]] = []
+        kept: list[RunKept] = []
         chosen: tuple[float, int, dict[str, torch.Tensor]] | None = None
         for index, lr in enumerate(lrs):
+            keeper = None if average_last is None else EpochKeeper(
+                average_last, None if source_dev is None else
+                lambda: score(self.model, source_dev, task, amp=self.amp)["score"])
             run, state = self._run(rows, method, lr, seed, max_epochs, patience, select_start,
-                                   dev_set, protocol)
+                                   dev_set, protocol, regime, keeper)
             runs.append(run)
+            if keeper is not None:
+                kept.append(keeper.finish(lr))
             if chosen is None or run["dev"]["score"] > chosen[0]:
                 chosen = (run["dev"]["score"], index, state)
         assert chosen is not None
@@ -415,14 +488,48 @@ class AdaptEngine:
             predicted_extra = predict_labels(self.model, self._extra_set(method, predict),
                                              task.labels, amp=self.amp)
         settings = {"method": method, "lrs": lrs, "seed": seed, "max_epochs": max_epochs,
-                    "patience": patience, "select_start": select_start, "protocol": protocol}
+                    "patience": patience, "select_start": select_start, "protocol": protocol,
+                    "regime": regime, "average_last": average_last}
         record = self._adapt_record(settings, bucket_info, len(rows), runs, runs[chosen[1]],
                                     test, began)
         if predictions:
             record["test_predictions"] = predicted
         if predicted_extra is not None:
             record["predict"] = predicted_extra
+        if average_last is not None:
+            record["candidates"] = self._candidates(record, kept, average_last, dev_set,
+                                                    test_set)
+            record["wall_time_s"] = round(time.perf_counter() - began, 3)
         return record
+
+    def _check_regime(self, regime: str | Regime, protocol: Protocol) -> Regime:
+        """``regime`` as a :class:`Regime`, refused where it cannot run (before training)."""
+        regime = regime if isinstance(regime, Regime) else parse_regime(regime)
+        if regime.is_sequential:
+            return regime
+        if self.source_train is None:
+            raise FsxltError(f"regime {regime.name} trains on source data and the bucket "
+                             "together; give the source training set (fsxlt adapt "
+                             "--source-train FILE; sweeps: joint.source_train)")
+        if protocol.batch_size is not None:
+            raise FsxltError(f"regime {regime.name} makes its own batches; batch_size (the "
+                             "mini-batch protocol) is for the sequential regime")
+        return regime
+
+    def _candidates(self, record: dict[str, Any], kept: Sequence[RunKept], average_last: int,
+                    dev_set: EvalSet, test_set: EvalSet | None) -> dict[str, Any]:
+        """Score every model the runs kept beside the target-dev selection (the record's)."""
+        selected = {"name": "target-dev", "rule": "target-dev", "lr": record["selected_lr"],
+                    "epochs": [record["best_epoch"]], "dev": record["dev_score"],
+                    "test": record["test_score"]}
+
+        def evaluate() -> tuple[float, float | None]:
+            dev = score(self.model, dev_set, self.task, amp=self.amp)["score"]
+            test = score(self.model, test_set, self.task, amp=self.amp)["score"] \
+                if test_set is not None else None
+            return dev, test
+
+        return score_candidates(self.model, selected, kept, average_last, evaluate)
 
     def _adapt_record(self, settings: dict[str, Any], bucket_info: dict[str, Any],
                       n_rows: int, runs: list[dict[str, Any]], selected: dict[str, Any],
@@ -441,7 +548,9 @@ class AdaptEngine:
             "test": self.test_info["sha256"] if self.test_info else None,
             "batch": protocol.batch_size or "bucket", "optimizer": "adam",
             **({} if protocol.is_default else {"protocol": protocol.changes()}),
+            **self._regime_identity(settings["regime"], settings["average_last"]),
         }
+        extra = self._regime_facts(settings["regime"], settings["average_last"])
         return {
             "format": RUN_FORMAT,
             "task": task.name, "language": self.language, "k": bucket_info.get("k"),
@@ -464,8 +573,28 @@ class AdaptEngine:
             "test_score": test["score"] if test else None,
             "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
             "versions": versions(), "config_hash": config_hash(config),
-            "wall_time_s": round(time.perf_counter() - began, 3),
+            "wall_time_s": round(time.perf_counter() - began, 3), **extra,
         }
+
+    def _regime_identity(self, regime: Regime, average_last: int | None) -> dict[str, Any]:
+        """What a non-default regime or candidate keeping adds to the config hash."""
+        out: dict[str, Any] = {}
+        if not regime.is_sequential:
+            out["regime"] = {**regime.changes(), "source_train": self.source_train_info["sha256"]}
+        if average_last is not None:
+            out["average_last"] = average_last
+            if self.source_dev_info is not None:
+                out["source_dev"] = self.source_dev_info["sha256"]
+        return out
+
+    def _regime_facts(self, regime: Regime, average_last: int | None) -> dict[str, Any]:
+        """The record's ``regime`` block and the source dev set a candidate used."""
+        out: dict[str, Any] = {}
+        if not regime.is_sequential:
+            out["regime"] = regime_record(regime, self.source_train_info)
+        if average_last is not None and self.source_dev_info is not None:
+            out["source_dev"] = self.source_dev_info
+        return out
 
     def zero_shot(self, method: str | Method = "pet", seed: int | None = None, *,
                   predictions: bool = False, method_options: dict[str, Any] | None = None,
@@ -531,8 +660,7 @@ class AdaptEngine:
 
     def _extra_set(self, method: Method, examples: Sequence[Example]) -> EvalSet:
         """An unlabelled file's examples as ``method`` reads them, tokenized once per engine."""
-        key = (f"{method.name}:{json.dumps(method.config, sort_keys=True)}",
-               "predict:" + examples_digest(examples))
+        key = (_method_key(method), "predict:" + examples_digest(examples))
         if key not in self.custom:
             encoded = method.encode(self.featurizer, examples)
             self.custom[key] = make_eval_set(
@@ -566,6 +694,11 @@ class AdaptEngine:
         examples = list(bucket)
         return examples, {"id": None, "index": None, "k": None,
                           "sha256": examples_digest(examples), "n_examples": len(examples)}
+
+
+def _method_key(method: Method) -> str:
+    """A method and its options: the key of its own encodings of a data set."""
+    return f"{method.name}:{json.dumps(method.config, sort_keys=True)}"
 
 
 def strip_timings(record: Any) -> Any:

@@ -11,6 +11,7 @@ from torch.nn import functional as F
 
 from fsxlt import __version__
 from fsxlt.data import Example
+from fsxlt.errors import FsxltError
 from fsxlt.evaluation import autocast_context
 from fsxlt.fileio import sha256_text
 from fsxlt.modeling import FsxltModel
@@ -57,6 +58,34 @@ def train_step(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]],
     return loss_sum
 
 
+def weighted_step(model: FsxltModel,
+                  groups: Sequence[tuple[Sequence[dict[str, torch.Tensor]], float]],
+                  optimizer: torch.optim.Optimizer, *, amp: bool = True,
+                  loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+                  ) -> float:
+    """One optimizer step over groups of micro-batches: the loss is the sum over groups of
+    ``weight`` x the group's mean loss (over its examples or scored words).
+
+    One group of weight 1 is :func:`train_step`'s loss; two groups of 0.5 average the
+    mean losses of two languages (the joint-macro regime).
+    """
+    loss_fn = loss_fn or summed_cross_entropy
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum = 0.0
+    for batches, weight in groups:
+        total = sum(int(b["labels"].numel()) for b in batches)
+        for batch in batches:
+            with autocast_context(batch["labels"].device, amp):
+                logits = model(batch)
+            loss = loss_fn(logits, batch["labels"]) * (float(weight) / max(total, 1))
+            loss.backward()
+            loss_sum += float(loss.detach())
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss_sum
+
+
 def snapshot(model: FsxltModel, names: Sequence[str] | None = None, *,
              device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
     """Copies of parameters (all, or just ``names``), kept in memory."""
@@ -80,6 +109,40 @@ def restore(model: FsxltModel, state: dict[str, torch.Tensor],
     with torch.no_grad():
         for name, tensor in state.items():
             own[names.get(name, name)].copy_(tensor)
+
+
+def average_states(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The element-wise mean of state dicts with the same names (checkpoint averaging).
+
+    Floating-point tensors are summed in float32 (16-bit ones) or float64
+    (float32 and float64 ones), divided, and cast back to their own dtype, so
+    the mean of identical states is that state exactly; integer and bool
+    tensors (e.g. position ids) are taken from the last state unchanged. The
+    result lives where the last state's tensors live.
+    """
+    if not states:
+        raise FsxltError("cannot average zero states")
+    names = list(states[-1])
+    for i, state in enumerate(states):
+        if set(state) != set(names):
+            differ = sorted(set(state) ^ set(names))
+            raise FsxltError(f"cannot average states with different weights (state {i}: "
+                             f"{', '.join(differ[:3])}{' ...' if len(differ) > 3 else ''})")
+    out = {}
+    for name in names:
+        last = states[-1][name]
+        if not last.is_floating_point():
+            out[name] = last.detach().clone()
+            continue
+        wide = torch.float64 if last.dtype in (torch.float32, torch.float64) else torch.float32
+        total = torch.zeros(last.shape, dtype=wide, device=last.device)
+        for state in states:
+            if state[name].shape != last.shape:
+                raise FsxltError(f"cannot average {name}: shapes {tuple(state[name].shape)} "
+                                 f"and {tuple(last.shape)} differ")
+            total += state[name].detach().to(last.device, wide)
+        out[name] = (total / len(states)).to(last.dtype)
+    return out
 
 
 def examples_digest(examples: Sequence[Example]) -> str:
