@@ -10,6 +10,8 @@ Modules, one per analysis, each with the function ``fsxlt analyze`` calls:
 - :mod:`~fsxlt.analysis.attention`: the shift of [CLS] attention (:func:`attention_analysis`);
 - :mod:`~fsxlt.analysis.selection`: model selection on English and target dev
   (:func:`selection_tables`);
+- :mod:`~fsxlt.analysis.adapt_selection`: selection rules when adapting, against target dev
+  (:func:`selection_table`);
 - :mod:`~fsxlt.analysis.seeds`: seeds against buckets (:func:`seeds_vs_buckets`);
 - :mod:`~fsxlt.analysis.bucket_features`: what makes a bucket good (:func:`feature_table`);
 - :mod:`~fsxlt.analysis.plots`: their figures.
@@ -27,6 +29,7 @@ _API = {
     "selection_tables": "fsxlt.analysis.selection", "seeds_vs_buckets": "fsxlt.analysis.seeds",
     "spread_table": "fsxlt.analysis.seeds", "feature_table": "fsxlt.analysis.bucket_features",
     "correlations": "fsxlt.analysis.bucket_features",
+    "selection_table": "fsxlt.analysis.adapt_selection",
 }
 __all__ = list(_API)
 __getattr__, __dir__ = lazy_names(__name__, _API)

@@ -167,3 +167,49 @@ def attention_bars(top: pd.DataFrame, title: str, out_stem: Path) -> list[Path]:
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     return save_figure(fig, out_stem)
+
+
+def adapt_selection_lines(table: pd.DataFrame, title: str, out_stem: Path) -> list[Path]:
+    """One language's selection rules when adapting: test mean (± std over buckets) per K,
+    one colour per rule, one line per candidate (a rule's learning rates differ in line
+    style), one panel per arm, in the table's order."""
+    arms = list(dict.fromkeys(table["arm"]))
+    ks = sorted(table["k"].unique())
+    fig, axes = plt.subplots(1, len(arms), figsize=(max(4.2, 0.6 * len(ks) + 3.0) * len(arms),
+                                                     3.6), squeeze=False, sharey=True)
+    names = list(dict.fromkeys(table["candidate"]))
+    rule_of = dict(zip(table["candidate"], table["rule"], strict=True))
+    rules = list(dict.fromkeys(rule_of[name] for name in names))
+    colors = plt.get_cmap("tab10")
+    shapes = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]  # per lr within a rule
+    shape_of = {name: shapes[[n for n in names if rule_of[n] == rule_of[name]].index(name)
+                             % len(shapes)] for name in names}
+    spread = 0.3 / max(len(names) - 1, 1)
+    for ax, arm in zip(axes[0], arms, strict=True):
+        rows = table[table["arm"] == arm]
+        for i, name in enumerate(names):
+            line = rows[rows["candidate"] == name].sort_values("k")
+            if line.empty:
+                continue
+            x = [ks.index(k) + (i - (len(names) - 1) / 2) * spread for k in line["k"]]
+            style, marker = shape_of[name]
+            ax.errorbar(x, line["test_mean"], yerr=line["test_std"].fillna(0), marker=marker,
+                        markersize=4, capsize=3, linewidth=1.2, linestyle=style,
+                        color=colors(rules.index(rule_of[name]) % 10), label=name)
+        ax.set_xticks(range(len(ks)), [str(k) for k in ks])
+        ax.set_title(arm, fontsize=9)
+        ax.set_xlabel("K")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("test score (points)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for ax in axes[0][1:]:
+        more = ax.get_legend_handles_labels()
+        for handle, label in zip(*more, strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    fig.legend(handles, labels, fontsize=8, frameon=False, loc="lower center",
+               ncol=min(3, len(labels)), bbox_to_anchor=(0.5, -0.02 - 0.05 * len(labels) / 3))
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, out_stem)

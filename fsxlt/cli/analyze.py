@@ -251,26 +251,71 @@ def confusion_command(
 
 @analyze_app.command("selection")
 def selection_command(
-    checkpoints: Annotated[list[Path], typer.Argument(
-        help="Source-trained checkpoint dirs (one per seed) or their fsxlt_checkpoint.json.")],
+    paths: Annotated[list[Path], typer.Argument(
+        help="Source-trained checkpoint dirs (one per seed) or their fsxlt_checkpoint.json; "
+        "or runs directories of fsxlt adapt / sweep (not both kinds at once).")],
     langs: Annotated[list[str] | None, typer.Option(
         "--lang", help="Target language (repeatable; default: every one scored).")] = None,
     min_test_diff: Annotated[float, typer.Option(
         help="Pairs count for agreement when test scores differ by at least this (points).")
     ] = 0.5,
-    out: Annotated[Path | None, typer.Option(help="Write tables (CSV) and a plot here.")] = None,
+    tasks: Annotated[list[str] | None, typer.Option(
+        "--task", "-t", help="Runs directories: only this task (repeatable).")] = None,
+    ks: Annotated[list[int] | None, typer.Option(
+        "-k", "--k", help="Runs directories: only this K (repeatable).")] = None,
+    arms: Annotated[list[str] | None, typer.Option(
+        "--arm", help="Runs directories: only this arm, e.g. full (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="Runs directories: bootstrap seed of the gap's interval.")] = 0,
+    n_boot: Annotated[int, typer.Option(
+        "--bootstrap", help="Runs directories: bootstrap resamples.")] = 10_000,
+    out: Annotated[Path | None, typer.Option(help="Write tables (CSV) and plots here.")] = None,
 ) -> None:
-    """English-dev vs. oracle model selection, directional agreement and seed variation.
+    """Model selection: English dev vs. oracle when source-training; rules when adapting.
 
-    Needs checkpoints from fsxlt source-train --target LANG --checkpoint-test-scores
-    (every checkpoint scored on the target test sets); give several checkpoint
-    dirs (different --seed) for the min / max / spread of zero-shot scores.
+    Checkpoint dirs: needs checkpoints from fsxlt source-train --target LANG
+    --checkpoint-test-scores (every checkpoint scored on the target test sets);
+    give several checkpoint dirs (different --seed) for the min / max / spread of
+    zero-shot scores. Writes selection.csv, seed-variation.csv and a plot.
 
-    Example:
+    Runs directories: per task, language, K, arm and selection rule (target dev,
+    English dev, last epoch, averages, as the records' candidates hold them;
+    records without candidates have target dev only): the test score as mean and
+    std over buckets, the mean dev score and the gap to the target-dev selection,
+    paired by bucket, with a bootstrap interval. Writes adapt-selection.csv,
+    adapt-selection.md and a plot per task and language.
+
+    Examples:
 
       fsxlt analyze selection ckpt/xnli-s1 ckpt/xnli-s2 ckpt/xnli-s3 --out analysis/selection
+
+      fsxlt analyze selection runs/ --task xnli --lang de -k 1 -k 4 --out analysis/selection
     """
     _check_out(out)
+    from fsxlt.analysis.adapt_selection import is_runs_directory
+    from fsxlt.runs import CHECKPOINT_FILE
+
+    runs_dirs = [path for path in paths if is_runs_directory(path)]
+    if runs_dirs and len(runs_dirs) < len(paths):
+        other = next(path for path in paths if path not in runs_dirs)
+        raise FsxltError(f"{other}: not a runs directory, but {runs_dirs[0]} is one; give "
+                         "either checkpoint directories or runs directories, not both")
+    if runs_dirs:
+        _adapt_selection(runs_dirs, out, langs=langs or [], tasks=tasks or [], ks=ks or [],
+                         arms=arms or [], seed=seed, n_boot=n_boot)
+        return
+    if tasks or ks or arms:
+        raise FsxltError("--task, -k and --arm filter runs directories; checkpoints were given")
+    for path in paths:
+        if path.is_dir() and not (path / CHECKPOINT_FILE).is_file():
+            raise FsxltError(f"{path}: neither a checkpoint (no {CHECKPOINT_FILE}) nor a "
+                             "runs directory (no run records)")
+    _source_selection(paths, out, langs, min_test_diff)
+
+
+def _source_selection(checkpoints: list[Path], out: Path | None, langs: list[str] | None,
+                      min_test_diff: float) -> None:
+    """``fsxlt analyze selection`` of source-training checkpoints."""
     from fsxlt.analysis.plots import selection_bars
     from fsxlt.analysis.selection import load_source_record, selection_tables
 
@@ -284,6 +329,39 @@ def selection_command(
         selection_bars(runs, f"{task}: zero-shot by selection protocol ({len(records)} run(s))",
                        out / f"{task}-selection")
         typer.echo(f"wrote tables and a plot to {out}")
+
+
+def _adapt_selection(runs_dirs: list[Path], out: Path | None, *, langs: list[str],
+                     tasks: list[str], ks: list[int], arms: list[str], seed: int,
+                     n_boot: int) -> None:
+    """``fsxlt analyze selection`` of runs directories (fsxlt.analysis.adapt_selection)."""
+    from fsxlt.analysis.adapt_selection import (
+        filter_records,
+        read_adapt_records,
+        selection_markdown,
+        selection_table,
+    )
+    from fsxlt.analysis.plots import adapt_selection_lines
+
+    found = [record for runs in runs_dirs for record in read_adapt_records(runs)]
+    if not found:
+        raise FsxltError(f"{runs_dirs[0]}: no finished adapt records with a test score")
+    records = filter_records(found, tasks=tasks, languages=langs, ks=ks, arms=arms)
+    if not records:
+        raise FsxltError(f"{len(found)} finished adapt record(s), none of the asked "
+                         "--task / --lang / -k / --arm")
+    table = selection_table(records, seed=seed, n_boot=n_boot)
+    shown = table.assign(lr=[f"{lr:g}" if lr == lr else "-" for lr in table["lr"]])
+    _write_table(shown, None, "adapt-selection")  # learning rates readable, not 0.000
+    if out is None:
+        return
+    atomic_write_text(out / "adapt-selection.csv", table.to_csv(index=False))
+    atomic_write_text(out / "adapt-selection.md",
+                      selection_markdown(table, seed=seed, n_boot=n_boot))
+    for (task, lang), rows in table.groupby(["task", "language"], sort=True):
+        adapt_selection_lines(rows, f"{task} {lang}: test score by selection rule "
+                              "(mean ± std over buckets)", out / f"{task}-{lang}-adapt-selection")
+    typer.echo(f"wrote adapt-selection.csv, adapt-selection.md and plots to {out}")
 
 
 @analyze_app.command("seeds-vs-buckets")
