@@ -11,7 +11,9 @@
     RUNS/<task>/<lang>/k<K>/<arm>/<bucket>.predictions.jsonl   its test predictions
     RUNS/<task>/<lang>/k<K>/<arm>/submission/   its benchmark submission files
 
-*Arms.* The arm of a run names how it was made: the method, ``-epoch0``
+*Arms.* The arm of a run names how it was made: the method, ``+joint``
+(``+joint-macro``, ...) when it trained on the source data beside the bucket
+(a training regime other than the sequential one), ``-epoch0``
 when the start model competed as epoch 0, ``-nosource`` when the start was
 a pretrained encoder (no source training), ``@de`` / ``@en+de+es`` when the
 start was source-trained on anything but English, ``~diverse`` when a
@@ -68,21 +70,26 @@ EPOCH0_SUFFIX = "-epoch0"
 SOURCE_MARK = "@"          # full@de: adapted from a model source-trained on German
 DEFAULT_SOURCE = "en"      # the study's source; its arms carry no mark
 STRATEGY_MARK = "~"        # full~diverse: adapted on buckets a selection strategy built
+REGIME_MARK = "+"          # full+joint: trained on the source data beside the bucket
+DEFAULT_REGIME = "sequential"  # the study's regime (adapt on the bucket alone): no mark
 ADAPT_WRITER = "fsxlt adapt"
 
 
 # --------------------------------------------------------------------------- arms
 
 def arm_name(method: str, source_training: bool, select_start: bool = False,
-             source_languages: Sequence[str] | None = None, strategy: str = "") -> str:
+             source_languages: Sequence[str] | None = None, strategy: str = "",
+             regime: str = DEFAULT_REGIME) -> str:
     """The arm of a run from its facts (see the module docstring).
 
-    Epoch-0 runs, runs from other sources and runs on a strategy's buckets get an
-    arm of their own so that they sit beside the study's protocol in one runs
-    directory, are never averaged with it, and ``fsxlt report --compare full@de
-    full`` pairs them bucket by bucket.
+    Epoch-0 runs, runs from other sources, runs of another training regime and
+    runs on a strategy's buckets get an arm of their own so that they sit beside
+    the study's protocol in one runs directory, are never averaged with it, and
+    ``fsxlt report --compare full@de full`` (``full+joint full``) pairs them
+    bucket by bucket.
     """
-    arm = f"{method}{EPOCH0_SUFFIX}" if select_start else method
+    arm = method if regime == DEFAULT_REGIME else f"{method}{REGIME_MARK}{regime}"
+    arm = f"{arm}{EPOCH0_SUFFIX}" if select_start else arm
     if not source_training:
         arm = f"{arm}{NOSOURCE_SUFFIX}"
     else:
@@ -92,8 +99,9 @@ def arm_name(method: str, source_training: bool, select_start: bool = False,
 
 
 def arm_of(record: dict[str, Any]) -> str:
-    """The arm of an adapt record, from its own facts: method, whether its start was
-    source-trained (and on what), epoch-0 selection and the bucket set's strategy."""
+    """The arm of an adapt record, from its own facts: method, training regime, whether its
+    start was source-trained (and on what), epoch-0 selection and the bucket set's
+    strategy."""
     if isinstance(record.get("icl"), dict):  # in-context learning: no start, no source
         return arm_name(str(record["method"]), True,
                         strategy=str((record.get("bucket") or {}).get("strategy") or ""))
@@ -102,7 +110,15 @@ def arm_of(record: dict[str, Any]) -> str:
     source_training = bool(model.get("source_training", True))
     return arm_name(str(record["method"]), source_training, bool(record.get("select_start")),
                     start.get("source_languages") or record.get("source_languages"),
-                    str((record.get("bucket") or {}).get("strategy") or ""))
+                    str((record.get("bucket") or {}).get("strategy") or ""),
+                    record_regime(record))
+
+
+def record_regime(record: dict[str, Any]) -> str:
+    """The training regime of an adapt record (``sequential`` for one that names none)."""
+    regime = record.get("regime")
+    return str(regime.get("name") or DEFAULT_REGIME) if isinstance(regime, dict) \
+        else DEFAULT_REGIME
 
 
 def source_name(source_languages: Sequence[str] | None) -> str:
@@ -114,6 +130,23 @@ def arm_strategy(arm: str) -> tuple[str, str]:
     """``(arm without its strategy, strategy)``; the strategy is "" for ordinary buckets."""
     base, _, strategy = arm.partition(STRATEGY_MARK)
     return base, strategy
+
+
+def arm_regime(arm: str) -> tuple[str, str]:
+    """``(arm without its regime, regime)``: ``full+joint-nosource@de~diverse`` ->
+    ``(full-nosource@de~diverse, joint)``; the regime is ``sequential`` for an arm that
+    names none."""
+    head, strategy = arm_strategy(arm)
+    head, mark, source = head.partition(SOURCE_MARK)  # a source may hold "+" (en+de)
+    method, plus, regime = head.partition(REGIME_MARK)
+    if not plus:
+        return arm, DEFAULT_REGIME
+    suffixes = ""
+    for suffix in (NOSOURCE_SUFFIX, EPOCH0_SUFFIX):  # arm_name appends them in reverse
+        if regime.endswith(suffix):
+            regime, suffixes = regime[: -len(suffix)], suffix + suffixes
+    rest = f"{suffixes}{mark}{source}" + (f"{STRATEGY_MARK}{strategy}" if strategy else "")
+    return f"{method}{rest}", regime
 
 
 def arm_source(arm: str) -> str | None:

@@ -56,7 +56,8 @@ def report_cmd(
     a bootstrap 95% CI and the Wilcoxon signed-rank p-value.
 
     Runs adapted from a model source-trained on anything but English are arms of
-    their own (full@de, full@en+de+es), never averaged with English's. --sources
+    their own (full@de, full@en+de+es), never averaged with English's; so are runs
+    of a joint training regime (full+joint, fsxlt adapt --regime). --sources
     gives the source x target table of zero-shot scores; RUNS_DIR may also hold
     source-train checkpoint directories. --strategies judges shot-selection
     strategies (fsxlt select) against random buckets of the same pools.
@@ -67,6 +68,7 @@ def report_cmd(
       fsxlt report runs --format md --out report
       fsxlt report runs --compare full fc-pooler
       fsxlt report runs --compare full@de full
+      fsxlt report runs --compare full+joint full
       fsxlt report ckpt --sources
       fsxlt report runs --strategies --out report
     """

@@ -186,6 +186,25 @@ def source_train_cmd(
                           f"{' or '.join(source_training_methods())} ('fsxlt methods' says "
                           "what each does); full is the study's.")
     ] = "full",
+    average_last: Annotated[
+        int | None,
+        typer.Option(
+            "--average-last",
+            help="Checkpoint averaging: keep each lr run's last N epochs' weights and score "
+            "candidates beside the selected checkpoint (last@LR, average-last-N@LR: the mean "
+            "of the run's last N epochs, average-lrs: the mean of the runs' last epochs); "
+            "the record's candidates holds their dev and test scores.",
+        ),
+    ] = None,
+    keep: Annotated[
+        str,
+        typer.Option(
+            "--keep",
+            help="Which candidate the checkpoint holds: selected (by --select; default), last "
+            "(one --lr), average-last (one --lr, needs --average-last) or average-lrs "
+            "(needs --average-last).",
+        ),
+    ] = "selected",
 ) -> None:
     """Source-train over the lr grid; keep the checkpoint with the best source dev score.
 
@@ -203,12 +222,19 @@ def source_train_cmd(
           --target de --target zh --out ckpt/panx-mbert
       fsxlt source-train --task panx --data-dir data/panx --source-lang en,de,es \\
           --target zh --target ar --out ckpt/panx-en-de-es
+      fsxlt source-train --task panx --data-dir data/panx --target de \\
+          --average-last 3 --keep average-lrs --out ckpt/panx-avg
+
+    With --average-last the summary lists every candidate's dev and target test
+    scores; --keep picks which one is saved (and scores zero-shot).
     """
     from fsxlt.modeling import quiet_transformers
     from fsxlt.training import save_checkpoint, source_train
+    from fsxlt.training.source_averaging import check_averaging
 
     spec = get_task(task)
     source_langs = _source_languages(spec, source_lang, data_dir)
+    check_averaging(average_last, keep, lrs or spec.training.lr_grid)  # before any data loads
     check_source_training(method_class(method))
     get_method(method, spec.kind).check_start(spec, model)  # before any model loads
     out = check_output_dir(out, "checkpoint directory")
@@ -238,6 +264,8 @@ def source_train_cmd(
         checkpoint_test_scores=checkpoint_test_scores,
         progress=True,
         method=method,
+        average_last=average_last,
+        keep=keep,
     )
     save_checkpoint(out, result.model, result.tokenizer, result.record, overwrite=overwrite)
     _print_source_result(result, source_langs == ["en"] and select == "source-dev", out)
@@ -296,9 +324,29 @@ def _print_source_result(result: Any, english: bool, out: Path) -> None:
         f"selected lr {sel['lr']:g} epoch {sel['epoch']} "
         f"({on} dev {100 * sel['dev_score']:.2f}) in {result.wall_time_s:.1f}s; wrote {out}"
     )
+    if "keep" in sel:
+        typer.echo(f"kept {sel['kept']} (--keep {sel['keep']}) instead of the selected checkpoint")
     for lang, scores in result.record["zero_shot"].items():
         what = "test (a source language, not zero-shot)" if scores.get("in_source") else "test"
         _print_scores(f"zero-shot {lang} {what}", scores)
+    if "candidates" in result.record:
+        _print_candidates(result.record["candidates"]["models"], sel.get("kept"))
+
+
+def _print_candidates(models: list[dict[str, Any]], kept: str | None) -> None:
+    """One row per candidate model: its test scores, then its dev scores (x100); the
+    kept one is marked ``*``."""
+    tests = list(models[0]["test"]) if models else []
+    devs = list(models[0]["dev"]) if models else []
+    header = ["  candidate"] + [f"test {lang}" for lang in tests] + [f"dev {lang}" for lang in devs]
+    rows = [[("* " if m["name"] == (kept or models[0]["name"]) else "  ") + m["name"]]
+            + [f"{100 * m['test'][lang]:.2f}" for lang in tests]
+            + [f"{100 * m['dev'][lang]:.2f}" for lang in devs] for m in models]
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    typer.echo("candidates (* the saved model):")
+    for row in [header, *rows]:
+        typer.echo("  ".join(str(cell).ljust(w) if i == 0 else str(cell).rjust(w)
+                             for i, (cell, w) in enumerate(zip(row, widths, strict=True))))
 
 
 @app.command("adapt")
@@ -367,6 +415,30 @@ def adapt_cmd(
         ),
     ] = False,
     replace: Replace = False,
+    regime: Annotated[str, typer.Option(
+        "--regime", help="Training regime: sequential (the bucket alone; the study's), "
+        "joint, joint-mixup or joint-macro (the source language's training data beside "
+        "the bucket; needs --source-train). A joint run's arm is e.g. full+joint.")
+    ] = "sequential",
+    source_train: Annotated[Path | None, typer.Option(
+        "--source-train", help="The source language's train file, in the task's format "
+        "(joint regimes).")] = None,
+    joint_batch_size: Annotated[int | None, typer.Option(
+        "--joint-batch-size", min=1, help="Joint regimes: source examples per step (joint: "
+        "examples per step); default 32.")] = None,
+    joint_steps: Annotated[int | None, typer.Option(
+        "--joint-steps", min=1, help="Joint regimes: optimizer steps per epoch (between two "
+        "dev scores); default 20.")] = None,
+    target_repeat: Annotated[int | None, typer.Option(
+        "--target-repeat", min=1, help="joint: copies of the bucket in the shuffled pool "
+        "beside the source data; default 100.")] = None,
+    average_last: Annotated[int | None, typer.Option(
+        "--average-last", help="Also keep candidate models: the average of the last N "
+        "epochs' weights and the last epoch (per lr) and the average over the lrs; the "
+        "record's candidates hold each one's dev and test score.")] = None,
+    source_dev: Annotated[Path | None, typer.Option(
+        "--source-dev", help="The source language's dev file: its best epoch is one more "
+        "candidate (with --average-last).")] = None,
 ) -> None:
     """Adapt a model on a bucket (or every bucket of a set) and write one record per run.
 
@@ -376,7 +448,8 @@ def adapt_cmd(
     built and written exactly as a sweep's: a run whose record with the same
     settings is already in --out is skipped (and said so), a finished record of
     other settings is refused unless --replace. Starting from a pretrained
-    encoder (not an fsxlt checkpoint) files the run under the -nosource arm.
+    encoder (not an fsxlt checkpoint) files the run under the -nosource arm; a
+    joint regime (--regime) under its own arm (full+joint, full+joint-nosource).
 
     Example:
 
@@ -387,6 +460,9 @@ def adapt_cmd(
           --method-opt rank=4 --select-start --from ckpt/panx-mbert --data-dir data/panx --out runs
       fsxlt adapt --task eprstmt --lang zh --bucket buckets/fewclue/eprstmt/zh/k32 \\
           --from bert-base-multilingual-cased --predict FewCLUE/eprstmt/test.json --out runs
+      fsxlt adapt --task xnli --lang de --bucket buckets/xnli/de/k8 --from ckpt/xnli-mbert \\
+          --regime joint --source-train data/xnli/train-en.tsv --average-last 3 \\
+          --source-dev data/xnli/dev-en.tsv --data-dir data/xnli --out runs
     """
     from fsxlt.execution import adapt_plan
 
@@ -398,7 +474,11 @@ def adapt_cmd(
                       max_epochs=max_epochs, patience=patience,
                       max_seq_length=max_seq_length, select_start=select_start,
                       predict=predict, dev=dev_file, test=test_file, no_test=no_test,
-                      data_dir=data_dir, batch_size=batch_size, patience_from=patience_from)
+                      data_dir=data_dir, batch_size=batch_size, patience_from=patience_from,
+                      regime=regime, source_train=source_train, source_dev=source_dev,
+                      average_last=average_last, regime_options={
+                          "batch_size": joint_batch_size, "steps_per_epoch": joint_steps,
+                          "target_repeat": target_repeat})
     failed = _run_adapt(runs, out, replace=replace, save_predictions=save_predictions,
                         device=device)
     if failed:

@@ -11,9 +11,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan, parse_patience_from
 from fsxlt.execution.inputs import data_file
 from fsxlt.execution.spec import Hashes, RunSpec, build_run
-from fsxlt.runs import (
-    is_checkpoint,
-)
+from fsxlt.runs import DEFAULT_REGIME, is_checkpoint
 from fsxlt.sampling.set_files import SetFiles, named_files
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -26,11 +24,16 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                predict: Path | None = None, dev: Path | None = None, test: Path | None = None,
                no_test: bool = False, data_dir: Path | None = None,
                batch_size: int | None = None, patience_from: str | None = None,
-               ) -> list[RunSpec]:
+               regime: str = DEFAULT_REGIME, regime_options: dict[str, Any] | None = None,
+               source_train: Path | None = None, source_dev: Path | None = None,
+               average_last: int | None = None) -> list[RunSpec]:
     """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
     bucket file), built as a sweep builds them, so both write the same records.
 
     ``batch_size`` / ``patience_from``: the adapting protocol (None: the study's).
+    ``regime`` (:mod:`fsxlt.training.regimes`) with its ``regime_options`` and, for a joint
+    one, the ``source_train`` file; ``average_last`` N keeps candidate models (the average
+    of the last N epochs, the last epoch and, given ``source_dev``, the best epoch on it).
     Defaults come from the task; each bucket selects on ``dev`` if given, else its own
     dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
     train) or the set's remaining dev examples (tasks sampled from dev).
@@ -56,7 +59,11 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                         else int(max_seq_length)),
         no_source=None, method_options={method: dict(method_options)} if method_options else {},
         select_start=select_start, predict=str(predict) if predict is not None else None,
-        batch_size=batch_size, patience_from=parse_patience_from(patience_from, "--patience-from"))
+        batch_size=batch_size, patience_from=parse_patience_from(patience_from, "--patience-from"),
+        **_regime_fields(regime, regime_options or {}, source_train, source_dev, average_last))
+    if plan.regimes != (DEFAULT_REGIME,) and batch_size is not None:
+        raise FsxltError(f"--batch-size (the mini-batch protocol) is for the sequential "
+                         f"regime; --regime {regime} makes its own batches (--joint-batch-size)")
     plan.method(method).check_start(spec, start)  # an unknown method, a bad option, a task
     # or start it cannot use (pet: no pattern, no masked-LM head): one line, before anything
     hashes = Hashes()
@@ -80,8 +87,40 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
         runs.append(build_run(plan, language, k, (index, name), method, start,
                               start_is_checkpoint, path, Path(chosen_dev),
                               Path(test_path) if test_path else None, Path(out), hashes, None,
-                              files.strategy))
+                              files.strategy, plan.regimes[0]))
     return runs
+
+
+def _regime_fields(regime: str, options: dict[str, Any], source_train: Path | None,
+                   source_dev: Path | None, average_last: int | None) -> dict[str, Any]:
+    """``fsxlt adapt``'s regime and candidates as TaskPlan fields, each checked: a regime
+    it knows with settings it takes, the source train file a joint regime needs (and
+    only it), average_last >= 1 and a source dev file only beside it."""
+    from fsxlt.training.regimes import parse_regime
+
+    options = {key: value for key, value in options.items() if value is not None}
+    parsed = parse_regime(regime, None, "--regime")
+    if not parsed.is_sequential:
+        parse_regime(regime, options, f"--regime {regime}")
+        if source_train is None:
+            raise FsxltError(f"--regime {regime} trains on the source data beside the bucket; "
+                             "pass --source-train FILE (the source language's train file)")
+    elif options or source_train is not None:
+        raise FsxltError("--source-train, --joint-batch-size, --joint-steps and "
+                         "--target-repeat set a joint regime; pass --regime joint (or "
+                         "joint-mixup, joint-macro)")
+    if average_last is not None and average_last < 1:
+        raise FsxltError(f"--average-last must be at least 1, got {average_last}")
+    if source_dev is not None and average_last is None:
+        raise FsxltError("--source-dev selects the source-dev candidate of --average-last; "
+                         "pass --average-last N too")
+    for path, what in ((source_train, "--source-train"), (source_dev, "--source-dev")):
+        if path is not None and not Path(path).is_file():
+            raise FsxltError(f"{path}: {what} file not found")
+    return {"regimes": (parsed.name,), "regime_options": dict(options),
+            "source_train": str(source_train) if source_train is not None else None,
+            "source_dev": str(source_dev) if source_dev is not None else None,
+            "average_last": average_last}
 
 
 def _adapt_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:

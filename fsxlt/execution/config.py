@@ -30,6 +30,16 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # in-context learning arms on the same buckets, and at
                                     # K=0 (fsxlt.execution.icl_config); methods: [] runs
                                     # them alone
+    regimes: [sequential]           # training regimes: sequential (the bucket alone), joint,
+                                    # joint-mixup, joint-macro (the source data beside it);
+                                    # each (method, regime) is an arm: full, full+joint
+    joint: null                     # the joint regimes' settings: {source_train: PATH (the
+                                    # source language's train file, required), batch_size: 32,
+                                    # steps_per_epoch: 20, target_repeat: 100}
+    average_last: null              # N: also keep the average of the last N epochs' weights
+                                    # (and the last epoch, per lr) as candidate models
+    source_dev: null                # PATH: the source language's dev file, whose best epoch is
+                                    # one more candidate (needs average_last)
     tasks:
       xnli: {languages: [de, fr], k: [1, 2, 4, 8]}
       marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
@@ -37,6 +47,11 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
 ``batch_size`` and ``patience_from`` are the adapting protocol
 (:class:`fsxlt.training.adapt.Protocol`); a run's identity holds them only
 when they are not the study's defaults, so existing records keep theirs.
+Likewise ``regimes`` (:mod:`fsxlt.training.regimes`): a sequential run's
+identity names no regime, a joint run's holds the regime, its settings and the
+content hash of ``source_train``; ``average_last`` and ``source_dev`` enter
+the identity only when set. Source files are read in the task's format, in its
+source language.
 
 Every top-level key except ``out`` and ``tasks`` may be overridden per task;
 ``{task}`` in a path is replaced by the task name. Paths are relative to the
@@ -73,12 +88,13 @@ from fsxlt.config_checks import (
 from fsxlt.errors import FsxltError
 from fsxlt.execution.icl_config import IclPlan, parse_icl
 from fsxlt.fileio import parse_yaml
+from fsxlt.runs import DEFAULT_REGIME
 from fsxlt.tasks import TaskSpec, get_task
 
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
             "max_epochs", "patience", "max_seq_length", "no_source_training",
             "method_options", "select_start", "predict", "batch_size", "patience_from",
-            "icl")
+            "icl", "regimes", "joint", "average_last", "source_dev")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from")
 
@@ -110,6 +126,11 @@ class TaskPlan:
     batch_size: int | None = None   # the adapting protocol (fsxlt.training.adapt.Protocol)
     patience_from: str = "start"
     icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
+    regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # training regimes (fsxlt.training.regimes)
+    regime_options: dict[str, Any] = field(default_factory=dict)  # joint: less source_train
+    source_train: str | None = None  # the joint regimes' source train file
+    source_dev: str | None = None    # the source dev file of the source-dev candidate
+    average_last: int | None = None  # candidates: the average of the last N epochs
 
     def method(self, ref: str) -> Any:
         """The configured :class:`~fsxlt.methods.Method` for a method reference of this task."""
@@ -185,7 +206,7 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         no_source=no_source, method_options=options,
         select_start=flag(merged["select_start"], where, "select_start"),
         predict=_path(merged, "predict", where, name), icl=icl,
-        **_protocol(merged, spec, where))
+        **_protocol(merged, spec, where), **_regimes(merged, where, name))
 
 
 def _languages(spec: TaskSpec, raw: dict[str, Any], where: str) -> tuple[str, ...]:
@@ -254,6 +275,43 @@ def _protocol(merged: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, A
             "max_seq_length": pick("max_seq_length", training.max_seq_length, 8),
             "batch_size": _batch_size(merged["batch_size"], where),
             "patience_from": parse_patience_from(merged["patience_from"], where)}
+
+
+def _regimes(merged: dict[str, Any], where: str, task: str) -> dict[str, Any]:
+    """The training regimes of a task, their settings (``joint``), ``average_last`` and
+    ``source_dev``, as TaskPlan fields; each regime checked with its settings."""
+    from fsxlt.training.regimes import parse_regime
+
+    names = tuple(dict.fromkeys(
+        text(x, where, "regimes") or "" for x in as_list(merged["regimes"], where, "regimes")))
+    options = mapping(merged["joint"], where, "joint", " ({source_train: PATH, ...})")
+    source_train = text(options.pop("source_train", None), where, "joint.source_train")
+    joined = [name for name in names
+              if not parse_regime(name, None, f"{where}: regimes").is_sequential]
+    for name in joined:
+        parse_regime(name, options, f"{where}: joint")
+    if joined and source_train is None:
+        raise FsxltError(f"{where}: regimes {', '.join(joined)} train on the source data "
+                         "beside the bucket; give its file as joint: {source_train: PATH}")
+    no_source = merged["no_source_training"]
+    if joined and (merged["batch_size"] is not None or isinstance(no_source, dict)
+                   and no_source.get("batch_size") is not None):
+        raise FsxltError(f"{where}: batch_size (the mini-batch protocol) is for the "
+                         f"sequential regime; {', '.join(joined)} make their own batches "
+                         "(joint: {batch_size: N})")
+    source_train = _expand(source_train, where, "joint.source_train", task) if joined \
+        else None
+    source_dev = _path(merged, "source_dev", where, task)
+    if source_dev is not None and merged["average_last"] is None:
+        raise FsxltError(f"{where}: source_dev selects the source-dev candidate of "
+                         "average_last; set average_last: N too")
+    for key, path in (("joint.source_train", source_train), ("source_dev", source_dev)):
+        if path is not None and not Path(path).is_file():
+            raise FsxltError(f"{where}: {key}: {path} not found")
+    return {"regimes": names or (DEFAULT_REGIME,), "regime_options": options,
+            "source_train": source_train, "source_dev": source_dev,
+            "average_last": None if merged["average_last"] is None else number(
+                merged["average_last"], where, "average_last", int, 1)}
 
 
 def _batch_size(value: Any, where: str) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from itertools import product
 from pathlib import Path
 
 from fsxlt.errors import FsxltError
@@ -49,8 +50,9 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes) -> ZeroShot
 
 def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
     """Every run of the sweep (sorted by task, language, K, arm, bucket) and the K=0 records:
-    the adapting runs (:class:`RunSpec`) and the ICL arms' runs on the same buckets and at
-    K=0 (:class:`~fsxlt.execution.icl_runs.IclSweepRun`).
+    the adapting runs (:class:`RunSpec`: one per method and training regime, each pair an
+    arm of its own) and the ICL arms' runs on the same buckets and at K=0
+    (:class:`~fsxlt.execution.icl_runs.IclSweepRun`).
 
     Reads bucket manifests and hashes input files; missing inputs are one-line errors.
     ``missing_starts_ok`` (a dry run): a ``start`` that does not exist yet (a checkpoint
@@ -77,12 +79,12 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                 if untrained_sets is None and files.buckets:
                     untrained_sets = (files.buckets[0][3] or shared_dev, test)
                 for start, source_training, methods, arm_plan in starts:
-                    for method in methods:
+                    for method, regime in product(methods, arm_plan.regimes):
                         for index, name, bucket, dev in files.buckets:
                             result.runs.append(build_run(
                                 arm_plan, lang, k, (index, name), method, start,
                                 source_training, bucket, dev or shared_dev, test, out, hashes,
-                                config.name, files.strategy))
+                                config.name, files.strategy, regime))
                 result.runs += icl_cell_runs(plan, lang, k, files, test, out, hashes,
                                              config.name)
             if untrained_sets is not None:

@@ -21,6 +21,7 @@ from fsxlt.execution.config import TaskPlan
 from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.runs import (
     ADAPT_WRITER,
+    DEFAULT_REGIME,
     arm_name,
     identity_hash,
     record_path,
@@ -65,6 +66,11 @@ class RunSpec:
     writer: str = ""          # who writes the record: "sweep 'NAME'" or "fsxlt adapt"
     batch_size: int | None = None  # the adapting protocol (None, "start": the study's)
     patience_from: str = "start"
+    regime: str = DEFAULT_REGIME   # the training regime (fsxlt.training.regimes)
+    regime_options: str = "{}"     # its settings (Regime.changes() less the name), sorted JSON
+    source_train_path: str = ""    # the joint regimes' source train file
+    source_dev_path: str = ""      # the source dev file of the source-dev candidate
+    average_last: int | None = None  # candidates: the average of the last N epochs
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -80,7 +86,13 @@ class RunSpec:
     @property
     def arm(self) -> str:
         return arm_name(self.method, self.source_training, self.select_start,
-                        self.source_languages, self.strategy)
+                        self.source_languages, self.strategy, self.regime)
+
+    def load_regime(self) -> Any:
+        """The :class:`~fsxlt.training.regimes.Regime` this run trains in."""
+        from fsxlt.training.regimes import parse_regime
+
+        return parse_regime(self.regime, json.loads(self.regime_options), self.id)
 
     @property
     def bucket_name(self) -> str:
@@ -158,10 +170,40 @@ def sweep_writer(name: str) -> str:
     return f"sweep {name!r}" if name else "fsxlt sweep"
 
 
+def regime_settings(plan: TaskPlan, regime: str, hashes: Hashes, adapting: bool = True,
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A run's training regime and candidate models: its identity entries and its RunSpec
+    fields. Only what is not the study's enters the identity (a sequential run without
+    candidates has none), so every earlier identity stays as it was. ``adapting`` False
+    (a K=0 run, which trains nothing): none."""
+    from fsxlt.training.regimes import parse_regime
+
+    identity: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    if not adapting:
+        return identity, fields
+    if regime != DEFAULT_REGIME:
+        changes = {key: value for key, value in parse_regime(
+            regime, plan.regime_options, plan.task).changes().items() if key != "name"}
+        if plan.source_train is None:
+            raise FsxltError(f"{plan.task}: regime {regime} trains on the source data beside "
+                             "the bucket; it needs a source train file")
+        identity.update(regime=regime, regime_options=changes,
+                        source_train=hashes.file(Path(plan.source_train)))
+        fields.update(regime=regime, regime_options=json.dumps(changes, sort_keys=True),
+                      source_train_path=plan.source_train)
+    if plan.average_last is not None:
+        identity["average_last"] = fields["average_last"] = plan.average_last
+        if plan.source_dev is not None:
+            identity["source_dev"] = hashes.file(Path(plan.source_dev))
+            fields["source_dev_path"] = plan.source_dev
+    return identity, fields
+
+
 def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str,
               start: str, source_training: bool, bucket: Path | None, dev: Path,
               test: Path | None, out: Path, hashes: Hashes, sweep: str | None,
-              strategy: str = "") -> RunSpec:
+              strategy: str = "", regime: str = DEFAULT_REGIME) -> RunSpec:
     """One run's spec; ``sweep`` is the sweep's name (None: ``fsxlt adapt`` writes it).
     ``bucket`` None: the K=0 run of a method that scores untrained (no bucket, k 0)."""
     index, name = bucket_id
@@ -188,8 +230,11 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         if not predict.is_file():
             raise FsxltError(f"{predict}: file to predict for {plan.task} not found")
         identity["predict"] = hashes.file(predict)
+    regime_identity, regime_fields = regime_settings(plan, regime, hashes, bucket is not None)
+    identity.update(regime_identity)
     sources = hashes.sources(start) if source_training else ()
-    arm = arm_name(method.name, source_training, plan.select_start, sources, strategy)
+    arm = arm_name(method.name, source_training, plan.select_start, sources, strategy,
+                   regime_fields.get("regime", DEFAULT_REGIME))
     stem = name or bucket_name(index)
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start,
@@ -208,4 +253,5 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    source_languages=sources, strategy=strategy,
                    identity_json=json.dumps(identity, sort_keys=True),
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
-                   batch_size=plan.batch_size, patience_from=plan.patience_from)
+                   batch_size=plan.batch_size, patience_from=plan.patience_from,
+                   **regime_fields)

@@ -10,6 +10,9 @@ and builds one :class:`~fsxlt.training.AdaptEngine`; when the dev set
 changes (XNLI/PAWS-X: one per K, the dev examples the K's buckets left
 over) it swaps the engine's dev set and keeps everything else (a different
 ``max_seq_length`` gets a new engine, with the start's weights restored).
+The source data of the joint regimes and of the source-dev candidate is read
+once per group and given to the engine (``set_source``) when a run needs
+other source data than the one before it (:class:`SourceSets`).
 It calls ``engine.adapt`` for each run; training itself is the engine's job.
 
 Every run ends in exactly one atomically written record (format and rule:
@@ -86,7 +89,8 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
                               seed=run.seed, max_epochs=run.max_epochs, patience=run.patience,
                               predictions=test is not None, select_start=run.select_start,
                               predict=unlabelled[0] if unlabelled else None,
-                              batch_size=run.batch_size, patience_from=run.patience_from)
+                              batch_size=run.batch_size, patience_from=run.patience_from,
+                              regime=run.load_regime(), average_last=run.average_last)
         record["bucket"]["path"] = run.bucket_path
     if arm_of(record) != run.arm:  # the facts the run was filed by must be the record's
         raise FsxltError(f"the run was planned as arm {run.arm} but its record says "
@@ -145,7 +149,9 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
         return outcomes
     engine, engine_max_len = None, None
     to_predict: dict[str, tuple[list, list]] = {}  # unlabelled files, read once per group
-    ordered = sorted(runs, key=lambda r: (r.dev_path, r.max_seq_length, r.k, r.arm, r.index))
+    sources = SourceSets(task, task.source_language)
+    ordered = sorted(runs, key=lambda r: (r.dev_path, r.max_seq_length, r.source_train_path,
+                                          r.source_dev_path, r.k, r.arm, r.index))
     for (dev_path, max_len), batch in groupby(ordered, key=lambda r: (r.dev_path,
                                                                       r.max_seq_length)):
         batch = list(batch)
@@ -162,6 +168,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                                      dev_source=dev_path, test_source=first.test_path or None,
                                      device=device, max_seq_length=max_len)
                 engine_max_len = max_len
+                sources.held = ("", "")  # a new engine holds no source data
         except Exception as err:
             for run in batch:
                 report(write_error(run, err, "engine"))
@@ -171,10 +178,45 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                 return outcomes
             try:
                 unlabelled = _unlabelled(run.predict_path, task, run.language, to_predict)
+                sources.give(engine, run)
                 report(_adapt_one(engine, run, test if save_predictions else None, unlabelled))
             except Exception as err:
                 report(write_error(run, err, "adapt"))
     return outcomes
+
+
+class SourceSets:
+    """The source data of a group's runs (the joint regimes' train set, the source-dev
+    candidate's dev set): each file read once per group, and given to the engine only
+    when a run needs other source data than the engine holds (runs are sorted by their
+    source files, so an engine tokenizes each once)."""
+
+    def __init__(self, task: Any, language: str):
+        self.task = task
+        self.language = language  # the task's source language: its rows of the files
+        self.examples: dict[str, list] = {}
+        self.held = ("", "")  # (train file, dev file) the engine holds; "": none
+
+    def read(self, path: str) -> list | None:
+        if not path:
+            return None
+        if path not in self.examples:
+            self.examples[path] = read_data_file(path, self.task, self.language)
+        return self.examples[path]
+
+    def give(self, engine: Any, run: RunSpec) -> None:
+        """Make ``engine`` hold the source data ``run`` reads: the train set of a joint
+        run; the dev set (or none) of a run that keeps candidates. What a run does not
+        read stays as it is, so a sequential run between joint ones costs no
+        tokenizing."""
+        train, dev = self.held
+        wanted = (run.source_train_path if run.source_train_path else train,
+                  run.source_dev_path if run.average_last is not None else dev)
+        if wanted == self.held:
+            return
+        engine.set_source(self.read(wanted[0]), self.read(wanted[1]),
+                          train_source=wanted[0] or None, dev_source=wanted[1] or None)
+        self.held = wanted
 
 
 def _run_icl_group(runs: Sequence[IclSweepRun], device: str,

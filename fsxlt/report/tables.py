@@ -30,7 +30,14 @@ import pandas as pd
 
 from fsxlt.methods import METHODS, method_label
 from fsxlt.report.records import Records
-from fsxlt.runs import NOSOURCE_SUFFIX, SOURCE_MARK, arm_source, arm_strategy
+from fsxlt.runs import (
+    DEFAULT_REGIME,
+    NOSOURCE_SUFFIX,
+    SOURCE_MARK,
+    arm_regime,
+    arm_source,
+    arm_strategy,
+)
 
 EXPECTED_BUCKETS = 40
 FIXED_SPLITS = 5  # FewCLUE: splits 0-4 (its union "all" is shown beside them)
@@ -40,16 +47,19 @@ IN_SOURCE_MARK = "*"  # a K=0 score on a language the start was trained on: not 
 
 def arm_label(arm: str, *, name_source: bool = False) -> str:
     """``Full FT``, ``Full FT, source de``, ``Full FT, no source-training``, and
-    ``, diverse buckets`` for runs on a selection strategy's buckets; ``name_source``
-    names English too (``Full FT, source en``)."""
+    ``, diverse buckets`` for runs on a selection strategy's buckets, ``, joint training``
+    for runs of another training regime; ``name_source`` names English too
+    (``Full FT, source en``)."""
     source = arm_source(arm)
+    arm, regime = arm_regime(arm)
     arm, strategy = arm_strategy(arm)
     suffix = f", {strategy} buckets" if strategy else ""
+    trained = "" if regime == DEFAULT_REGIME else f", {regime} training"
     if source is None:
         base = arm[: -len(NOSOURCE_SUFFIX)]
-        return f"{method_label(base)}, no source-training{suffix}"
+        return f"{method_label(base)}{trained}, no source-training{suffix}"
     base = arm.partition(SOURCE_MARK)[0]
-    label = method_label(base)
+    label = method_label(base) + trained
     named = name_source or SOURCE_MARK in arm
     return (f"{label}, source {source}" if named else label) + suffix
 
@@ -60,12 +70,13 @@ def arm_title(arm: str) -> str:
 
 
 def arm_order(arm: str) -> tuple:
+    arm, regime = arm_regime(arm)
     arm, strategy = arm_strategy(arm)
     nosource = arm.endswith(NOSOURCE_SUFFIX)
     base = arm[: -len(NOSOURCE_SUFFIX)] if nosource else arm
     base, _, source = base.partition(SOURCE_MARK)
     rank = METHODS.index(base) if base in METHODS else len(METHODS)
-    return (nosource, rank, base, source, strategy)
+    return (nosource, rank, base, regime != DEFAULT_REGIME, regime, source, strategy)
 
 
 def aggregate(records: Records, *, ddof: int = 1,

@@ -47,6 +47,7 @@ from fsxlt.training.loop import (
     train_step,
     versions,
 )
+from fsxlt.training.source_averaging import CandidateCollector, check_averaging
 from fsxlt.training.starts import bind_to_start
 
 SOURCE_FORMAT = "fsxlt-source-run/1"
@@ -119,6 +120,7 @@ class _Training:
     sets: _EvalSets
     test_every_checkpoint: bool
     bar: Any
+    collector: CandidateCollector | None = None  # the candidates beside the selected one
 
 
 @dataclass
@@ -142,7 +144,8 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
                  batch_size: int | None = None, seed: int | None = None,
                  max_seq_length: int | None = None, device: str | torch.device | None = None,
                  amp: bool = True, checkpoint_test_scores: bool = False,
-                 progress: bool = False, method: str = "full") -> SourceResult:
+                 progress: bool = False, method: str = "full",
+                 average_last: int | None = None, keep: str = "selected") -> SourceResult:
     """Source-train ``model_name`` on ``train``; select by the source ``dev`` score.
 
     ``source_languages`` (default: the task's, English) are the languages of
@@ -160,9 +163,20 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     is ``full`` (the study's source-training) or ``pet`` (the task's pattern
     and English verbalizer, for every language; the trained masked-LM head
     is saved with the checkpoint, so adapting with ``pet`` continues from it).
+
+    ``average_last`` N (checkpoint averaging): every lr run keeps its last N
+    epochs' weights, and the record's ``candidates`` holds the dev and test
+    scores of the selected checkpoint, each run's last epoch
+    (``last@<lr>``), the mean of each run's last N epochs
+    (``average-last-<N>@<lr>``) and the mean of the runs' last epochs
+    (``average-lrs``). ``keep`` picks the returned model: ``selected`` (the
+    default), ``last`` (one lr), ``average-last`` (one lr) or
+    ``average-lrs`` (the averages need ``average_last``); its scores become
+    the record's ``zero_shot``. See :mod:`fsxlt.training.source_averaging`.
     """
     task = get_task(task)
     schedule = _schedule(task, lrs, epochs, batch_size, seed)
+    averaging = check_averaging(average_last, keep, schedule.lrs)
     sources_langs = list(source_languages or [task.source_language])
     data = _Data(train, _source_dev(train, dev, sources_langs, select), dict(target_dev or {}),
                  dict(target_test or {}), dict(sources or {}), sources_langs, select)
@@ -180,11 +194,16 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
                disable=not progress, desc=f"source-train {task.name}", unit="step")
     training = _Training(task, model, trainer, featurizer, device, amp, schedule, sets,
                          checkpoint_test_scores, bar)
+    training.collector = CandidateCollector(averaging, lambda: _scores(training))
     search = _search(training, rows)
     bar.close()
     assert search.best is not None and search.best_state is not None
     restore(model, search.best_state)  # the masked-LM head too: best_state holds every weight
+    if averaging.active:
+        _keep_candidate(training, search, data)
     record = _record(training, search, data, model_name)
+    if averaging.active:
+        _add_candidates(record, training.collector)
     return SourceResult(model, start.tokenizer, record,
                         wall_time_s=round(time.perf_counter() - began, 3))
 
@@ -254,6 +273,10 @@ def _search(training: _Training, rows: list) -> _Search:
         seed_all(schedule.seed)
         run_best = _train_lr(training, rows, lr, search)
         search.lr_results.append({"lr": lr, "best_epoch": run_best[1], "best_dev": run_best[0]})
+        if training.collector is not None:
+            training.collector.run_done(model, lr, schedule.epochs)
+    if training.collector is not None:
+        training.collector.grid_done(model, schedule.epochs)
     return search
 
 
@@ -275,6 +298,8 @@ def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tu
             training.bar.update(1)
         entry = _checkpoint_entry(training, lr, epoch, losses)
         search.checkpoints.append(entry)
+        if training.collector is not None:
+            training.collector.epoch_done(model)
         en = entry["selection_score"]
         training.bar.set_postfix(lr=lr, epoch=epoch, dev=round(en, 4))
         if en > run_best[0]:
@@ -298,6 +323,37 @@ def _checkpoint_entry(training: _Training, lr: float, epoch: int,
                          for lang, es in sets.test.items()}
     entry["selection_score"] = sets.selection_score(dev_scores)
     return entry
+
+
+def _scores(training: _Training) -> tuple[dict[str, float], dict[str, float]]:
+    """The model's score (0-1) on every dev set and every test set, as it is now."""
+    task, model, amp, sets = training.task, training.model, training.amp, training.sets
+    return ({lang: score(model, es, task, amp=amp)["score"] for lang, es in sets.dev.items()},
+            {lang: score(model, es, task, amp=amp)["score"] for lang, es in sets.test.items()})
+
+
+def _protocol(data: _Data) -> str:
+    """The selection protocol's name: the study's ``english-dev``, else ``select``."""
+    return "english-dev" if data.languages == ["en"] and data.select == "source-dev" \
+        else data.select
+
+
+def _keep_candidate(training: _Training, search: _Search, data: _Data) -> None:
+    """Score the selected checkpoint (the model holds it) as the first candidate, then load
+    the candidate ``keep`` names into the model."""
+    collector, best = training.collector, search.best
+    assert collector is not None and best is not None
+    collector.add_selected(_protocol(data), best[1], best[2])
+    if collector.kept_state is not None:
+        restore(training.model, collector.kept_state)
+
+
+def _add_candidates(record: dict[str, Any], collector: CandidateCollector) -> None:
+    """The candidates' scores, and which one the checkpoint holds when not the selected."""
+    record["candidates"] = collector.record()
+    if collector.averaging.keep != "selected":
+        record["selection"].update(keep=collector.averaging.keep,
+                                   kept=collector.kept_name())
 
 
 def _data_record(data: _Data, task: TaskSpec) -> dict[str, Any]:
@@ -338,6 +394,8 @@ def _config(training: _Training, model_name: str, data: _Data,
     if _beyond_the_study(data, task):
         config.update(source_languages=data.languages, select=data.select,
                       source_dev={lang: d["sha256"] for lang, d in read["source_dev"].items()})
+    if training.collector is not None:
+        config.update(training.collector.averaging.config())  # nothing when the defaults
     return config
 
 
@@ -372,8 +430,7 @@ def _record(training: _Training, search: _Search, data: _Data,
         "batch_size": schedule.batch_size, "seed": schedule.seed,
         "max_seq_length": training.featurizer.max_len,
         "data": read, "checkpoints": search.checkpoints, "lr_results": search.lr_results,
-        "selection": {"protocol": "english-dev" if languages == ["en"] and
-                      data.select == "source-dev" else data.select,
+        "selection": {"protocol": _protocol(data),
                       "languages": sets.selecting,
                       "lr": best[1], "epoch": best[2], "dev_score": best[0]},
         "english_dev": source_scores[languages[0]], "source_dev": source_scores,
