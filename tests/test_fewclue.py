@@ -247,8 +247,7 @@ def test_k_examples_buckets_are_exact_disjoint_and_deterministic():
 
 def test_feature_cache_gives_the_same_multiple_choice_run(store, encoder):
     from fsxlt.sampling.store import read_examples_jsonl
-    from fsxlt.training import AdaptEngine
-    from fsxlt.training.adapt import strip_timings
+    from fsxlt.training import AdaptEngine, strip_timings
 
     directory = store / "chid" / "zh" / f"k{TRAIN_SIZE}"
     records = []

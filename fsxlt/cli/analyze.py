@@ -403,7 +403,7 @@ def seeds_vs_buckets_command(
     _check_out(out)
     from fsxlt.analysis.plots import seeds_buckets_boxes
     from fsxlt.analysis.seeds import ablation_plan, seeds_vs_buckets, spread_table
-    from fsxlt.cli.train import _split
+    from fsxlt.cli.inputs import read_split
     from fsxlt.fileio import atomic_write_json
     from fsxlt.methods import get_method
     from fsxlt.modeling import quiet_transformers
@@ -424,10 +424,10 @@ def seeds_vs_buckets_command(
     if dev is None and remaining is not None:
         dev_examples, dev_src = remaining, str(where / "dev-remaining.jsonl")
     else:
-        dev_examples, dev_src = _split(spec, lang, "dev", dev, data_dir)
+        dev_examples, dev_src = read_split(spec, lang, "dev", dev, data_dir)
     test_examples, test_src = (None, None)
     if test is not None or data_dir is not None:
-        test_examples, test_src = _split(spec, lang, "test", test, data_dir)
+        test_examples, test_src = read_split(spec, lang, "test", test, data_dir)
     quiet_transformers()
     engine = AdaptEngine.from_start(spec, lang, start, dev=dev_examples, test=test_examples,
                                     seed=fixed_seed, dev_source=dev_src, test_source=test_src,

@@ -1,14 +1,14 @@
-"""``fsxlt source-train``, ``fsxlt adapt`` and ``fsxlt evaluate``: thin layers over the API."""
+"""``fsxlt source-train`` and ``fsxlt adapt``: thin layers over the API."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from fsxlt.cli.app import app
+from fsxlt.cli.inputs import limit_examples, read_split
 from fsxlt.cli.options import (
     BatchSize,
     DataDir,
@@ -26,7 +26,7 @@ from fsxlt.cli.options import (
 )
 from fsxlt.data import Example, has_labels, load_split
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
+from fsxlt.fileio import check_output_dir
 from fsxlt.methods import (
     DEFAULT_MODEL,
     check_source_training,
@@ -36,20 +36,6 @@ from fsxlt.methods import (
     source_training_methods,
 )
 from fsxlt.tasks import TaskSpec, get_task
-
-
-def _split(
-    task: TaskSpec, lang: str, split: str, path: Path | None, data_dir: Path | None
-) -> tuple[list[Example], str]:
-    """Examples and their source from an explicit file or ``data_dir`` + the task pattern."""
-    if path is not None:
-        from fsxlt.sampling.set_files import read_data_file
-
-        return read_data_file(path, task, lang), str(path)
-    if data_dir is None:
-        raise FsxltError(f"no {split} data for {lang}: pass a file or --data-dir")
-    loaded = load_split(task, lang, split, data_dir=data_dir)
-    return loaded.examples, loaded.source
 
 
 def _zero_shot_test(task: TaskSpec, lang: str,
@@ -68,12 +54,6 @@ def _zero_shot_test(task: TaskSpec, lang: str,
     typer.echo(f"note: {path}: {why}; no zero-shot test score for {lang} (pass "
                f"--target-test {lang}=FILE to score a labelled one)", err=True)
     return None
-
-
-def _limit(examples: list[Example], limit: int | None) -> list[Example]:
-    if limit is not None and limit < 1:
-        raise FsxltError("limits must be positive")
-    return examples if limit is None else examples[:limit]
 
 
 def _lang_files(values: list[str] | None, option: str) -> dict[str, Path]:
@@ -283,9 +263,9 @@ def _source_data(spec: TaskSpec, source_langs: list[str], train_file: Path | Non
     source_dev: dict[str, list[Example]] = {}
     sources: dict[str, str] = {}
     for src in source_langs:
-        part, train_src = _split(spec, src, "train", train_file, data_dir)
-        train += _limit(part, train_limit)  # the limit applies per source language
-        source_dev[src], sources[f"dev-{src}"] = _split(spec, src, "dev", dev_file, data_dir)
+        part, train_src = read_split(spec, src, "train", train_file, data_dir)
+        train += limit_examples(part, train_limit)  # the limit applies per source language
+        source_dev[src], sources[f"dev-{src}"] = read_split(spec, src, "dev", dev_file, data_dir)
         sources.setdefault("train", train_src)
         sources.setdefault("dev", sources[f"dev-{src}"])
     if len(source_langs) > 1:
@@ -304,11 +284,11 @@ def _target_data(spec: TaskSpec, targets: list[str] | None, dev_files: dict[str,
     for lang in langs:
         spec.check_language(lang)
         if lang in dev_files or data_dir is not None:
-            tdev[lang], sources[f"dev-{lang}"] = _split(
+            tdev[lang], sources[f"dev-{lang}"] = read_split(
                 spec, lang, "dev", dev_files.get(lang), data_dir
             )
         if lang in test_files:
-            ttest[lang], sources[f"test-{lang}"] = _split(
+            ttest[lang], sources[f"test-{lang}"] = read_split(
                 spec, lang, "test", test_files[lang], data_dir
             )
         elif data_dir is not None and (found := _zero_shot_test(spec, lang, data_dir)):
@@ -529,122 +509,3 @@ def _said(outcome: Any, runs: list[Any], out: Path, failed: list[Any]) -> None:
     typer.echo(f"{record['bucket']['id']}: lr {record['selected_lr']:g}, best epoch "
                f"{record['best_epoch']}, dev {100 * record['dev_score']:.2f}{test_part}"
                f" -> {record_path_of(out, record)}")
-
-
-@app.command("evaluate")
-def evaluate_cmd(
-    checkpoint: Annotated[
-        str, typer.Argument(help="Checkpoint dir (or encoder name: fresh head).")
-    ],
-    task: Annotated[str, typer.Option("--task", help="Task name or task YAML.")],
-    lang: Annotated[str, typer.Option("--lang", help="Language of the split.")],
-    split: Annotated[str, typer.Option("--split", help="train, dev or test.")] = "test",
-    file: Annotated[
-        Path | None, typer.Option("--file", help="Data file (else --data-dir).")
-    ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Task data directory.")
-    ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N examples.")] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Also write the scores as JSON.")
-    ] = None,
-    device: Device = "auto",
-    save_predictions: Annotated[
-        bool,
-        typer.Option(
-            "--save-predictions",
-            help="Also write per-example predictions beside --out (X.json -> "
-            "X.predictions.jsonl). Zero-shot predictions for the analyses: "
-            "--out RUNS/<task>/<lang>/k0/zero-shot-test.json.",
-        ),
-    ] = False,
-    replace: Annotated[
-        bool, typer.Option("--replace", help="Replace an --out file of other settings "
-                           "(else refused).")
-    ] = False,
-) -> None:
-    """Score a checkpoint on one split of one language.
-
-    Tagging tasks score every word: sentences longer than the maximum sequence
-    length (128 wordpieces) are predicted in consecutive windows, not truncated.
-
-    Examples:
-
-    \b
-      fsxlt evaluate ckpt/panx-mbert --task panx --lang de --split test \\
-          --data-dir data/panx
-      fsxlt evaluate ckpt/panx-mbert --task panx --lang de --data-dir data/panx \\
-          --save-predictions --out runs/panx/de/k0/zero-shot-test.json
-    """
-    from fsxlt.modeling import quiet_transformers
-    from fsxlt.predictions import predictions_path, write_predictions
-    from fsxlt.runs import EVALUATION_FORMAT, start_fingerprint
-    from fsxlt.training.loop import examples_digest, versions
-    from fsxlt.training.starts import checkpoint_predictions
-
-    spec = get_task(task)
-    spec.check_language(lang)
-    if save_predictions and out is None:
-        raise FsxltError("--save-predictions writes beside --out FILE.json; pass --out")
-    if out is not None:
-        check_output_file(out, "--out file")
-    examples, source = _split(spec, lang, split, file, data_dir)
-    examples = _limit(examples, limit)
-    identity = {"start": start_fingerprint(checkpoint), "task": spec.name, "language": lang,
-                "split": split, "data_sha256": examples_digest(examples),
-                "predictions": save_predictions}
-    if out is not None and _evaluation_found(out, identity, replace):
-        return
-    quiet_transformers()
-    scores, predicted = checkpoint_predictions(checkpoint, spec, examples, device=device)
-    result = {
-        "format": EVALUATION_FORMAT,
-        "checkpoint": checkpoint,
-        "task": spec.name,
-        "language": lang,
-        "split": split,
-        "data": source,
-        "data_sha256": examples_digest(examples),
-        "n_examples": len(examples),
-        "scores": scores,
-        "versions": versions(),
-        "identity": identity,
-    }
-    if save_predictions:
-        model_info = {"kind": "zero-shot", "checkpoint": checkpoint, "record": Path(out).name}
-        write_predictions(predictions_path(out), examples, predicted, task=spec, language=lang,
-                          split=split, model=model_info, data_sha256=examples_digest(examples))
-    if out is not None:
-        atomic_write_json(out, result)
-    typer.echo(json.dumps(result, ensure_ascii=False, sort_keys=True))
-
-
-def _evaluation_found(out: Path, identity: dict[str, Any], replace: bool) -> bool:
-    """Whether ``out`` already holds this evaluation (printed; nothing to do). An ``out`` of
-    other settings (or unreadable) is refused unless ``replace``: the write-once rule."""
-    if not out.exists():
-        return False
-    try:
-        held = json.loads(out.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        held = None
-    found = held.get("identity") if isinstance(held, dict) else None
-    if found == identity and (not identity["predictions"] or _predictions_exist(out)):
-        typer.echo(json.dumps(held, ensure_ascii=False, sort_keys=True))
-        typer.echo(f"{out}: already holds this evaluation (same start, task, language, split "
-                   "and data); nothing to do", err=True)
-        return True
-    if replace:
-        typer.echo(f"{out}: replacing an evaluation of other settings", err=True)
-        return False
-    what = ", ".join(k for k in identity if not isinstance(found, dict)
-                     or found.get(k) != identity[k]) or "format"
-    raise FsxltError(f"{out}: holds an evaluation of other settings ({what} differ); pass "
-                     "--replace to replace it, or write to another file")
-
-
-def _predictions_exist(out: Path) -> bool:
-    from fsxlt.predictions import predictions_path
-
-    return predictions_path(out).is_file()

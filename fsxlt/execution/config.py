@@ -45,7 +45,7 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
       marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
 
 ``batch_size`` and ``patience_from`` are the adapting protocol
-(:class:`fsxlt.training.adapt.Protocol`); a run's identity holds them only
+(:class:`fsxlt.training.protocol.Protocol`); a run's identity holds them only
 when they are not the study's defaults, so existing records keep theirs.
 Likewise ``regimes`` (:mod:`fsxlt.training.regimes`): a sequential run's
 identity names no regime, a joint run's holds the regime, its settings and the
@@ -123,7 +123,7 @@ class TaskPlan:
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     select_start: bool = False
     predict: str | None = None
-    batch_size: int | None = None   # the adapting protocol (fsxlt.training.adapt.Protocol)
+    batch_size: int | None = None   # the adapting protocol (fsxlt.training.protocol.Protocol)
     patience_from: str = "start"
     icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
     regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # training regimes (fsxlt.training.regimes)
@@ -321,7 +321,7 @@ def _batch_size(value: Any, where: str) -> int | None:
 
 def parse_patience_from(value: Any, where: str) -> str:
     """``patience_from``: ``start`` (the default) or ``first-improvement``."""
-    from fsxlt.training.adapt import PATIENCE_FROM
+    from fsxlt.training.protocol import PATIENCE_FROM
 
     return PATIENCE_FROM[0] if value is None else one_of(value, PATIENCE_FROM, where,
                                                           "patience_from")

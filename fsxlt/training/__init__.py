@@ -12,7 +12,7 @@
   rebuilt), for ``fsxlt evaluate``, shot selection and the bucket analyses.
 """
 
-from fsxlt.training.adapt import RUN_FORMAT, AdaptEngine, strip_timings
+from fsxlt.training.adapt import RUN_FORMAT, AdaptEngine
 from fsxlt.training.checkpoint import (
     Start,
     is_checkpoint,
@@ -20,6 +20,7 @@ from fsxlt.training.checkpoint import (
     resolve_device,
     save_checkpoint,
 )
+from fsxlt.training.records import strip_timings
 from fsxlt.training.source import SOURCE_FORMAT, SourceResult, source_train
 from fsxlt.training.starts import (
     OpenStart,

@@ -37,6 +37,12 @@ Records carry the protocol (``protocol``) and each run its optimizer steps;
 the record's ``config_hash`` includes the protocol only when it is not the
 default, so the study's records keep their hashes.
 
+A training regime (:mod:`fsxlt.training.regimes`) changes what a step trains on:
+the joint regimes add the source language's training data (``set_source``,
+tokenized once per engine) to the bucket. ``average_last`` keeps, beside the
+target-dev selection, the candidates of :mod:`fsxlt.training.candidates` (last
+epoch, averaged weights, best on source dev), each scored on dev and test.
+
 Starting from a plain pretrained encoder (no source-training ablation) the
 classifier is freshly initialised with the run's seed in every run.
 
@@ -52,10 +58,8 @@ in every step, ``feature_point`` for the cache.
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -63,8 +67,8 @@ import torch
 from fsxlt.data import Example
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import (
-    DEFAULT_EVAL_TOKENS,
     EvalSet,
+    eval_token_budget,
     make_eval_set,
     predict_labels,
     prepare_eval,
@@ -92,78 +96,19 @@ from fsxlt.training.loop import (
     versions,
     weighted_step,
 )
-from fsxlt.training.regimes import JointMixer, Regime, Step, parse_regime, regime_record
+from fsxlt.training.protocol import (
+    Protocol,
+    adapt_settings,
+    check_regime,
+    regime_facts,
+    regime_identity,
+)
+from fsxlt.training.records import bucket_facts
+from fsxlt.training.regimes import JointMixer, Regime, Step
 from fsxlt.training.starts import bind_to_start
 
-TIMING_KEYS = ("wall_time_s", "examples_per_s")  # wall-clock figures (examples_per_s: ICL)
-CPU_EVAL_TOKENS = 4096
-PATIENCE_FROM = ("start", "first-improvement")
 SEQUENTIAL = Regime()  # the study's regime: the bucket alone
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """How adapting trains, beyond lr, epochs and patience (module docstring).
-
-    ``batch_size``: None, the study's one step per epoch on the whole bucket;
-    N, shuffled mini-batches of N examples, one Adam step each.
-    ``patience_from``: ``start`` (the study's) or ``first-improvement``.
-    """
-
-    batch_size: int | None = None
-    patience_from: str = "start"
-
-    def __post_init__(self) -> None:
-        size = self.batch_size
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int)
-                                 or size < 1):
-            raise FsxltError(f"batch_size must be an integer >= 1 (or none: the whole "
-                             f"bucket), got {size!r}")
-        if self.patience_from not in PATIENCE_FROM:
-            raise FsxltError(f"patience_from must be one of {', '.join(PATIENCE_FROM)}, "
-                             f"got {self.patience_from!r}")
-
-    @property
-    def is_default(self) -> bool:
-        return self == Protocol()
-
-    def changes(self) -> dict[str, Any]:
-        """The settings that differ from the study's protocol (what identities add)."""
-        out: dict[str, Any] = {}
-        if self.batch_size is not None:
-            out["batch_size"] = self.batch_size
-        if self.patience_from != "start":
-            out["patience_from"] = self.patience_from
-        return out
-
-    def steps_per_epoch(self, n_examples: int) -> int:
-        return 1 if self.batch_size is None else max(1, math.ceil(n_examples / self.batch_size))
-
-
-def eval_token_budget(device: torch.device) -> int:
-    """Wordpieces per evaluation batch: large on accelerators, cache-sized on CPU.
-
-    A GPU is kept busy only by big batches; a CPU core is fastest on batches
-    that fit its caches (measured with ``scripts/bench_adapt.py``: about 4,000
-    wordpieces evaluate ~1.6x faster than 32,000 on a small encoder).
-    """
-    return CPU_EVAL_TOKENS if device.type == "cpu" else DEFAULT_EVAL_TOKENS
-
-
-def _adapt_settings(task: TaskSpec, lrs: Sequence[float] | None, seed: int | None,
-                    max_epochs: int | None, patience: int | None,
-                    ) -> tuple[list[float], int, int, int]:
-    """The lr grid, seed, epoch cap and patience of an adapt run: the task's defaults,
-    overridden by what is given, checked."""
-    grid = [float(x) for x in (lrs or task.training.lr_grid)]
-    seed = task.training.seed if seed is None else int(seed)
-    max_epochs = task.training.adapt_max_epochs if max_epochs is None else int(max_epochs)
-    patience = task.training.adapt_patience if patience is None else int(patience)
-    if max_epochs < 1 or patience < 1:
-        raise FsxltError("max_epochs and patience must be at least 1")
-    if any(not lr > 0 for lr in grid):
-        raise FsxltError(f"learning rates must be > 0, got {grid}")
-    return grid, seed, max_epochs, patience
+STUDY = Protocol()  # the study's protocol: one step per epoch on the whole bucket
 
 
 class AdaptEngine:
@@ -361,7 +306,7 @@ class AdaptEngine:
 
     def _run(self, rows: Sequence[Any], method: Method, lr: float, seed: int,
              max_epochs: int, patience: int, select_start: bool = False,
-             dev_set: EvalSet | None = None, protocol: Protocol = Protocol(),
+             dev_set: EvalSet | None = None, protocol: Protocol = STUDY,
              regime: Regime = SEQUENTIAL, keeper: EpochKeeper | None = None,
              ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """One learning rate: train, score dev after every epoch, keep the best epoch.
@@ -452,32 +397,18 @@ class AdaptEngine:
         began = time.perf_counter()
         task = self.task
         method = get_method(method, task.kind, method_options)
-        lrs, seed, max_epochs, patience = _adapt_settings(task, lrs, seed, max_epochs, patience)
+        lrs, seed, max_epochs, patience = adapt_settings(task, lrs, seed, max_epochs, patience)
         protocol = Protocol(batch_size, patience_from)
-        regime = self._check_regime(regime, protocol)
+        regime = check_regime(regime, protocol, self.source_train is not None)
         average_last = check_average_last(average_last)
-        examples, bucket_info = self._bucket_info(bucket)
+        examples, bucket_info = bucket_facts(bucket, self.task.name, self.language)
         bind_to_start(method, task, self.language, self.start)
         rows = self._bucket_rows(examples, method)
         dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
-        source_dev = self._eval_set(method, "source-dev") if average_last else None
-        runs: list[dict[str, Any]] = []
-        kept: list[RunKept] = []
-        chosen: tuple[float, int, dict[str, torch.Tensor]] | None = None
-        for index, lr in enumerate(lrs):
-            keeper = None if average_last is None else EpochKeeper(
-                average_last, None if source_dev is None else
-                lambda: score(self.model, source_dev, task, amp=self.amp)["score"])
-            run, state = self._run(rows, method, lr, seed, max_epochs, patience, select_start,
-                                   dev_set, protocol, regime, keeper)
-            runs.append(run)
-            if keeper is not None:
-                kept.append(keeper.finish(lr))
-            if chosen is None or run["dev"]["score"] > chosen[0]:
-                chosen = (run["dev"]["score"], index, state)
-        assert chosen is not None
-        if chosen[1] != len(lrs) - 1:
-            restore(self.model, chosen[2])  # same method, so the same parameter names
+        settings = {"method": method, "lrs": lrs, "seed": seed, "max_epochs": max_epochs,
+                    "patience": patience, "select_start": select_start, "protocol": protocol,
+                    "regime": regime, "average_last": average_last}
+        runs, kept, selected = self._grid(rows, settings, dev_set)
         test, predicted = None, None
         if test_set and predictions:  # the same as score(), keeping the labels
             test, predicted = score_and_predict(self.model, test_set, task, amp=self.amp)
@@ -487,10 +418,7 @@ class AdaptEngine:
         if predict is not None:
             predicted_extra = predict_labels(self.model, self._extra_set(method, predict),
                                              task.labels, amp=self.amp)
-        settings = {"method": method, "lrs": lrs, "seed": seed, "max_epochs": max_epochs,
-                    "patience": patience, "select_start": select_start, "protocol": protocol,
-                    "regime": regime, "average_last": average_last}
-        record = self._adapt_record(settings, bucket_info, len(rows), runs, runs[chosen[1]],
+        record = self._adapt_record(settings, bucket_info, len(rows), runs, runs[selected],
                                     test, began)
         if predictions:
             record["test_predictions"] = predicted
@@ -502,19 +430,32 @@ class AdaptEngine:
             record["wall_time_s"] = round(time.perf_counter() - began, 3)
         return record
 
-    def _check_regime(self, regime: str | Regime, protocol: Protocol) -> Regime:
-        """``regime`` as a :class:`Regime`, refused where it cannot run (before training)."""
-        regime = regime if isinstance(regime, Regime) else parse_regime(regime)
-        if regime.is_sequential:
-            return regime
-        if self.source_train is None:
-            raise FsxltError(f"regime {regime.name} trains on source data and the bucket "
-                             "together; give the source training set (fsxlt adapt "
-                             "--source-train FILE; sweeps: joint.source_train)")
-        if protocol.batch_size is not None:
-            raise FsxltError(f"regime {regime.name} makes its own batches; batch_size (the "
-                             "mini-batch protocol) is for the sequential regime")
-        return regime
+    def _grid(self, rows: Sequence[Any], settings: dict[str, Any], dev_set: EvalSet,
+              ) -> tuple[list[dict[str, Any]], list[RunKept], int]:
+        """One run per lr of the grid: the runs, what each kept for the candidates, and the
+        index of the selected one (best target dev; ties: the earlier lr), whose best
+        weights the model holds afterwards."""
+        method, average_last = settings["method"], settings["average_last"]
+        source_dev = self._eval_set(method, "source-dev") if average_last else None
+        runs: list[dict[str, Any]] = []
+        kept: list[RunKept] = []
+        chosen: tuple[float, int, dict[str, torch.Tensor]] | None = None
+        for index, lr in enumerate(settings["lrs"]):
+            keeper = None if average_last is None else EpochKeeper(
+                average_last, None if source_dev is None else
+                lambda: score(self.model, source_dev, self.task, amp=self.amp)["score"])
+            run, state = self._run(rows, method, lr, settings["seed"], settings["max_epochs"],
+                                   settings["patience"], settings["select_start"], dev_set,
+                                   settings["protocol"], settings["regime"], keeper)
+            runs.append(run)
+            if keeper is not None:
+                kept.append(keeper.finish(lr))
+            if chosen is None or run["dev"]["score"] > chosen[0]:
+                chosen = (run["dev"]["score"], index, state)
+        assert chosen is not None
+        if chosen[1] != len(runs) - 1:
+            restore(self.model, chosen[2])  # same method, so the same parameter names
+        return runs, kept, chosen[1]
 
     def _candidates(self, record: dict[str, Any], kept: Sequence[RunKept], average_last: int,
                     dev_set: EvalSet, test_set: EvalSet | None) -> dict[str, Any]:
@@ -548,9 +489,11 @@ class AdaptEngine:
             "test": self.test_info["sha256"] if self.test_info else None,
             "batch": protocol.batch_size or "bucket", "optimizer": "adam",
             **({} if protocol.is_default else {"protocol": protocol.changes()}),
-            **self._regime_identity(settings["regime"], settings["average_last"]),
+            **regime_identity(settings["regime"], settings["average_last"], self.source_train_info,
+                              self.source_dev_info),
         }
-        extra = self._regime_facts(settings["regime"], settings["average_last"])
+        extra = regime_facts(settings["regime"], settings["average_last"], self.source_train_info,
+                             self.source_dev_info)
         return {
             "format": RUN_FORMAT,
             "task": task.name, "language": self.language, "k": bucket_info.get("k"),
@@ -575,26 +518,6 @@ class AdaptEngine:
             "versions": versions(), "config_hash": config_hash(config),
             "wall_time_s": round(time.perf_counter() - began, 3), **extra,
         }
-
-    def _regime_identity(self, regime: Regime, average_last: int | None) -> dict[str, Any]:
-        """What a non-default regime or candidate keeping adds to the config hash."""
-        out: dict[str, Any] = {}
-        if not regime.is_sequential:
-            out["regime"] = {**regime.changes(), "source_train": self.source_train_info["sha256"]}
-        if average_last is not None:
-            out["average_last"] = average_last
-            if self.source_dev_info is not None:
-                out["source_dev"] = self.source_dev_info["sha256"]
-        return out
-
-    def _regime_facts(self, regime: Regime, average_last: int | None) -> dict[str, Any]:
-        """The record's ``regime`` block and the source dev set a candidate used."""
-        out: dict[str, Any] = {}
-        if not regime.is_sequential:
-            out["regime"] = regime_record(regime, self.source_train_info)
-        if average_last is not None and self.source_dev_info is not None:
-            out["source_dev"] = self.source_dev_info
-        return out
 
     def zero_shot(self, method: str | Method = "pet", seed: int | None = None, *,
                   predictions: bool = False, method_options: dict[str, Any] | None = None,
@@ -668,43 +591,7 @@ class AdaptEngine:
                 self.featurizer.pad_id, self.device, max_tokens=self.eval_max_tokens)
         return self.custom[key]
 
-    def _bucket_info(self, bucket: Bucket | Sequence[Example],
-                     ) -> tuple[list[Example], dict[str, Any]]:
-        if isinstance(bucket, Bucket):
-            if bucket.task != self.task.name:
-                raise FsxltError(f"bucket {bucket.id} is for task {bucket.task}, "
-                                 f"not {self.task.name}")
-            if bucket.language != self.language:
-                raise FsxltError(f"bucket {bucket.id} is for language {bucket.language}, "
-                                 f"not {self.language}")
-            info = {"id": bucket.id, "index": bucket.index, "k": bucket.k,
-                    "sha256": bucket.sha256, "n_examples": len(bucket.examples),
-                    "sampler": bucket.meta.get("sampler")}
-            if bucket.meta.get("name"):
-                info["name"] = bucket.name
-            strategy = bucket.meta.get("strategy")
-            if isinstance(strategy, dict):
-                info["strategy"] = strategy.get("name")
-                if isinstance(strategy.get("pools"), dict):  # the candidates it chose from
-                    info["strategy_pools"] = dict(
-                        strategy["pools"], source=(bucket.meta.get("source") or {}).get("sha256"))
-            if bucket.union:
-                info["union"] = True  # FewCLUE's all: reported beside the splits, not among
-            return list(bucket.examples), info
-        examples = list(bucket)
-        return examples, {"id": None, "index": None, "k": None,
-                          "sha256": examples_digest(examples), "n_examples": len(examples)}
-
 
 def _method_key(method: Method) -> str:
     """A method and its options: the key of its own encodings of a data set."""
     return f"{method.name}:{json.dumps(method.config, sort_keys=True)}"
-
-
-def strip_timings(record: Any) -> Any:
-    """A copy of a record without wall-clock fields (to compare two runs)."""
-    if isinstance(record, dict):
-        return {k: strip_timings(v) for k, v in record.items() if k not in TIMING_KEYS}
-    if isinstance(record, list):
-        return [strip_timings(v) for v in record]
-    return record

@@ -195,8 +195,10 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     training = _Training(task, model, trainer, featurizer, device, amp, schedule, sets,
                          checkpoint_test_scores, bar)
     training.collector = CandidateCollector(averaging, lambda: _scores(training))
-    search = _search(training, rows)
-    bar.close()
+    try:  # closed before an interrupt reaches the command line, which then says so
+        search = _search(training, rows)
+    finally:
+        bar.close()
     assert search.best is not None and search.best_state is not None
     restore(model, search.best_state)  # the masked-LM head too: best_state holds every weight
     if averaging.active:

@@ -1,0 +1,116 @@
+"""The adapting protocol: the lr grid, epochs and patience, mini-batches, and the regime.
+
+:class:`Protocol` holds what the study fixes and FewCLUE's fine-tuning baseline
+changes (``batch_size``, ``patience_from``; :mod:`fsxlt.training.adapt`'s
+docstring); :func:`adapt_settings` fills a run's grid, seed, epochs and
+patience from the task's defaults; :func:`check_regime` refuses a training
+regime (:mod:`fsxlt.training.regimes`) that cannot run, before any training.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fsxlt.errors import FsxltError
+from fsxlt.tasks import TaskSpec
+from fsxlt.training.regimes import Regime, parse_regime, regime_record
+
+PATIENCE_FROM = ("start", "first-improvement")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How adapting trains, beyond lr, epochs and patience (module docstring).
+
+    ``batch_size``: None, the study's one step per epoch on the whole bucket;
+    N, shuffled mini-batches of N examples, one Adam step each.
+    ``patience_from``: ``start`` (the study's) or ``first-improvement``.
+    """
+
+    batch_size: int | None = None
+    patience_from: str = "start"
+
+    def __post_init__(self) -> None:
+        size = self.batch_size
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int)
+                                 or size < 1):
+            raise FsxltError(f"batch_size must be an integer >= 1 (or none: the whole "
+                             f"bucket), got {size!r}")
+        if self.patience_from not in PATIENCE_FROM:
+            raise FsxltError(f"patience_from must be one of {', '.join(PATIENCE_FROM)}, "
+                             f"got {self.patience_from!r}")
+
+    @property
+    def is_default(self) -> bool:
+        return self == Protocol()
+
+    def changes(self) -> dict[str, Any]:
+        """The settings that differ from the study's protocol (what identities add)."""
+        out: dict[str, Any] = {}
+        if self.batch_size is not None:
+            out["batch_size"] = self.batch_size
+        if self.patience_from != "start":
+            out["patience_from"] = self.patience_from
+        return out
+
+    def steps_per_epoch(self, n_examples: int) -> int:
+        return 1 if self.batch_size is None else max(1, math.ceil(n_examples / self.batch_size))
+
+
+def adapt_settings(task: TaskSpec, lrs: Sequence[float] | None, seed: int | None,
+                    max_epochs: int | None, patience: int | None,
+                    ) -> tuple[list[float], int, int, int]:
+    """The lr grid, seed, epoch cap and patience of an adapt run: the task's defaults,
+    overridden by what is given, checked."""
+    grid = [float(x) for x in (lrs or task.training.lr_grid)]
+    seed = task.training.seed if seed is None else int(seed)
+    max_epochs = task.training.adapt_max_epochs if max_epochs is None else int(max_epochs)
+    patience = task.training.adapt_patience if patience is None else int(patience)
+    if max_epochs < 1 or patience < 1:
+        raise FsxltError("max_epochs and patience must be at least 1")
+    if any(not lr > 0 for lr in grid):
+        raise FsxltError(f"learning rates must be > 0, got {grid}")
+    return grid, seed, max_epochs, patience
+
+
+def check_regime(regime: str | Regime, protocol: Protocol, has_source_train: bool) -> Regime:
+    """``regime`` as a :class:`Regime`, refused where it cannot run (before training)."""
+    regime = regime if isinstance(regime, Regime) else parse_regime(regime)
+    if regime.is_sequential:
+        return regime
+    if not has_source_train:
+        raise FsxltError(f"regime {regime.name} trains on source data and the bucket "
+                         "together; give the source training set (fsxlt adapt "
+                         "--source-train FILE; sweeps: joint.source_train)")
+    if protocol.batch_size is not None:
+        raise FsxltError(f"regime {regime.name} makes its own batches; batch_size (the "
+                         "mini-batch protocol) is for the sequential regime")
+    return regime
+
+
+def regime_identity(regime: Regime, average_last: int | None, source_train: dict | None,
+                    source_dev: dict | None) -> dict[str, Any]:
+    """What a joint regime or candidate keeping adds to a record's config hash (nothing for
+    the study's runs, whose hashes stay what they were); ``source_*``: data_info dicts."""
+    out: dict[str, Any] = {}
+    if not regime.is_sequential:
+        out["regime"] = {**regime.changes(), "source_train": (source_train or {}).get("sha256")}
+    if average_last is not None:
+        out["average_last"] = average_last
+        if source_dev is not None:
+            out["source_dev"] = source_dev["sha256"]
+    return out
+
+
+def regime_facts(regime: Regime, average_last: int | None, source_train: dict | None,
+                 source_dev: dict | None) -> dict[str, Any]:
+    """The record's ``regime`` block and the source dev set its candidates used."""
+    out: dict[str, Any] = {}
+    if not regime.is_sequential:
+        out["regime"] = regime_record(regime, source_train)
+    if average_last is not None and source_dev is not None:
+        out["source_dev"] = source_dev
+    return out

@@ -1,0 +1,57 @@
+"""What an adapt record says of its bucket, and how two records are compared.
+
+:func:`bucket_facts` turns a bucket (or a plain list of examples) into the
+record's ``bucket`` block; :func:`strip_timings` drops the wall-clock fields,
+so that two runs of the same settings compare equal (they do, on CPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fsxlt.data import Example
+from fsxlt.errors import FsxltError
+from fsxlt.sampling.store import Bucket
+from fsxlt.training.loop import examples_digest
+
+TIMING_KEYS = ("wall_time_s", "examples_per_s")  # wall-clock figures (examples_per_s: ICL)
+
+
+def bucket_facts(bucket: Bucket | Sequence[Example], task: str, language: str,
+                 ) -> tuple[list[Example], dict[str, Any]]:
+    """A bucket's examples and what a record says of it (id, index, K, hash, strategy);
+    a bucket of another task or language is refused."""
+    if isinstance(bucket, Bucket):
+        if bucket.task != task:
+            raise FsxltError(f"bucket {bucket.id} is for task {bucket.task}, "
+                             f"not {task}")
+        if bucket.language != language:
+            raise FsxltError(f"bucket {bucket.id} is for language {bucket.language}, "
+                             f"not {language}")
+        info = {"id": bucket.id, "index": bucket.index, "k": bucket.k,
+                "sha256": bucket.sha256, "n_examples": len(bucket.examples),
+                "sampler": bucket.meta.get("sampler")}
+        if bucket.meta.get("name"):
+            info["name"] = bucket.name
+        strategy = bucket.meta.get("strategy")
+        if isinstance(strategy, dict):
+            info["strategy"] = strategy.get("name")
+            if isinstance(strategy.get("pools"), dict):  # the candidates it chose from
+                info["strategy_pools"] = dict(
+                    strategy["pools"], source=(bucket.meta.get("source") or {}).get("sha256"))
+        if bucket.union:
+            info["union"] = True  # FewCLUE's all: reported beside the splits, not among
+        return list(bucket.examples), info
+    examples = list(bucket)
+    return examples, {"id": None, "index": None, "k": None,
+                      "sha256": examples_digest(examples), "n_examples": len(examples)}
+
+
+def strip_timings(record: Any) -> Any:
+    """A copy of a record without wall-clock fields (to compare two runs)."""
+    if isinstance(record, dict):
+        return {k: strip_timings(v) for k, v in record.items() if k not in TIMING_KEYS}
+    if isinstance(record, list):
+        return [strip_timings(v) for v in record]
+    return record
