@@ -18,6 +18,12 @@ with ``--checkpoint-test-scores``, its target test scores.
 - **Seed variation**: min, max and max - min of the English-dev-selected
   zero-shot score over independent source-training runs (one checkpoint
   directory per seed).
+- **Candidates** (records of ``fsxlt source-train --average-last N``): per
+  language and candidate model (the selected checkpoint, ``last@LR``,
+  ``average-last-N@LR``, ``average-lrs``), the test score as mean and std over
+  the runs holding it, its mean target dev score, and the mean gap of its test
+  score to the oracle's (the target-dev-selected checkpoint's test score,
+  NaN when a run was source-trained without ``--checkpoint-test-scores``).
 
 Scores are reported in points (x100), like ``fsxlt report``.
 """
@@ -29,6 +35,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fsxlt.errors import FsxltError
@@ -125,3 +132,67 @@ def selection_tables(records: Sequence[dict[str, Any]], languages: Sequence[str]
              .agg(runs="count", min="min", max="max").reset_index())
     seeds["spread"] = seeds["max"] - seeds["min"]
     return runs, seeds
+
+
+CANDIDATE_COLUMNS = ["language", "candidate", "rule", "lr", "runs", "test_mean", "test_std",
+                     "target_dev_mean", "gap_to_oracle"]
+
+
+def _number(value: object) -> float:
+    """A number of a record as a float; NaN when absent."""
+    return float(value) if isinstance(value, int | float) else np.nan
+
+
+def _points(value: object) -> float:
+    """A 0-1 score of a record in points; NaN when absent."""
+    return 100 * _number(value)
+
+
+def _oracle_test(record: dict[str, Any], language: str) -> float:
+    """The test score (points) of the target-dev-selected checkpoint; NaN if not scored."""
+    oracle = (record.get("oracle") or {}).get(language) or {}
+    return _points(oracle.get("test_score"))
+
+
+def _candidate_runs(records: Sequence[dict[str, Any]], languages: Sequence[str]) -> pd.DataFrame:
+    """One row per (run, language, candidate) of the records that carry candidates."""
+    rows = []
+    for record in records:
+        models = (record.get("candidates") or {}).get("models") or []
+        for language, model in ((lang, m) for lang in languages for m in models):
+            test = _points((model.get("test") or {}).get(language))
+            rows.append({"run": record.get("_path"), "language": language,
+                         "candidate": model["name"], "rule": model.get("rule"),
+                         "lr": _number(model.get("lr")), "test": test,
+                         "dev": _points((model.get("dev") or {}).get(language)),
+                         "gap": test - _oracle_test(record, language)})
+    return pd.DataFrame(rows, columns=["run", "language", "candidate", "rule", "lr", "test",
+                                       "dev", "gap"])
+
+
+def _common_lr(lrs: pd.Series) -> float:
+    """The candidate's learning rate when every run has the same one, else NaN."""
+    values = lrs.dropna().unique()
+    return float(values[0]) if len(values) == 1 and lrs.notna().all() else np.nan
+
+
+def candidates_table(records: Sequence[dict[str, Any]],
+                     languages: Sequence[str]) -> pd.DataFrame | None:
+    """Per (language, candidate): test mean / std over runs, target dev mean, gap to oracle.
+
+    Points (x100); std with ddof=1 (NaN with one run); the gap is a mean over the
+    runs holding the candidate, NaN if one of them has no oracle test score.
+    Records without ``candidates`` contribute nothing; ``None`` when none has them.
+    """
+    runs = _candidate_runs(records, languages)
+    if runs.empty:
+        return None
+    rows = []
+    for (language, name), group in runs.groupby(["language", "candidate"], sort=False):
+        rows.append({"language": language, "candidate": name, "rule": group["rule"].iloc[0],
+                     "lr": _common_lr(group["lr"]), "runs": len(group),
+                     "test_mean": group["test"].mean(), "test_std": group["test"].std(ddof=1),
+                     "target_dev_mean": group["dev"].mean(),
+                     "gap_to_oracle": group["gap"].mean(skipna=False)})
+    table = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
+    return table.sort_values("language", kind="stable").reset_index(drop=True)

@@ -276,7 +276,10 @@ def selection_command(
     Checkpoint dirs: needs checkpoints from fsxlt source-train --target LANG
     --checkpoint-test-scores (every checkpoint scored on the target test sets);
     give several checkpoint dirs (different --seed) for the min / max / spread of
-    zero-shot scores. Writes selection.csv, seed-variation.csv and a plot.
+    zero-shot scores. Writes selection.csv, seed-variation.csv and a plot; with
+    checkpoints of source-train --average-last N also source-candidates.csv (per
+    language and candidate model: test mean and std over runs, target dev mean,
+    gap to the target-dev-selected checkpoint).
 
     Runs directories: per task, language, K, arm and selection rule (target dev,
     English dev, last epoch, averages, as the records' candidates hold them;
@@ -317,13 +320,24 @@ def _source_selection(checkpoints: list[Path], out: Path | None, langs: list[str
                       min_test_diff: float) -> None:
     """``fsxlt analyze selection`` of source-training checkpoints."""
     from fsxlt.analysis.plots import selection_bars
-    from fsxlt.analysis.selection import load_source_record, selection_tables
+    from fsxlt.analysis.selection import candidates_table, load_source_record, selection_tables
 
     records = [load_source_record(path) for path in checkpoints]
     runs, seeds = selection_tables(records, langs, min_test_diff / 100)
+    candidates = candidates_table(records, list(dict.fromkeys(runs["language"])))
     _write_table(runs, out, "selection")
     typer.echo("")
     _write_table(seeds, out, "seed-variation")
+    typer.echo("")
+    if candidates is None:
+        typer.echo("no candidates in these checkpoints (source-train --average-last N): "
+                   "no source-candidates table")
+    else:
+        _write_table(candidates.assign(lr=[f"{lr:g}" if lr == lr else "-"
+                                           for lr in candidates["lr"]]), None,
+                     "source-candidates")  # learning rates readable, not 0.000
+        if out is not None:
+            atomic_write_text(out / "source-candidates.csv", candidates.to_csv(index=False))
     if out is not None:
         task = records[0].get("task", "task")
         selection_bars(runs, f"{task}: zero-shot by selection protocol ({len(records)} run(s))",
