@@ -57,19 +57,15 @@ def csv_rows(text: str) -> list[dict[str, str]]:
 
 def test_adapt_records_the_pools_of_a_strategy_bucket(tmp_path):
     """A bucket fsxlt select wrote (pools seed 5, size 40, 2 pools) as adapt records it."""
-    from types import SimpleNamespace
-
     from fsxlt.sampling.store import read_bucket
-    from fsxlt.tasks import get_task
-    from fsxlt.training.adapt import AdaptEngine
+    from fsxlt.training.records import bucket_facts
 
     write_conll(tmp_path / "train-de.tsv", ner_data(60, 3, source="de"))
     assert run_app(["select", "--task", "panx", "--lang", "de", "--data-dir", str(tmp_path),
                     "-s", "random", "-k", "1", "--n-pools", "2", "--pool-size", "40",
                     "--seed", "5", "--out", str(tmp_path / "buckets")]) == 0
     bucket = read_bucket(tmp_path / "buckets/random/panx/de/k1/01.json")
-    engine = SimpleNamespace(task=get_task("panx"), language="de")  # all _bucket_info reads
-    info = AdaptEngine._bucket_info(engine, bucket)[1]
+    info = bucket_facts(bucket, "panx", "de")[1]
     assert info["strategy"] == "random"
     assert info["strategy_pools"] == {"n": 2, "size": 40, "seed": 5, "split": "train",
                                       "source": bucket.meta["source"]["sha256"]}
