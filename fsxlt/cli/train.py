@@ -210,7 +210,7 @@ def source_train_cmd(
     """
     from fsxlt.modeling import quiet_transformers
     from fsxlt.training import save_checkpoint, source_train
-    from fsxlt.training.source_averaging import check_averaging
+    from fsxlt.training.candidates import check_averaging
 
     spec = get_task(task)
     source_langs = _source_languages(spec, source_lang, data_dir)

@@ -36,6 +36,7 @@ from fsxlt.evaluation import describe_examples, make_eval_set, require_scorable,
 from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
 from fsxlt.modeling import Featurizer, FsxltModel, collate
 from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.training.candidates import CandidateCollector, check_averaging
 from fsxlt.training.checkpoint import load_start, resolve_device
 from fsxlt.training.loop import (
     config_hash,
@@ -47,7 +48,6 @@ from fsxlt.training.loop import (
     train_step,
     versions,
 )
-from fsxlt.training.source_averaging import CandidateCollector, check_averaging
 from fsxlt.training.starts import bind_to_start
 
 SOURCE_FORMAT = "fsxlt-source-run/1"
@@ -172,7 +172,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     (``average-lrs``). ``keep`` picks the returned model: ``selected`` (the
     default), ``last`` (one lr), ``average-last`` (one lr) or
     ``average-lrs`` (the averages need ``average_last``); its scores become
-    the record's ``zero_shot``. See :mod:`fsxlt.training.source_averaging`.
+    the record's ``zero_shot``. See :mod:`fsxlt.training.candidates`.
     """
     task = get_task(task)
     schedule = _schedule(task, lrs, epochs, batch_size, seed)
