@@ -29,6 +29,8 @@ N_BUCKETS = 5
 
 def build_study(root: Path) -> dict[str, Path]:
     """Write encoder, checkpoint, buckets and test files under ``root``; return their paths."""
+    from fsxlt.sampling.set_files import read_data_file
+    from fsxlt.tasks import get_task
     from fsxlt.training import save_checkpoint, source_train
 
     root = Path(root)
@@ -38,6 +40,9 @@ def build_study(root: Path) -> dict[str, Path]:
     data = root / "data"
     for lang, examples in tests.items():
         write_pairs(data / f"test-{lang}.tsv", examples)
+    # scored as a sweep reads them (the same ids): the checkpoint's K=0 scores are the runs'
+    tests = {lang: read_data_file(data / f"test-{lang}.tsv", get_task("xnli"), lang)
+             for lang in tests}
     result = source_train("xnli", nli_data(48, seed=1), nli_data(9, seed=2),
                           model_name=str(encoder), target_test=tests, lrs=[3e-3], epochs=3,
                           batch_size=12, seed=5, device="cpu")

@@ -83,6 +83,27 @@ def test_dry_run_lists_the_runs_of_a_start_not_trained_yet(study, tmp_path, caps
     assert len(err.splitlines()) == 1 and not (tmp_path / "runs").exists()
 
 
+def test_no_zero_shot_record_from_another_test_set(study, tmp_path, capsys):
+    """The K=0 row is the checkpoint's zero-shot score only if it scored the runs' test set:
+    a checkpoint whose test set of one language differs gets no K=0 record there, said."""
+    import shutil
+
+    start = shutil.copytree(study["checkpoint"], tmp_path / "ckpt")
+    meta_path = start / "fsxlt_checkpoint.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    changed = LANGS[0]
+    assert meta["data"]["target_test"][changed]["sha256"]
+    meta["data"]["target_test"][changed]["sha256"] = "0" * 64
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    plan = expand(parse_config(sweep_config(study, tmp_path / "runs", start=str(start))))
+    assert [z.language for z in plan.zero_shot] == list(LANGS[1:])
+    assert len(plan.notes) == 1 and plan.notes[0].startswith(f"xnli/{changed}: no K=0 record")
+    config = write_config(tmp_path / "s.yaml", sweep_config(study, tmp_path / "runs",
+                                                            start=str(start)))
+    assert run_app(["sweep", str(config), "--dry-run"]) == 0
+    assert f"xnli/{changed}: no K=0 record" in capsys.readouterr().err
+
+
 def test_expansion_grouping_and_hashes(study, tmp_path):
     config = parse_config(sweep_config(study, tmp_path / "runs", methods=["full", "fc"]))
     plan = expand(config)

@@ -132,6 +132,8 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool) -> None:
     for run, why in status.pending:
         why = why if why != "replace" or replace else "different (needs --replace)"
         typer.echo(f"{run.id}\t{why}\t{run.record_path}")
+    for line in status.plan.notes:
+        typer.echo(line, err=True)
     for task, start in status.plan.missing_starts:
         n_runs = sum(1 for run in status.plan.runs if (run.task, run.start) == (task, start))
         typer.echo(f"start missing: {start} (task {task}; fsxlt source-train writes it): "

@@ -283,6 +283,8 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
                               f"{len(status.done)} finished records of this sweep were")
         if mixed:
             say(mixed)
+        for line in status.plan.notes:
+            say(line)
         write_zero_shot(status.plan, replace)
         result = SweepResult(status)
         _execute(status, result, executor=executor, workers=workers, devices=devices,

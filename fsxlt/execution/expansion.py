@@ -24,7 +24,10 @@ from fsxlt.sampling.set_files import SetFiles
 from fsxlt.tasks import TaskSpec, get_task
 
 
-def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes) -> ZeroShotSpec | None:
+def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path | None,
+               notes: list[str]) -> ZeroShotSpec | None:
+    """The K=0 record of a language: the checkpoint's zero-shot score, when it scored the
+    same test set as the sweep's runs (else none, and a note says why)."""
     if not is_checkpoint(plan.start):
         return None
     meta = json.loads((Path(str(plan.start)) / CHECKPOINT_FILE).read_text(encoding="utf-8"))
@@ -32,6 +35,11 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes) -> ZeroShot
         return None                    # zero-shot score is XNLI's, not this task's
     scores = (meta.get("zero_shot") or {}).get(lang)
     if not scores:
+        return None
+    if not _same_test(meta, plan.task, lang, test):
+        notes.append(f"{plan.task}/{lang}: no K=0 record: {plan.start} scored zero-shot on "
+                     f"another test set than the runs' ({test}); source-train with "
+                     f"--target-test {lang}={test} to score this one")
         return None
     record = {
         "format": ZERO_SHOT_FORMAT, "status": "ok", "task": plan.task, "language": lang,
@@ -46,6 +54,18 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes) -> ZeroShot
         record["in_source"] = True  # trained on this language: not a zero-shot score
     return ZeroShotSpec(plan.task, lang, str(zero_shot_record_path(out, plan.task, lang)),
                         record)
+
+
+def _same_test(meta: dict, task: str, lang: str, test: Path | None) -> bool:
+    """Whether the checkpoint's zero-shot test set of ``lang`` holds the examples of the
+    runs' ``test`` file (true when either is unknown: older records name no hash)."""
+    recorded = (((meta.get("data") or {}).get("target_test") or {}).get(lang) or {})
+    if test is None or not recorded.get("sha256"):
+        return True
+    from fsxlt.sampling.set_files import read_data_file
+    from fsxlt.training.loop import examples_digest
+
+    return examples_digest(read_data_file(test, get_task(task), lang)) == recorded["sha256"]
 
 
 def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
@@ -66,9 +86,6 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
         spec = get_task(plan.task)
         starts = _starts(plan, result.missing_starts if missing_starts_ok else None)
         for lang in plan.languages:
-            zero = _zero_shot(plan, lang, out, hashes)
-            if zero is not None:
-                result.zero_shot.append(zero)
             untrained_sets: tuple[Path, Path | None] | None = None  # K=0 runs' dev, test
             for k in plan.k:
                 files = bucket_files(plan, lang, k, hashes)
@@ -87,6 +104,10 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                                 config.name, files.strategy, regime))
                 result.runs += icl_cell_runs(plan, lang, k, files, test, out, hashes,
                                              config.name)
+            zero = _zero_shot(plan, lang, out, hashes,
+                              untrained_sets[1] if untrained_sets else None, result.notes)
+            if zero is not None:
+                result.zero_shot.append(zero)
             if untrained_sets is not None:
                 result.runs += _untrained_runs(starts, lang, untrained_sets, out, hashes,
                                                config.name)

@@ -126,6 +126,7 @@ class Plan:
     # fsxlt.execution.icl_runs), which answer what a sweep asks of a run the same way
     zero_shot: list[ZeroShotSpec] = field(default_factory=list)
     missing_starts: list[tuple[str, str]] = field(default_factory=list)  # (task, start)
+    notes: list[str] = field(default_factory=list)  # one line each, for the command to say
 
     def start_missing(self, run: RunSpec) -> bool:
         """Whether the run's start is one of the missing ones (it cannot run yet)."""
