@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import fsxlt.training.adapt as adapt_module
 from fsxlt.errors import FsxltError
 from fsxlt.training import AdaptEngine, strip_timings
 from fsxlt.training.candidates import EpochKeeper, candidate_models
@@ -218,7 +217,3 @@ def test_joint_regime_with_candidates(engine):
     assert {m["rule"] for m in record["candidates"]["models"]} == {
         "target-dev", "source-dev", "last", "average-last"}
     assert record["source_dev"]["source"] == "dev-en.tsv"
-
-
-def test_sequential_is_the_module_default():
-    assert adapt_module.SEQUENTIAL.is_sequential

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -194,8 +194,7 @@ class Candidate:
     test: dict[str, float]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "rule": self.rule, "lr": self.lr, "epochs": self.epochs,
-                "dev": self.dev, "test": self.test}
+        return asdict(self)
 
 
 @dataclass
