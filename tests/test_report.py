@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import wilcoxon
+from scipy.stats import pearsonr, wilcoxon
 
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json
 from fsxlt.report import aggregate, compare, load_records, report_text, write_report
+from fsxlt.report.compare import resample_index, spread
 
 LANGS = ("de", "fr")
 KS = (1, 4)
@@ -172,6 +173,13 @@ def test_paired_comparison_matches_scipy(runs):
         assert row.mean_diff == pytest.approx(diffs.mean())
         assert row.p_value == pytest.approx(wilcoxon(diffs).pvalue)
         assert row.ci_low <= row.mean_diff <= row.ci_high
+        score_a, score_b = 100 * sub["score_a"].to_numpy(), 100 * sub["score_b"].to_numpy()
+        assert row.sd_a == pytest.approx(np.std(score_a, ddof=1))
+        assert row.sd_b == pytest.approx(np.std(score_b, ddof=1))
+        assert row.sd_ratio == pytest.approx(row.sd_a / row.sd_b)
+        assert row.sd_ratio_low <= row.sd_ratio_high
+        assert row.sd_p_value == pytest.approx(
+            pearsonr(score_a + score_b, score_a - score_b).pvalue)
     again = compare(records, "full", "fc-pooler", seed=3, n_boot=2000)
     pd.testing.assert_frame_equal(result, again)
     # one cell's interval does not depend on which other cells exist
@@ -180,6 +188,20 @@ def test_paired_comparison_matches_scipy(runs):
     alone = compare(records, "full", "fc-pooler", seed=3, n_boot=2000)
     pd.testing.assert_frame_equal(alone, result[result["language"] == "de"]
                                   .reset_index(drop=True))
+
+
+def test_spread_ratio_swaps_with_the_arms_and_sees_a_wider_arm():
+    rng = np.random.default_rng(5)
+    narrow = 50 + rng.normal(0, 1, 40)
+    wide = 50 + rng.normal(0, 4, 40)
+    index = resample_index(40, seed=0, key="x", n_boot=2000)
+    one, other = spread(wide, narrow, index), spread(narrow, wide, index)
+    assert one["sd_ratio"] == pytest.approx(1 / other["sd_ratio"])
+    assert one["sd_p_value"] == pytest.approx(other["sd_p_value"]) and one["sd_p_value"] < 0.001
+    assert 1 < one["sd_ratio_low"] <= one["sd_ratio"] <= one["sd_ratio_high"]
+    same = spread(narrow, narrow + 3, index)  # a shift: the same spread
+    assert same["sd_ratio"] == pytest.approx(1) and np.isnan(same["sd_p_value"])
+    assert np.isnan(spread(narrow[:2], wide[:2], index[:, :2])["sd_ratio"])
 
 
 def test_all_zero_differences_give_p_one(runs):
@@ -211,6 +233,7 @@ def test_cli_formats_plots_and_byte_identical_output(runs, tmp_path, capsys):
                     "--bootstrap", "500"]) == 0
     printed = capsys.readouterr().out
     assert "full minus full-nosource" in printed and "Wilcoxon" in printed
+    assert "spread over the same buckets" in printed and "Pitman-Morgan" in printed
 
 
 @pytest.mark.parametrize("args, message", [

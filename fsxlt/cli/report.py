@@ -53,7 +53,8 @@ def report_cmd(
     Also the gain over zero-shot, the adapting variants side by side and the drop
     without source-training; with --out, plots as PNG and PDF. --compare A B gives,
     per (task, language, K), the mean paired difference over the buckets both ran,
-    a bootstrap 95% CI and the Wilcoxon signed-rank p-value.
+    a bootstrap 95% CI and the Wilcoxon signed-rank p-value, and the two arms'
+    spreads over those buckets (std ratio with a bootstrap CI, Pitman-Morgan test).
 
     Runs adapted from a model source-trained on anything but English are arms of
     their own (full@de, full@en+de+es), never averaged with English's; so are runs

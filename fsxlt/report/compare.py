@@ -10,7 +10,14 @@ For every (task, language, K) where both arms have records, the differences
   interval is reproducible and independent of which other cells exist);
 - the two-sided Wilcoxon signed-rank p-value (``scipy.stats.wilcoxon``,
   zero differences dropped; 1.0 when every difference is zero, none for a
-  single bucket).
+  single bucket);
+- the spread of each arm over the same buckets (sample standard deviations
+  ``sd_a``, ``sd_b``, points), their ratio ``sd_a / sd_b`` with a percentile
+  bootstrap interval from the same resamples as the mean's, and the
+  Pitman-Morgan p-value for equal variances of paired scores (two-sided: the
+  variances are equal exactly when ``A + B`` and ``A - B`` are uncorrelated,
+  tested with ``scipy.stats.pearsonr``). The spread answers "which arm depends
+  more on which shots were drawn"; none below three buckets.
 """
 
 from __future__ import annotations
@@ -25,17 +32,28 @@ from fsxlt.errors import FsxltError
 from fsxlt.report.records import Records
 from fsxlt.report.tables import Table, fmt
 
-COLUMNS = ["task", "language", "k", "n", "mean_diff", "ci_low", "ci_high", "p_value"]
+COLUMNS = ["task", "language", "k", "n", "mean_diff", "ci_low", "ci_high", "p_value",
+           "sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high", "sd_p_value"]
+LEVEL = 0.95
+
+
+def resample_index(n: int, *, seed: int, key: str, n_boot: int) -> np.ndarray:
+    """``n_boot`` bootstrap resamples (rows) of ``n`` paired items, seeded by ``seed`` and
+    the cell's ``key``."""
+    rng = np.random.default_rng([int(seed), zlib.crc32(key.encode("utf-8"))])
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def percentile_interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def bootstrap_ci(diffs: np.ndarray, *, seed: int, key: str, n_boot: int = 10_000,
-                 level: float = 0.95) -> tuple[float, float]:
-    rng = np.random.default_rng([int(seed), zlib.crc32(key.encode("utf-8"))])
-    index = rng.integers(0, len(diffs), size=(n_boot, len(diffs)))
-    means = diffs[index].mean(axis=1)
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
+                 level: float = LEVEL) -> tuple[float, float]:
+    index = resample_index(len(diffs), seed=seed, key=key, n_boot=n_boot)
+    return percentile_interval(diffs[index].mean(axis=1), level)
 
 
 def wilcoxon_p(diffs: np.ndarray) -> float:
@@ -66,12 +84,44 @@ def compare(records: Records, arm_a: str, arm_b: str, *, seed: int = 0,
         raise FsxltError(f"{arm_a} and {arm_b} share no bucket")
     rows = []
     for (task, lang, k), group in paired.groupby(["task", "language", "k"], sort=True):
-        diffs = 100.0 * (group["test_score_a"].to_numpy() - group["test_score_b"].to_numpy())
-        low, high = bootstrap_ci(diffs, seed=seed, key=f"{task}/{lang}/{k}", n_boot=n_boot)
+        score_a = 100.0 * group["test_score_a"].to_numpy()
+        score_b = 100.0 * group["test_score_b"].to_numpy()
+        index = resample_index(len(group), seed=seed, key=f"{task}/{lang}/{k}", n_boot=n_boot)
+        diffs = score_a - score_b
+        low, high = percentile_interval(diffs[index].mean(axis=1))
         rows.append({"task": task, "language": lang, "k": int(k), "n": len(diffs),
                      "mean_diff": float(diffs.mean()), "ci_low": low, "ci_high": high,
-                     "p_value": wilcoxon_p(diffs)})
+                     "p_value": wilcoxon_p(diffs), **spread(score_a, score_b, index)})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def spread(score_a: np.ndarray, score_b: np.ndarray, index: np.ndarray) -> dict[str, float]:
+    """Each arm's standard deviation over the paired buckets, their ratio with a bootstrap
+    interval over the resamples ``index``, and the Pitman-Morgan p-value (NaN below three
+    buckets; a ratio over a zero spread is NaN)."""
+    nan = float("nan")
+    if len(score_a) < 3:
+        return {"sd_a": nan, "sd_b": nan, "sd_ratio": nan, "sd_ratio_low": nan,
+                "sd_ratio_high": nan, "sd_p_value": nan}
+    sd_a, sd_b = float(np.std(score_a, ddof=1)), float(np.std(score_b, ddof=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = score_a[index].std(axis=1, ddof=1) / score_b[index].std(axis=1, ddof=1)
+    finite = ratios[np.isfinite(ratios)]
+    low, high = percentile_interval(finite) if len(finite) else (nan, nan)
+    return {"sd_a": sd_a, "sd_b": sd_b, "sd_ratio": sd_a / sd_b if sd_b > 0 else nan,
+            "sd_ratio_low": low, "sd_ratio_high": high,
+            "sd_p_value": pitman_morgan_p(score_a, score_b)}
+
+
+def pitman_morgan_p(score_a: np.ndarray, score_b: np.ndarray) -> float:
+    """Two-sided p-value that two paired samples have equal variances (NaN when a sum or
+    a difference does not vary, or below three pairs)."""
+    from scipy.stats import pearsonr
+
+    sums, diffs = score_a + score_b, score_a - score_b
+    if len(sums) < 3 or np.ptp(sums) == 0 or np.ptp(diffs) == 0:
+        return float("nan")
+    return float(pearsonr(sums, diffs).pvalue)
 
 
 def compare_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
@@ -84,13 +134,30 @@ def compare_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
                   "Wilcoxon p"], rows)
 
 
+def spread_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
+    rows = [[r.task, r.language, str(r.k), str(r.n), fmt(r.sd_a), fmt(r.sd_b),
+             _ratio(r.sd_ratio), f"[{_ratio(r.sd_ratio_low)}, {_ratio(r.sd_ratio_high)}]",
+             "–" if np.isnan(r.sd_p_value) else f"{r.sd_p_value:.4f}"]
+            for r in result.itertuples(index=False)]
+    return Table(f"spread over the same buckets: {arm_a} against {arm_b} (test std, points)",
+                 ["task", "language", "K", "n", f"std {arm_a}", f"std {arm_b}", "ratio",
+                  "95% CI (bootstrap)", "Pitman-Morgan p"], rows)
+
+
+def _ratio(value: float) -> str:
+    return "–" if not np.isfinite(value) else f"{value:.2f}"
+
+
 def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, *,
                    seed: int, n_boot: int) -> str:
     if fmt_name == "csv":
         return result.to_csv(index=False, float_format="%.6f", lineterminator="\n")
-    table = compare_table(result, arm_a, arm_b)
+    tables = [compare_table(result, arm_a, arm_b), spread_table(result, arm_a, arm_b)]
     note = (f"Bootstrap: {n_boot} resamples of the shared buckets, seed {seed}, percentile "
-            "interval; Wilcoxon signed-rank, two-sided, zero differences dropped.")
+            "interval; Wilcoxon signed-rank, two-sided, zero differences dropped. Spread: "
+            "sample std over the same buckets, ratio A/B with a bootstrap interval from the "
+            "same resamples; Pitman-Morgan test of equal variances (paired), two-sided.")
     if fmt_name == "md":
-        return f"# Paired comparison\n\n{note}\n\n{table.markdown()}"
-    return f"% {note}\n{table.latex()}"
+        return "# Paired comparison\n\n" + note + "\n\n" + "\n".join(
+            t.markdown() for t in tables)
+    return f"% {note}\n" + "\n".join(t.latex() for t in tables)
