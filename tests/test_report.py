@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import pearsonr, wilcoxon
+from scipy.stats import pearsonr, spearmanr, wilcoxon
 
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
@@ -180,6 +180,7 @@ def test_paired_comparison_matches_scipy(runs):
         assert row.sd_ratio_low <= row.sd_ratio_high
         assert row.sd_p_value == pytest.approx(
             pearsonr(score_a + score_b, score_a - score_b).pvalue)
+        assert row.rho == pytest.approx(spearmanr(score_a, score_b).statistic)
     again = compare(records, "full", "fc-pooler", seed=3, n_boot=2000)
     pd.testing.assert_frame_equal(result, again)
     # one cell's interval does not depend on which other cells exist
@@ -190,7 +191,7 @@ def test_paired_comparison_matches_scipy(runs):
                                   .reset_index(drop=True))
 
 
-def test_spread_ratio_swaps_with_the_arms_and_sees_a_wider_arm():
+def test_spread_ratio_swaps_with_the_arms_sees_a_wider_arm_and_ranks_buckets():
     rng = np.random.default_rng(5)
     narrow = 50 + rng.normal(0, 1, 40)
     wide = 50 + rng.normal(0, 4, 40)
@@ -199,8 +200,10 @@ def test_spread_ratio_swaps_with_the_arms_and_sees_a_wider_arm():
     assert one["sd_ratio"] == pytest.approx(1 / other["sd_ratio"])
     assert one["sd_p_value"] == pytest.approx(other["sd_p_value"]) and one["sd_p_value"] < 0.001
     assert 1 < one["sd_ratio_low"] <= one["sd_ratio"] <= one["sd_ratio_high"]
-    same = spread(narrow, narrow + 3, index)  # a shift: the same spread
+    same = spread(narrow, narrow + 3, index)  # a shift: the same spread, the same order
     assert same["sd_ratio"] == pytest.approx(1) and np.isnan(same["sd_p_value"])
+    assert same["rho"] == pytest.approx(1) and same["rho_p_value"] < 0.001
+    assert spread(narrow, -narrow, index)["rho"] == pytest.approx(-1)
     assert np.isnan(spread(narrow[:2], wide[:2], index[:, :2])["sd_ratio"])
 
 

@@ -54,7 +54,8 @@ def report_cmd(
     without source-training; with --out, plots as PNG and PDF. --compare A B gives,
     per (task, language, K), the mean paired difference over the buckets both ran,
     a bootstrap 95% CI and the Wilcoxon signed-rank p-value, and the two arms'
-    spreads over those buckets (std ratio with a bootstrap CI, Pitman-Morgan test).
+    spreads over those buckets (std ratio with a bootstrap CI, Pitman-Morgan test)
+    and the rank correlation of their per-bucket scores.
 
     Runs adapted from a model source-trained on anything but English are arms of
     their own (full@de, full@en+de+es), never averaged with English's; so are runs

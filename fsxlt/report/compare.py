@@ -17,7 +17,10 @@ For every (task, language, K) where both arms have records, the differences
   Pitman-Morgan p-value for equal variances of paired scores (two-sided: the
   variances are equal exactly when ``A + B`` and ``A - B`` are uncorrelated,
   tested with ``scipy.stats.pearsonr``). The spread answers "which arm depends
-  more on which shots were drawn"; none below three buckets.
+  more on which shots were drawn"; none below three buckets;
+- the Spearman rank correlation of the two arms' scores over the buckets
+  (``rho``, ``rho_p_value``): whether the buckets that suit one arm suit the
+  other (none below three buckets or when an arm's scores do not vary).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from fsxlt.report.records import Records
 from fsxlt.report.tables import Table, fmt
 
 COLUMNS = ["task", "language", "k", "n", "mean_diff", "ci_low", "ci_high", "p_value",
-           "sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high", "sd_p_value"]
+           "sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high", "sd_p_value", "rho",
+           "rho_p_value"]
 LEVEL = 0.95
 
 
@@ -102,7 +106,7 @@ def spread(score_a: np.ndarray, score_b: np.ndarray, index: np.ndarray) -> dict[
     nan = float("nan")
     if len(score_a) < 3:
         return {"sd_a": nan, "sd_b": nan, "sd_ratio": nan, "sd_ratio_low": nan,
-                "sd_ratio_high": nan, "sd_p_value": nan}
+                "sd_ratio_high": nan, "sd_p_value": nan, "rho": nan, "rho_p_value": nan}
     sd_a, sd_b = float(np.std(score_a, ddof=1)), float(np.std(score_b, ddof=1))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = score_a[index].std(axis=1, ddof=1) / score_b[index].std(axis=1, ddof=1)
@@ -110,7 +114,18 @@ def spread(score_a: np.ndarray, score_b: np.ndarray, index: np.ndarray) -> dict[
     low, high = percentile_interval(finite) if len(finite) else (nan, nan)
     return {"sd_a": sd_a, "sd_b": sd_b, "sd_ratio": sd_a / sd_b if sd_b > 0 else nan,
             "sd_ratio_low": low, "sd_ratio_high": high,
-            "sd_p_value": pitman_morgan_p(score_a, score_b)}
+            "sd_p_value": pitman_morgan_p(score_a, score_b), **rank_correlation(score_a, score_b)}
+
+
+def rank_correlation(score_a: np.ndarray, score_b: np.ndarray) -> dict[str, float]:
+    """Spearman's rho of two arms' scores over the same buckets, with its p-value (NaN
+    when either arm's scores do not vary)."""
+    from scipy.stats import spearmanr
+
+    if np.ptp(score_a) == 0 or np.ptp(score_b) == 0:
+        return {"rho": float("nan"), "rho_p_value": float("nan")}
+    result = spearmanr(score_a, score_b)
+    return {"rho": float(result.statistic), "rho_p_value": float(result.pvalue)}
 
 
 def pitman_morgan_p(score_a: np.ndarray, score_b: np.ndarray) -> float:
@@ -137,15 +152,19 @@ def compare_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
 def spread_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
     rows = [[r.task, r.language, str(r.k), str(r.n), fmt(r.sd_a), fmt(r.sd_b),
              _ratio(r.sd_ratio), f"[{_ratio(r.sd_ratio_low)}, {_ratio(r.sd_ratio_high)}]",
-             "–" if np.isnan(r.sd_p_value) else f"{r.sd_p_value:.4f}"]
+             _p(r.sd_p_value), _ratio(r.rho), _p(r.rho_p_value)]
             for r in result.itertuples(index=False)]
     return Table(f"spread over the same buckets: {arm_a} against {arm_b} (test std, points)",
                  ["task", "language", "K", "n", f"std {arm_a}", f"std {arm_b}", "ratio",
-                  "95% CI (bootstrap)", "Pitman-Morgan p"], rows)
+                  "95% CI (bootstrap)", "Pitman-Morgan p", "Spearman rho", "rho p"], rows)
 
 
 def _ratio(value: float) -> str:
     return "–" if not np.isfinite(value) else f"{value:.2f}"
+
+
+def _p(value: float) -> str:
+    return "–" if np.isnan(value) else f"{value:.4f}"
 
 
 def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, *,
@@ -156,7 +175,8 @@ def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, 
     note = (f"Bootstrap: {n_boot} resamples of the shared buckets, seed {seed}, percentile "
             "interval; Wilcoxon signed-rank, two-sided, zero differences dropped. Spread: "
             "sample std over the same buckets, ratio A/B with a bootstrap interval from the "
-            "same resamples; Pitman-Morgan test of equal variances (paired), two-sided.")
+            "same resamples; Pitman-Morgan test of equal variances (paired), two-sided; "
+            "Spearman rank correlation of the arms' scores over the buckets.")
     if fmt_name == "md":
         return "# Paired comparison\n\n" + note + "\n\n" + "\n".join(
             t.markdown() for t in tables)
