@@ -142,7 +142,7 @@ def pitman_morgan_p(score_a: np.ndarray, score_b: np.ndarray) -> float:
 def compare_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
     rows = [[r.task, r.language, str(r.k), str(r.n), fmt(r.mean_diff, signed=True),
              f"[{fmt(r.ci_low, signed=True)}, {fmt(r.ci_high, signed=True)}]",
-             "–" if np.isnan(r.p_value) else f"{r.p_value:.4f}"]
+             _p(r.p_value)]
             for r in result.itertuples(index=False)]
     return Table(f"{arm_a} minus {arm_b}: paired over shared buckets (test, points)",
                  ["task", "language", "K", "n", "mean diff", "95% CI (bootstrap)",
@@ -164,7 +164,9 @@ def _ratio(value: float) -> str:
 
 
 def _p(value: float) -> str:
-    return "–" if np.isnan(value) else f"{value:.4f}"
+    if np.isnan(value):
+        return "–"
+    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
 
 
 def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, *,
