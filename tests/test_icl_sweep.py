@@ -119,8 +119,11 @@ def test_a_sweeps_icl_run_is_the_same_run_as_fsxlt_icls(study, swept, capsys):
     assert run_app(["report", str(runs), "--compare", "icl", "full", "--bootstrap", "200"]) == 0
     printed = capsys.readouterr().out
     assert "icl minus full" in printed
-    rows = [line for line in printed.splitlines() if line.startswith(f"| xnli | {LANG} |")]
-    assert [row.split("|")[3:5] for row in rows] == [[f" {k} ", f" {N_BUCKETS} "] for k in KS]
+    paired, spreads = printed.split("### spread over the same buckets")
+    for table in (paired, spreads):
+        rows = [line for line in table.splitlines() if line.startswith(f"| xnli | {LANG} |")]
+        assert [row.split("|")[3:5] for row in rows] == [[f" {k} ", f" {N_BUCKETS} "]
+                                                          for k in KS]
 
 
 def test_a_finished_sweep_says_all_done(swept, capsys):
