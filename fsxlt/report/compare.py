@@ -35,9 +35,10 @@ from fsxlt.errors import FsxltError
 from fsxlt.report.records import Records
 from fsxlt.report.tables import Table, fmt
 
+SPREAD_COLUMNS = ["sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high", "sd_p_value",
+                  "rho", "rho_p_value"]
 COLUMNS = ["task", "language", "k", "n", "mean_diff", "ci_low", "ci_high", "p_value",
-           "sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high", "sd_p_value", "rho",
-           "rho_p_value"]
+           *SPREAD_COLUMNS]
 LEVEL = 0.95
 
 
@@ -105,8 +106,7 @@ def spread(score_a: np.ndarray, score_b: np.ndarray, index: np.ndarray) -> dict[
     buckets; a ratio over a zero spread is NaN)."""
     nan = float("nan")
     if len(score_a) < 3:
-        return {"sd_a": nan, "sd_b": nan, "sd_ratio": nan, "sd_ratio_low": nan,
-                "sd_ratio_high": nan, "sd_p_value": nan, "rho": nan, "rho_p_value": nan}
+        return dict.fromkeys(SPREAD_COLUMNS, nan)
     sd_a, sd_b = float(np.std(score_a, ddof=1)), float(np.std(score_b, ddof=1))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = score_a[index].std(axis=1, ddof=1) / score_b[index].std(axis=1, ddof=1)
@@ -151,16 +151,12 @@ def compare_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
 
 def spread_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
     rows = [[r.task, r.language, str(r.k), str(r.n), fmt(r.sd_a), fmt(r.sd_b),
-             _ratio(r.sd_ratio), f"[{_ratio(r.sd_ratio_low)}, {_ratio(r.sd_ratio_high)}]",
-             _p(r.sd_p_value), _ratio(r.rho), _p(r.rho_p_value)]
+             fmt(r.sd_ratio), f"[{fmt(r.sd_ratio_low)}, {fmt(r.sd_ratio_high)}]",
+             _p(r.sd_p_value), fmt(r.rho), _p(r.rho_p_value)]
             for r in result.itertuples(index=False)]
     return Table(f"spread over the same buckets: {arm_a} against {arm_b} (test std, points)",
                  ["task", "language", "K", "n", f"std {arm_a}", f"std {arm_b}", "ratio",
                   "95% CI (bootstrap)", "Pitman-Morgan p", "Spearman rho", "rho p"], rows)
-
-
-def _ratio(value: float) -> str:
-    return "–" if not np.isfinite(value) else f"{value:.2f}"
 
 
 def _p(value: float) -> str:
