@@ -37,10 +37,15 @@ fc-reset-pooler classifier, pooler                           re-initialised
 
 Tagging models have no pooler, so only ``full`` and ``fc`` apply to them.
 
-Featurisation (:class:`Featurizer`) turns examples into wordpiece ids once;
-training truncates every input to ``max_seq_length`` wordpieces (from the
-end), while tagging *evaluation* splits long sentences at word boundaries
-into consecutive windows so that every word is predicted exactly once.
+Featurisation (:class:`Featurizer`) turns examples into wordpiece ids once.
+Tagging *evaluation* splits a sentence longer than ``max_seq_length``
+wordpieces at word boundaries into consecutive windows, so that every word
+is predicted exactly once. Training rows treat such a sentence as the
+protocol setting ``long_sentences`` says (:data:`LONG_SENTENCES`): ``truncate``,
+the study's (its XTREME-derived code cuts the wordpieces after
+``max_seq_length`` less the special tokens; fsxlt keeps the whole words that
+fit, as each word is scored on its last piece), or ``windows`` (every window
+one training row). Classification inputs are always truncated (from the end).
 This module reads no data files.
 """
 
@@ -60,6 +65,22 @@ from fsxlt.errors import FsxltError
 from fsxlt.tasks import TaskSpec
 
 COS_SCALE = 10.0
+
+# how training rows treat a tagging sentence longer than max_seq_length (the first: the study's)
+LONG_SENTENCES = ("truncate", "windows")
+DEFAULT_LONG_SENTENCES = LONG_SENTENCES[0]
+
+
+def check_long_sentences(value: str, task: TaskSpec, where: str = "long_sentences") -> str:
+    """``value`` as a ``long_sentences`` setting for ``task``, or a one-line error: one of
+    :data:`LONG_SENTENCES`, and ``windows`` only for tagging (classification inputs have
+    no word boundaries to cut at: they are truncated)."""
+    if value not in LONG_SENTENCES:
+        raise FsxltError(f"{where} must be one of {', '.join(LONG_SENTENCES)}, got {value!r}")
+    if value == "windows" and not task.is_tagging:
+        raise FsxltError(f"{where} windows is for tagging tasks; {task.name} is "
+                         f"{task.kind}, whose inputs are truncated")
+    return value
 
 # --------------------------------------------------------------------------- heads
 
@@ -366,6 +387,12 @@ class Featurizer:
         if self.task.is_multiple_choice:
             return self._encode_choices(examples)
         return self._encode_text(examples)
+
+    def training_rows(self, examples: Sequence[Example],
+                      long_sentences: str = DEFAULT_LONG_SENTENCES) -> EncodedSplit:
+        """``examples`` as training rows: a long tagging sentence truncated (the study's) or
+        cut into windows, one row each, as ``long_sentences`` says."""
+        return self.encode(examples, windows=long_sentences == "windows")
 
     def blank_window(self, text: str) -> str:
         """The part of a passage around its blank that fits the input (ChID's ``#idiom#``).

@@ -326,6 +326,25 @@ def record_version(record: dict[str, Any]) -> str:
     return str((record.get("versions") or {}).get("fsxlt") or "unknown")
 
 
+def record_long_sentences(record: dict[str, Any]) -> str:
+    """How a tagging record's training rows treated sentences longer than
+    ``max_seq_length``, in words: ``source windows, adapt truncate`` (the start's
+    source-training, then its adapting; ``adapt ...`` alone from a pretrained
+    encoder); ``not recorded`` for a tagging record of fsxlt before it said; empty
+    for other tasks, whose inputs are always truncated."""
+    facts = record.get("long_sentences")
+    if not isinstance(facts, dict):
+        return "not recorded" if _tagging(record) else ""
+    parts = [f"{stage} {facts[stage]}" for stage in ("source", "adapt") if stage in facts]
+    return ", ".join(parts)
+
+
+def _tagging(record: dict[str, Any]) -> bool:
+    """Whether a record is of a tagging task (its dev scores count words)."""
+    return any(isinstance(record.get(split), dict) and "n_words" in record[split]
+               for split in ("dev", "test"))
+
+
 def record_state(path: str | Path, identity_hash_: str, metric: str | None = None) -> str:
     """``done``, or what to do: ``missing``/``corrupt``/``error`` (run it) or ``different``
     (a finished record of other settings, or scored with another ``metric`` than the

@@ -82,7 +82,7 @@ def test_a_default_record_keeps_its_config_hash_and_says_its_protocol(engine):
     }
     assert record["config_hash"] == config_hash(old_config)
     assert record["protocol"] == {"batch_size": None, "steps_per_epoch": 1,
-                                  "patience_from": "start"}
+                                  "patience_from": "start", "long_sentences": "truncate"}
     assert all(run["optimizer_steps"] == run["stopped_epoch"] for run in record["runs"])
     assert "patience_from_epoch" not in record["runs"][0]
     explicit = engine.adapt(bucket, lrs=[1e-3], max_epochs=3, patience=2, batch_size=None,
@@ -131,7 +131,7 @@ def test_mini_batches_take_several_steps_per_epoch(engine, method, monkeypatch):
     assert counter.steps == run["optimizer_steps"] == 6  # ceil(10 / 4) = 3 per epoch
     assert counter.sizes == [4, 4, 2, 4, 4, 2]
     assert record["protocol"] == {"batch_size": 4, "steps_per_epoch": 3,
-                                  "patience_from": "start"}
+                                  "patience_from": "start", "long_sentences": "truncate"}
 
 
 def test_the_study_protocol_takes_one_step_per_epoch(engine, monkeypatch):
@@ -347,7 +347,8 @@ def test_adapt_records_the_protocol_and_refuses_a_record_of_another(fewclue_stor
     path = tmp_path / "runs" / "eprstmt" / "zh" / f"k{TRAIN_SIZE}" / "full-nosource" / "00.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record["protocol"] == {"batch_size": 3, "steps_per_epoch": 3,
-                                  "patience_from": "first-improvement"}
+                                  "patience_from": "first-improvement",
+                                  "long_sentences": "truncate"}
     assert record["run"]["identity"]["batch_size"] == 3
     assert record["runs"][0]["optimizer_steps"] == 3 * record["runs"][0]["stopped_epoch"]
     assert run_app([*argv, *mini]) == 0

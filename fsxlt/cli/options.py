@@ -66,6 +66,13 @@ BatchSize = Annotated[
                  "one Adam step each; default: the whole bucket, one step per epoch (the "
                  "study's protocol)."),
 ]
+LongSentences = Annotated[
+    str | None,
+    typer.Option("--long-sentences", help="A training sentence longer than --max-seq-length "
+                 "wordpieces (tagging): truncate (default; the study's and XTREME's) or "
+                 "windows (every window of it a training row). Dev and test sentences are "
+                 "always scored in windows, every word."),
+]
 PatienceFrom = Annotated[
     str | None,
     typer.Option("--patience-from", help="start (default: patience counts from epoch 1) or "

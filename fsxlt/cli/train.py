@@ -13,6 +13,7 @@ from fsxlt.cli.options import (
     BatchSize,
     DataDir,
     Device,
+    LongSentences,
     Lrs,
     MaxEpochs,
     MaxSeqLength,
@@ -185,6 +186,7 @@ def source_train_cmd(
             "(needs --average-last).",
         ),
     ] = "selected",
+    long_sentences: LongSentences = None,
 ) -> None:
     """Source-train over the lr grid; keep the checkpoint with the best source dev score.
 
@@ -206,15 +208,20 @@ def source_train_cmd(
           --average-last 3 --keep average-lrs --out ckpt/panx-avg
 
     With --average-last the summary lists every candidate's dev and target test
-    scores; --keep picks which one is saved (and scores zero-shot).
+    scores; --keep picks which one is saved (and scores zero-shot). A tagging
+    sentence longer than --max-seq-length is truncated for training (the study's)
+    unless --long-sentences windows; the checkpoint records which, and so does
+    every record adapted from it.
     """
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.modeling import DEFAULT_LONG_SENTENCES, check_long_sentences, quiet_transformers
     from fsxlt.training import save_checkpoint, source_train
     from fsxlt.training.candidates import check_averaging
 
     spec = get_task(task)
     source_langs = _source_languages(spec, source_lang, data_dir)
     check_averaging(average_last, keep, lrs or spec.training.lr_grid)  # before any data loads
+    long_sentences = check_long_sentences(long_sentences or DEFAULT_LONG_SENTENCES, spec,
+                                          "--long-sentences")
     check_source_training(method_class(method))
     get_method(method, spec.kind).check_start(spec, model)  # before any model loads
     out = check_output_dir(out, "checkpoint directory")
@@ -246,6 +253,7 @@ def source_train_cmd(
         method=method,
         average_last=average_last,
         keep=keep,
+        long_sentences=long_sentences,
     )
     save_checkpoint(out, result.model, result.tokenizer, result.record, overwrite=overwrite)
     _print_source_result(result, source_langs == ["en"] and select == "source-dev", out)
@@ -384,6 +392,7 @@ def adapt_cmd(
     patience: Patience = None,
     batch_size: BatchSize = None,
     patience_from: PatienceFrom = None,
+    long_sentences: LongSentences = None,
     max_seq_length: MaxSeqLength = None,
     device: Device = "auto",
     save_predictions: Annotated[
@@ -456,7 +465,8 @@ def adapt_cmd(
                       predict=predict, dev=dev_file, test=test_file, no_test=no_test,
                       data_dir=data_dir, batch_size=batch_size, patience_from=patience_from,
                       regime=regime, source_train=source_train, source_dev=source_dev,
-                      average_last=average_last, regime_options={
+                      average_last=average_last, long_sentences=long_sentences,
+                      regime_options={
                           "batch_size": joint_batch_size, "steps_per_epoch": joint_steps,
                           "target_repeat": target_repeat})
     failed = _run_adapt(runs, out, replace=replace, save_predictions=save_predictions,

@@ -26,11 +26,13 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                batch_size: int | None = None, patience_from: str | None = None,
                regime: str = DEFAULT_REGIME, regime_options: dict[str, Any] | None = None,
                source_train: Path | None = None, source_dev: Path | None = None,
-               average_last: int | None = None) -> list[RunSpec]:
+               average_last: int | None = None,
+               long_sentences: str | None = None) -> list[RunSpec]:
     """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
     bucket file), built as a sweep builds them, so both write the same records.
 
-    ``batch_size`` / ``patience_from``: the adapting protocol (None: the study's).
+    ``batch_size`` / ``patience_from`` / ``long_sentences``: the adapting protocol (None:
+    the study's).
     ``regime`` (:mod:`fsxlt.training.regimes`) with its ``regime_options`` and, for a joint
     one, the ``source_train`` file; ``average_last`` N keeps candidate models (the average
     of the last N epochs, the last epoch and, given ``source_dev``, the best epoch on it).
@@ -38,6 +40,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
     train) or the set's remaining dev examples (tasks sampled from dev).
     """
+    from fsxlt.modeling import DEFAULT_LONG_SENTENCES, check_long_sentences
+
     spec = get_task(task)
     spec.check_language(language)
     training = spec.training
@@ -60,6 +64,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
         no_source=None, method_options={method: dict(method_options)} if method_options else {},
         select_start=select_start, predict=str(predict) if predict is not None else None,
         batch_size=batch_size, patience_from=parse_patience_from(patience_from, "--patience-from"),
+        long_sentences=check_long_sentences(long_sentences or DEFAULT_LONG_SENTENCES, spec,
+                                            "--long-sentences"),
         **_regime_fields(regime, regime_options or {}, source_train, source_dev, average_last))
     if plan.regimes != (DEFAULT_REGIME,) and batch_size is not None:
         raise FsxltError(f"--batch-size (the mini-batch protocol) is for the sequential "

@@ -23,9 +23,12 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # study's); N: shuffled mini-batches of N, a step each
     patience_from: start            # or first-improvement: patience counts from the first
                                     # epoch whose dev score beats the first epoch's
+    long_sentences: truncate        # a bucket sentence longer than max_seq_length: truncated
+                                    # (the study's) or windows (each window a training row;
+                                    # tagging tasks)
     no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
                                     # it may set its own lrs, max_epochs, patience,
-                                    # batch_size and patience_from (its protocol)
+                                    # batch_size, patience_from and long_sentences
     icl: null                       # or {model: NAME_OR_DIR, arms: [{}, {calibrate: true}]}:
                                     # in-context learning arms on the same buckets, and at
                                     # K=0 (fsxlt.execution.icl_config); methods: [] runs
@@ -44,7 +47,7 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
       xnli: {languages: [de, fr], k: [1, 2, 4, 8]}
       marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
 
-``batch_size`` and ``patience_from`` are the adapting protocol
+``batch_size``, ``patience_from`` and ``long_sentences`` are the adapting protocol
 (:class:`fsxlt.training.protocol.Protocol`); a run's identity holds them only
 when they are not the study's defaults, so existing records keep theirs.
 Likewise ``regimes`` (:mod:`fsxlt.training.regimes`): a sequential run's
@@ -94,9 +97,10 @@ from fsxlt.tasks import TaskSpec, get_task
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
             "max_epochs", "patience", "max_seq_length", "no_source_training",
             "method_options", "select_start", "predict", "batch_size", "patience_from",
-            "icl", "regimes", "joint", "average_last", "source_dev")
+            "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences")
 # what no_source_training may set for its own arm, beside encoder and methods
-NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from")
+NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
+                      "long_sentences")
 
 TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
@@ -125,6 +129,7 @@ class TaskPlan:
     predict: str | None = None
     batch_size: int | None = None   # the adapting protocol (fsxlt.training.protocol.Protocol)
     patience_from: str = "start"
+    long_sentences: str = "truncate"  # a long bucket sentence: truncated or in windows
     icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
     regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # training regimes (fsxlt.training.regimes)
     regime_options: dict[str, Any] = field(default_factory=dict)  # joint: less source_train
@@ -256,7 +261,7 @@ def _no_source(raw: Any, spec: TaskSpec, options: dict[str, dict[str, Any]], whe
     encoder = _expand(str(raw["encoder"]), where, "encoder", task)
     _check_starts(spec, methods, options, encoder)
     return {"encoder": encoder, "methods": methods,
-            "settings": _arm_settings(raw, f"{where}: no_source_training")}
+            "settings": _arm_settings(raw, spec, f"{where}: no_source_training")}
 
 
 def _protocol(merged: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, Any]:
@@ -274,7 +279,8 @@ def _protocol(merged: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, A
             "patience": pick("patience", training.adapt_patience, 1),
             "max_seq_length": pick("max_seq_length", training.max_seq_length, 8),
             "batch_size": _batch_size(merged["batch_size"], where),
-            "patience_from": parse_patience_from(merged["patience_from"], where)}
+            "patience_from": parse_patience_from(merged["patience_from"], where),
+            "long_sentences": parse_long_sentences(merged["long_sentences"], spec, where)}
 
 
 def _regimes(merged: dict[str, Any], where: str, task: str) -> dict[str, Any]:
@@ -327,7 +333,17 @@ def parse_patience_from(value: Any, where: str) -> str:
                                                           "patience_from")
 
 
-def _arm_settings(raw: dict[str, Any], where: str) -> dict[str, Any]:
+def parse_long_sentences(value: Any, spec: TaskSpec, where: str) -> str:
+    """``long_sentences``: ``truncate`` (the default, the study's) or ``windows`` (tagging)."""
+    from fsxlt.modeling import DEFAULT_LONG_SENTENCES, LONG_SENTENCES, check_long_sentences
+
+    if value is None:
+        return DEFAULT_LONG_SENTENCES
+    return check_long_sentences(one_of(value, LONG_SENTENCES, where, "long_sentences"), spec,
+                                f"{where}: long_sentences")
+
+
+def _arm_settings(raw: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, Any]:
     """The settings an arm (no_source_training) gives itself, as TaskPlan fields."""
     out: dict[str, Any] = {}
     if raw.get("lrs") is not None:
@@ -339,6 +355,8 @@ def _arm_settings(raw: dict[str, Any], where: str) -> dict[str, Any]:
         out["batch_size"] = _batch_size(raw["batch_size"], where)
     if raw.get("patience_from") is not None:
         out["patience_from"] = parse_patience_from(raw["patience_from"], where)
+    if raw.get("long_sentences") is not None:
+        out["long_sentences"] = parse_long_sentences(raw["long_sentences"], spec, where)
     return out
 
 

@@ -66,6 +66,7 @@ class RunSpec:
     writer: str = ""          # who writes the record: "sweep 'NAME'" or "fsxlt adapt"
     batch_size: int | None = None  # the adapting protocol (None, "start": the study's)
     patience_from: str = "start"
+    long_sentences: str = "truncate"  # a long bucket sentence: truncated (the study's) or windows
     regime: str = DEFAULT_REGIME   # the training regime (fsxlt.training.regimes)
     regime_options: str = "{}"     # its settings (Regime.changes() less the name), sorted JSON
     source_train_path: str = ""    # the joint regimes' source train file
@@ -226,6 +227,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         identity["batch_size"] = plan.batch_size
     if plan.patience_from != "start":
         identity["patience_from"] = plan.patience_from
+    if plan.long_sentences != "truncate" and bucket is not None:
+        identity["long_sentences"] = plan.long_sentences
     predict = Path(plan.predict.replace("{lang}", lang)) if plan.predict else None
     if predict is not None:
         if not predict.is_file():
@@ -255,4 +258,4 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    identity_json=json.dumps(identity, sort_keys=True),
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
                    batch_size=plan.batch_size, patience_from=plan.patience_from,
-                   **regime_fields)
+                   long_sentences=plan.long_sentences, **regime_fields)

@@ -90,6 +90,7 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
                               predictions=test is not None, select_start=run.select_start,
                               predict=unlabelled[0] if unlabelled else None,
                               batch_size=run.batch_size, patience_from=run.patience_from,
+                              long_sentences=run.long_sentences,
                               regime=run.load_regime(), average_last=run.average_last)
         record["bucket"]["path"] = run.bucket_path
     if arm_of(record) != run.arm:  # the facts the run was filed by must be the record's

@@ -25,8 +25,8 @@ from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
 __all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "load_records",
-           "render", "render_compare", "report_text", "sources_text", "strategies_text",
-           "write_report"]
+           "mixed_long_sentences", "mixed_versions", "render", "render_compare", "report_text",
+           "sources_text", "strategies_text", "write_report"]
 
 
 def _check(fmt: str) -> None:
@@ -50,22 +50,41 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
         raise FsxltError(f"{runs_dir}: no finished run records found")
     for path, problem in records.unreadable if warn else ():
         warn(f"warning: {Path(runs_dir) / path}: unreadable run record, not counted: {problem}")
-    mixed = mixed_versions(records)
-    if mixed and warn:
-        warn(mixed)
+    for note in (mixed_versions(records), mixed_long_sentences(records)):
+        if note and warn:
+            warn(note)
     return records
+
+
+def _mixed_cells(records: Records, column: str) -> tuple[str, list[str]] | None:
+    """The first cell whose records differ in ``column`` (named, with how many more) and
+    its values, or None."""
+    cells = records.scores.groupby(["task", "language", "k", "arm"])[column].unique()
+    mixed = cells[cells.map(len) > 1]
+    if mixed.empty:
+        return None
+    (task, lang, k, arm), values = next(iter(mixed.items()))
+    more = f" and {len(mixed) - 1} more" if len(mixed) > 1 else ""
+    return f"{task}/{lang}/k{k}/{arm}{more}", sorted(values)
 
 
 def mixed_versions(records: Records) -> str | None:
     """One line naming the cells whose records come from different fsxlt versions."""
-    cells = records.scores.groupby(["task", "language", "k", "arm"])["fsxlt_version"].unique()
-    mixed = cells[cells.map(len) > 1]
-    if mixed.empty:
+    mixed = _mixed_cells(records, "fsxlt_version")
+    if mixed is None:
         return None
-    (task, lang, k, arm), versions = next(iter(mixed.items()))
-    more = f" and {len(mixed) - 1} more" if len(mixed) > 1 else ""
-    return (f"note: {task}/{lang}/k{k}/{arm}{more} mix records of fsxlt "
-            f"{', '.join(sorted(versions))}; numerics may differ between versions")
+    return (f"note: {mixed[0]} mix records of fsxlt {', '.join(mixed[1])}; numerics may "
+            "differ between versions")
+
+
+def mixed_long_sentences(records: Records) -> str | None:
+    """One line naming the tagging cells whose records' training rows treated sentences
+    longer than max_seq_length differently (truncated or in windows)."""
+    mixed = _mixed_cells(records, "long_sentences")
+    if mixed is None:
+        return None
+    return (f"note: {mixed[0]} mix records whose training rows treated long sentences "
+            f"differently ({'; '.join(mixed[1])}); see docs/training.md#long-sentences")
 
 
 def report_text(runs_dir: str | Path, fmt: str = "md", *, ddof: int = 1,

@@ -5,8 +5,10 @@ sorted into:
 
 - ``scores``: one row per finished adapt record (:func:`fsxlt.runs.is_complete`):
   task, language, k, arm, method, source_training, bucket, test_score,
-  dev_score, best_epoch, metric, record (its path under RUNS_DIR) and
-  fsxlt_version (that wrote it). The arm comes from the record's own facts
+  dev_score, best_epoch, metric, record (its path under RUNS_DIR),
+  fsxlt_version (that wrote it) and long_sentences (tagging: how the
+  start's and the run's training rows treated long sentences,
+  :func:`fsxlt.runs.record_long_sentences`). The arm comes from the record's own facts
   (:func:`fsxlt.runs.arm_of`) and names the source when it is not English
   (``full@de``), so runs from different sources are never one cell;
 - ``curves``: the dev score of every epoch of the selected learning rate's
@@ -49,6 +51,7 @@ from fsxlt.runs import (
     ZERO_SHOT_FORMAT,
     arm_of,
     is_complete,
+    record_long_sentences,
     record_version,
     source_languages_of,
     source_name,
@@ -57,7 +60,8 @@ from fsxlt.runs import (
 
 KEY = ["task", "language", "k", "arm", "bucket"]
 SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score",
-                       "best_epoch", "metric", "fixed", "record", "fsxlt_version"]
+                       "best_epoch", "metric", "fixed", "record", "fsxlt_version",
+                       "long_sentences"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -155,7 +159,8 @@ def load_records(runs_dir: str | Path) -> Records:
                                best_epoch=record.get("best_epoch"),
                                metric=record.get("metric"),
                                fixed=record["bucket"].get("sampler") == FIXED_SAMPLER,
-                               record=rel, fsxlt_version=record_version(record)))
+                               record=rel, fsxlt_version=record_version(record),
+                               long_sentences=record_long_sentences(record)))
             selected = record.get("selected_lr")
             for run in record.get("runs") or []:
                 if run.get("lr") != selected:

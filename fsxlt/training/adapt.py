@@ -33,6 +33,8 @@ mini-batches of N examples, one Adam step each (ceil(bucket / N) steps; the
 order is drawn from the run's seed); ``patience_from="first-improvement"``
 starts the patience count only at the first epoch whose dev score beats the
 first scored epoch's (until then the run goes on, at most ``max_epochs``).
+``long_sentences="windows"`` makes every window of a bucket sentence longer
+than ``max_seq_length`` a training row instead of truncating it (the study's).
 Records carry the protocol (``protocol``) and each run its optimizer steps;
 the record's ``config_hash`` includes the protocol only when it is not the
 default, so the study's records keep their hashes.
@@ -77,7 +79,7 @@ from fsxlt.evaluation import (
     score_and_predict,
 )
 from fsxlt.methods import Method, get_method
-from fsxlt.modeling import Featurizer, collate
+from fsxlt.modeling import Featurizer, check_long_sentences, collate
 from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN
 from fsxlt.sampling.store import Bucket
 from fsxlt.tasks import TaskSpec, get_task
@@ -217,10 +219,12 @@ class AdaptEngine:
                 encoded, self.featurizer.pad_id, self.device, max_tokens=self.eval_max_tokens)
         return self.custom[key] or own
 
-    def _bucket_rows(self, examples: Sequence[Example], method: Method | None = None) -> list:
-        """The bucket's training rows, as ``method`` encodes them (else the task's way)."""
+    def _bucket_rows(self, examples: Sequence[Example], method: Method | None = None,
+                     long_sentences: str = STUDY.long_sentences) -> list:
+        """The bucket's training rows, as ``method`` encodes them (else the task's way, long
+        sentences truncated or in windows as ``long_sentences`` says)."""
         encoded = method.encode(self.featurizer, examples) if method is not None else None
-        rows = (encoded or self.featurizer.encode(examples, windows=False)).rows
+        rows = (encoded or self.featurizer.training_rows(examples, long_sentences)).rows
         if not rows:
             raise FsxltError("the bucket holds no examples")
         return list(rows)
@@ -251,19 +255,21 @@ class AdaptEngine:
         """Training rows as the micro-batches of one step, as the active method reads them."""
         return self.features.bucket_batches(self._micro_batches(rows), self.features.active)
 
-    def _source_train_rows(self, method: Method) -> list:
-        """The source training set as ``method`` encodes it, made once per engine and method."""
+    def _source_train_rows(self, method: Method, long_sentences: str) -> list:
+        """The source training set as ``method`` encodes it (long sentences as
+        ``long_sentences`` says), made once per engine, method and setting."""
         assert self.source_train is not None
-        key = _method_key(method)
+        key = f"{_method_key(method)}:{long_sentences}"
         if key not in self.source_rows:
-            self.source_rows[key] = self._bucket_rows(self.source_train, method)
+            self.source_rows[key] = self._bucket_rows(self.source_train, method, long_sentences)
         return self.source_rows[key]
 
     def _epoch_maker(self, rows: Sequence[Any], method: Method, protocol: Protocol,
                      regime: Regime, seed: int) -> Callable[[], list[Step]]:
         """What one epoch trains on, step by step, under ``regime`` and ``protocol``."""
         if not regime.is_sequential:
-            mixer = JointMixer(regime, self._source_train_rows(method), rows, seed)
+            mixer = JointMixer(regime, self._source_train_rows(method, protocol.long_sentences),
+                               rows, seed)
             return lambda: [[(self._as_batches(group), weight) for group, weight in step]
                             for step in mixer.epoch()]
         if protocol.batch_size is None:  # the study's: one step on the whole bucket
@@ -372,7 +378,8 @@ class AdaptEngine:
               predict: Sequence[Example] | None = None,
               batch_size: int | None = None, patience_from: str = "start",
               regime: str | Regime = "sequential",
-              average_last: int | None = None) -> dict[str, Any]:
+              average_last: int | None = None,
+              long_sentences: str = STUDY.long_sentences) -> dict[str, Any]:
         """Adapt on one bucket over a learning-rate grid; return the run record (a dict).
 
         ``method`` is a name (built-in or installed plug-in), a
@@ -387,7 +394,8 @@ class AdaptEngine:
         of an unlabelled file; the record's ``predict`` then holds the
         selected model's label for each (``fsxlt.submission`` writes them).
         ``batch_size`` and ``patience_from``: the :class:`Protocol` (defaults: the
-        study's); the record's ``protocol`` says which one ran. ``regime``: a name of
+        study's), and ``long_sentences`` (``truncate``, the study's, or ``windows``); the
+        record's ``protocol`` says which one ran. ``regime``: a name of
         :data:`~fsxlt.training.regimes.REGIMES` or a :class:`Regime` (joint ones need
         :meth:`set_source`'s training set). ``average_last`` N: the record's
         ``candidates`` (:mod:`fsxlt.training.candidates`) keep the dev and test scores
@@ -398,12 +406,13 @@ class AdaptEngine:
         task = self.task
         method = get_method(method, task.kind, method_options)
         lrs, seed, max_epochs, patience = adapt_settings(task, lrs, seed, max_epochs, patience)
-        protocol = Protocol(batch_size, patience_from)
+        protocol = Protocol(batch_size, patience_from,
+                            check_long_sentences(long_sentences, task))
         regime = check_regime(regime, protocol, self.source_train is not None)
         average_last = check_average_last(average_last)
         examples, bucket_info = bucket_facts(bucket, self.task.name, self.language)
         bind_to_start(method, task, self.language, self.start)
-        rows = self._bucket_rows(examples, method)
+        rows = self._bucket_rows(examples, method, protocol.long_sentences)
         dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
         settings = {"method": method, "lrs": lrs, "seed": seed, "max_epochs": max_epochs,
                     "patience": patience, "select_start": select_start, "protocol": protocol,
@@ -494,6 +503,7 @@ class AdaptEngine:
         }
         extra = regime_facts(settings["regime"], settings["average_last"], self.source_train_info,
                              self.source_dev_info)
+        extra.update(self._long_sentence_facts(protocol))
         return {
             "format": RUN_FORMAT,
             "task": task.name, "language": self.language, "k": bucket_info.get("k"),
@@ -502,7 +512,8 @@ class AdaptEngine:
             "max_epochs": max_epochs, "patience": patience,
             "protocol": {"batch_size": protocol.batch_size,
                          "steps_per_epoch": protocol.steps_per_epoch(n_rows),
-                         "patience_from": protocol.patience_from},
+                         "patience_from": protocol.patience_from,
+                         "long_sentences": protocol.long_sentences},
             "max_seq_length": self.featurizer.max_len, "metric": task.metric,
             "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
                       "source_training": not self.start.fresh_head},
@@ -518,6 +529,17 @@ class AdaptEngine:
             "versions": versions(), "config_hash": config_hash(config),
             "wall_time_s": round(time.perf_counter() - began, 3), **extra,
         }
+
+    def _long_sentence_facts(self, protocol: Protocol) -> dict[str, Any]:
+        """A tagging record's ``long_sentences``: how the start's training rows (a
+        checkpoint's; ``unrecorded`` before fsxlt said) and this run's treated a sentence
+        longer than ``max_seq_length`` (``fsxlt report`` names cells that mix them)."""
+        if not self.task.is_tagging:
+            return {}
+        facts = {"adapt": protocol.long_sentences}
+        if not self.start.fresh_head:
+            facts["source"] = self.start.info.get("long_sentences", "unrecorded")
+        return {"long_sentences": facts}
 
     def zero_shot(self, method: str | Method = "pet", seed: int | None = None, *,
                   predictions: bool = False, method_options: dict[str, Any] | None = None,

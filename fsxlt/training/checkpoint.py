@@ -185,9 +185,22 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0)
     info = {"kind": "source-trained", "encoder": meta.get("encoder"), "path": str(path),
             "id": f"sha256:{digest[:16]}",
             "source_languages": meta.get("source_languages")
-            or [meta.get("source_language", task.source_language)]}
+            or [meta.get("source_language", task.source_language)],
+            "long_sentences": start_long_sentences(meta, task)}
     return Start(model, tokenizer, info, fresh_head=False, record=meta,
                  extra=_saved_modules(head, set(model.head_state_dict())))
+
+
+def start_long_sentences(meta: dict[str, Any], task: TaskSpec) -> str:
+    """How a checkpoint's training rows treated long sentences (its record's
+    ``long_sentences``). A checkpoint that does not say: ``truncate`` for a
+    classification task (its inputs were always truncated), else ``unrecorded``
+    (fsxlt from 4acc7b3 to 0.2.0 trained tagging checkpoints on windows without
+    saying so; earlier ones truncated)."""
+    value = meta.get("long_sentences")
+    if isinstance(value, str):
+        return value
+    return "unrecorded" if task.is_tagging else "truncate"
 
 
 def _saved_modules(head: dict[str, torch.Tensor], own: set[str],

@@ -2,8 +2,10 @@
 
 :class:`Protocol` holds what the study fixes and FewCLUE's fine-tuning baseline
 changes (``batch_size``, ``patience_from``; :mod:`fsxlt.training.adapt`'s
-docstring); :func:`adapt_settings` fills a run's grid, seed, epochs and
-patience from the task's defaults; :func:`check_regime` refuses a training
+docstring) and how a bucket's long tagging sentences become training rows
+(``long_sentences``: truncated, the study's, or cut into windows);
+:func:`adapt_settings` fills a run's grid, seed, epochs and patience from the
+task's defaults; :func:`check_regime` refuses a training
 regime (:mod:`fsxlt.training.regimes`) that cannot run, before any training.
 """
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsxlt.errors import FsxltError
+from fsxlt.modeling import DEFAULT_LONG_SENTENCES, LONG_SENTENCES
 from fsxlt.tasks import TaskSpec
 from fsxlt.training.regimes import Regime, parse_regime, regime_record
 
@@ -28,10 +31,14 @@ class Protocol:
     ``batch_size``: None, the study's one step per epoch on the whole bucket;
     N, shuffled mini-batches of N examples, one Adam step each.
     ``patience_from``: ``start`` (the study's) or ``first-improvement``.
+    ``long_sentences``: ``truncate`` (the study's) or ``windows`` (every window of a
+    sentence longer than ``max_seq_length`` a training row; tagging), for the bucket
+    and a joint regime's source rows alike.
     """
 
     batch_size: int | None = None
     patience_from: str = "start"
+    long_sentences: str = DEFAULT_LONG_SENTENCES
 
     def __post_init__(self) -> None:
         size = self.batch_size
@@ -42,6 +49,9 @@ class Protocol:
         if self.patience_from not in PATIENCE_FROM:
             raise FsxltError(f"patience_from must be one of {', '.join(PATIENCE_FROM)}, "
                              f"got {self.patience_from!r}")
+        if self.long_sentences not in LONG_SENTENCES:
+            raise FsxltError(f"long_sentences must be one of {', '.join(LONG_SENTENCES)}, "
+                             f"got {self.long_sentences!r}")
 
     @property
     def is_default(self) -> bool:
@@ -54,6 +64,8 @@ class Protocol:
             out["batch_size"] = self.batch_size
         if self.patience_from != "start":
             out["patience_from"] = self.patience_from
+        if self.long_sentences != DEFAULT_LONG_SENTENCES:
+            out["long_sentences"] = self.long_sentences
         return out
 
     def steps_per_epoch(self, n_examples: int) -> int:

@@ -11,7 +11,11 @@ was itself a source are marked ``in_source`` (they are not zero-shot).
 For every learning rate of the grid (each a separate run from the same
 pretrained weights and the same seed): ``epochs`` epochs over the English
 training data in shuffled batches of ``batch_size`` (Adam, default betas, no
-weight decay, constant lr). After every epoch the checkpoint is scored on the
+weight decay, constant lr). A training sentence longer than
+``max_seq_length`` wordpieces is truncated (the study's) or, with
+``long_sentences="windows"`` (tagging), cut into windows that are each a
+training row; dev and test sets are always scored in windows, every word of
+them. After every epoch the checkpoint is scored on the
 English dev set and on every configured target dev set (and, optionally, the
 target test sets); all these scores are recorded, so that the oracle
 protocol (select by target dev) can be reported later next to the standard
@@ -34,7 +38,13 @@ from fsxlt.data import Example
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import describe_examples, make_eval_set, require_scorable, score
 from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
-from fsxlt.modeling import Featurizer, FsxltModel, collate
+from fsxlt.modeling import (
+    DEFAULT_LONG_SENTENCES,
+    Featurizer,
+    FsxltModel,
+    check_long_sentences,
+    collate,
+)
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import CandidateCollector, check_averaging
 from fsxlt.training.checkpoint import load_start, resolve_device
@@ -79,6 +89,7 @@ class _Schedule:
     epochs: int
     batch_size: int
     seed: int
+    long_sentences: str = DEFAULT_LONG_SENTENCES  # training rows of a long sentence
 
 
 @dataclass
@@ -145,7 +156,8 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
                  max_seq_length: int | None = None, device: str | torch.device | None = None,
                  amp: bool = True, checkpoint_test_scores: bool = False,
                  progress: bool = False, method: str = "full",
-                 average_last: int | None = None, keep: str = "selected") -> SourceResult:
+                 average_last: int | None = None, keep: str = "selected",
+                 long_sentences: str = DEFAULT_LONG_SENTENCES) -> SourceResult:
     """Source-train ``model_name`` on ``train``; select by the source ``dev`` score.
 
     ``source_languages`` (default: the task's, English) are the languages of
@@ -173,9 +185,13 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     default), ``last`` (one lr), ``average-last`` (one lr) or
     ``average-lrs`` (the averages need ``average_last``); its scores become
     the record's ``zero_shot``. See :mod:`fsxlt.training.candidates`.
+
+    ``long_sentences``: how a training sentence longer than ``max_seq_length``
+    becomes training rows, ``truncate`` (the study's) or ``windows`` (tagging: one
+    row per window); the record (and so the checkpoint) says which.
     """
     task = get_task(task)
-    schedule = _schedule(task, lrs, epochs, batch_size, seed)
+    schedule = _schedule(task, lrs, epochs, batch_size, seed, long_sentences)
     averaging = check_averaging(average_last, keep, schedule.lrs)
     sources_langs = list(source_languages or [task.source_language])
     data = _Data(train, _source_dev(train, dev, sources_langs, select), dict(target_dev or {}),
@@ -188,7 +204,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     trainer = get_method(method, task.kind)
     check_source_training(type(trainer))
     bind_to_start(trainer, task, sources_langs[0], start)
-    rows, sets = _inputs(task, trainer, featurizer, device, data)
+    rows, sets = _inputs(task, trainer, featurizer, device, data, schedule.long_sentences)
     steps_per_epoch = (len(rows) + schedule.batch_size - 1) // schedule.batch_size
     bar = tqdm(total=len(schedule.lrs) * schedule.epochs * steps_per_epoch,
                disable=not progress, desc=f"source-train {task.name}", unit="step")
@@ -211,14 +227,16 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
 
 
 def _schedule(task: TaskSpec, lrs: Sequence[float] | None, epochs: int | None,
-              batch_size: int | None, seed: int | None) -> _Schedule:
+              batch_size: int | None, seed: int | None,
+              long_sentences: str = DEFAULT_LONG_SENTENCES) -> _Schedule:
     """The task's defaults, overridden by what is given, checked."""
     cfg = task.training
     schedule = _Schedule(lrs=[float(x) for x in (lrs or cfg.lr_grid)],
                          epochs=cfg.source_epochs if epochs is None else int(epochs),
                          batch_size=cfg.source_batch_size if batch_size is None
                          else int(batch_size),
-                         seed=cfg.seed if seed is None else int(seed))
+                         seed=cfg.seed if seed is None else int(seed),
+                         long_sentences=check_long_sentences(long_sentences, task))
     if any(not lr > 0 for lr in schedule.lrs) or schedule.epochs < 1 \
             or schedule.batch_size < 1:
         raise FsxltError(f"learning rates must be > 0 (got {schedule.lrs}), epochs and batch "
@@ -241,19 +259,20 @@ def _source_dev(train: Sequence[Example], dev: Sequence[Example] | dict[str, Seq
 
 
 def _inputs(task: TaskSpec, trainer: Any, featurizer: Featurizer, device: torch.device,
-            data: _Data) -> tuple[list, _EvalSets]:
-    """The training rows and the evaluation sets, each made once."""
-
-    def inputs(examples: Sequence[Example]) -> Any:
-        return trainer.encode(featurizer, examples) or featurizer.encode(examples, windows=True)
+            data: _Data, long_sentences: str) -> tuple[list, _EvalSets]:
+    """The training rows (long sentences as ``long_sentences`` says) and the evaluation
+    sets (long sentences in windows), each made once."""
 
     def eval_set(examples: Sequence[Example]) -> Any:  # one nDCG cannot score: refused now
-        made = make_eval_set(inputs(examples), featurizer.pad_id, device,
+        encoded = trainer.encode(featurizer, examples) or featurizer.encode(examples,
+                                                                             windows=True)
+        made = make_eval_set(encoded, featurizer.pad_id, device,
                              name=describe_examples(examples))
         require_scorable(task, made)
         return made
 
-    rows = inputs(data.train).rows
+    rows = (trainer.encode(featurizer, data.train)
+            or featurizer.training_rows(data.train, long_sentences)).rows
     dev_sets = {lang: eval_set(examples) for lang, examples in data.source_dev.items()}
     for lang, examples in data.target_dev.items():
         if lang not in dev_sets:
@@ -390,6 +409,8 @@ def _config(training: _Training, model_name: str, data: _Data,
               "lrs": schedule.lrs, "epochs": schedule.epochs,
               "batch_size": schedule.batch_size, "seed": schedule.seed,
               "max_seq_length": training.featurizer.max_len,
+              **({} if schedule.long_sentences == DEFAULT_LONG_SENTENCES
+                 else {"long_sentences": schedule.long_sentences}),
               "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
                            {lang: d["sha256"] for lang, d in v.items()})
                        for k, v in read.items() if k != "source_dev"}}
@@ -431,6 +452,7 @@ def _record(training: _Training, search: _Search, data: _Data,
         "epochs": schedule.epochs,
         "batch_size": schedule.batch_size, "seed": schedule.seed,
         "max_seq_length": training.featurizer.max_len,
+        "long_sentences": schedule.long_sentences,
         "data": read, "checkpoints": search.checkpoints, "lr_results": search.lr_results,
         "selection": {"protocol": _protocol(data),
                       "languages": sets.selecting,
