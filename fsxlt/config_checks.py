@@ -15,6 +15,7 @@ Keys inside sections are named by their path (``adapt.lrs``,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -67,15 +68,31 @@ def as_list(value: Any, where: str, key: str) -> list:
     return value
 
 
+def number_problem(value: float, key: str, minimum: float | None = None,
+                   exclusive: bool = False) -> str | None:
+    """What is wrong with a number for ``key``, or None: NaN and infinity never pass, nor a
+    value below (``exclusive``: at or below) ``minimum``. The one rule for every number a
+    config key (:func:`number`) or a command-line option (``fsxlt.cli.app``) takes."""
+    if not math.isfinite(value):
+        return f"{key} must be a finite number, got {value}"
+    if minimum is not None and (value <= minimum if exclusive else value < minimum):
+        bound = f"> {minimum}" if exclusive else f">= {minimum}"
+        return f"{key} must be {bound}, got {value}"
+    return None
+
+
 def number(value: Any, where: str, key: str, kind: type, minimum: float | None = None,
            exclusive: bool = False) -> Any:
-    """``value`` as ``kind`` (int or float), at least (``exclusive``: above) ``minimum``.
+    """``value`` as ``kind`` (int or float), finite and at least (``exclusive``: above)
+    ``minimum`` (:func:`number_problem`).
 
     YAML gives numbers as numbers; a string, list, bool or a fractional value
     for an integer setting is a mistake worth naming, not silently coerced
     (except a float written as ``1e-5``, which YAML reads as a string).
     """
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and not math.isfinite(value):
+        raise FsxltError(f"{where}: {number_problem(value, key)}")
     if kind is int and ok and float(value) != int(value):
         ok = False
     if not ok and kind is float and isinstance(value, str):
@@ -87,9 +104,9 @@ def number(value: Any, where: str, key: str, kind: type, minimum: float | None =
         expected = "an integer" if kind is int else "a number"
         raise FsxltError(f"{where}: {key} must be {expected}, got {value!r}")
     value = kind(value)
-    if minimum is not None and (value <= minimum if exclusive else value < minimum):
-        bound = f"> {minimum}" if exclusive else f">= {minimum}"
-        raise FsxltError(f"{where}: {key} must be {bound}, got {value}")
+    problem = number_problem(value, key, minimum, exclusive)
+    if problem is not None:
+        raise FsxltError(f"{where}: {problem}")
     return value
 
 
@@ -103,6 +120,9 @@ def numeric(value: Any, where: str, key: str) -> int | float:
     """An int or a float, kept as YAML gave it."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FsxltError(f"{where}: {key} must be a number, got {value!r}")
+    problem = number_problem(value, key)
+    if problem is not None:
+        raise FsxltError(f"{where}: {problem}")
     return value
 
 

@@ -14,9 +14,11 @@ from fsxlt.cli import report as _report  # noqa: F401
 from fsxlt.cli import submission as _submission  # noqa: F401
 from fsxlt.cli import sweep as _sweep  # noqa: F401
 from fsxlt.cli import train as _train  # noqa: F401
-from fsxlt.cli.app import app, run_app
+from fsxlt.cli.app import app, check_numbers, run_app
 
-__all__ = ["app", "main", "run_app"]
+NUMERIC_OPTIONS = check_numbers(app)  # every int and float option: one number check
+
+__all__ = ["NUMERIC_OPTIONS", "app", "main", "run_app"]
 
 
 def main() -> None:

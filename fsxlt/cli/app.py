@@ -13,15 +13,24 @@ non-zero exit status, never a traceback:
   permission denied, disk full): ``error: <path>: <reason>``, exit status 2;
 - Ctrl-C: ``interrupted``, exit status 130.
 
+Every number an option or argument takes passes one check before the command
+runs (:func:`check_numbers`, the rule of :func:`fsxlt.config_checks.number_problem`
+that config keys follow too): NaN, infinity and a negative value are one line,
+``error: --lr must be a finite number, got nan``.
+
 Anything else is a bug in fsxlt and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
+import typing
+from typing import Any
 
 import typer
 
+from fsxlt.config_checks import number_problem
 from fsxlt.errors import FsxltError
 
 app = typer.Typer(
@@ -32,6 +41,71 @@ app = typer.Typer(
     rich_markup_mode=None,
     add_completion=False,
 )
+
+
+def checked_number(param: typer.CallbackParam, value: Any) -> Any:
+    """The callback of every numeric option: NaN, infinity and negative numbers refused in
+    one line naming the option (a repeatable option: each of its values)."""
+    opts = list(getattr(param, "opts", None) or [])
+    name = next((o for o in opts if o.startswith("--")), None) or next(iter(opts), None) \
+        or f"<{param.name}>"
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            problem = number_problem(item, name, minimum=0)
+            if problem is not None:
+                raise FsxltError(problem)
+    return value
+
+
+def _is_numeric(annotation: Any) -> bool:
+    """Whether a parameter's type is int or float, optional or a list of them."""
+    if annotation in (int, float):
+        return True
+    return any(_is_numeric(arg) for arg in typing.get_args(annotation)
+               if arg is not type(None))
+
+
+def _parameter_infos(function: Any) -> list[tuple[str, Any, Any]]:
+    """Each parameter of a command function with its typer info (Option or Argument) and
+    its type, whether declared in ``Annotated`` or as the default. Annotations written as
+    strings (``from __future__ import annotations``) are replaced by what they evaluate to,
+    so that typer reads the same info objects later, not fresh ones."""
+    hints = typing.get_type_hints(function, include_extras=True)
+    found = []
+    for name, parameter in inspect.signature(function).parameters.items():
+        hint = hints.get(name)
+        if name in function.__annotations__:
+            function.__annotations__[name] = hint
+        infos = [m for m in getattr(hint, "__metadata__", ())
+                 if isinstance(m, typer.models.ParameterInfo)]
+        if isinstance(parameter.default, typer.models.ParameterInfo):
+            infos.append(parameter.default)
+        base = typing.get_args(hint)[0] if infos and hasattr(hint, "__metadata__") else hint
+        found += [(name, info, base) for info in infos]
+    return found
+
+
+def check_numbers(typer_app: typer.Typer) -> list[str]:
+    """Give every int and float option and argument of every command of ``typer_app`` (its
+    groups too) :func:`checked_number` as its callback; returns ``command --option`` of
+    each. A numeric option with a callback of its own is an error here: it would escape."""
+    checked = []
+    groups = [(typer_app, "")]
+    while groups:
+        current, prefix = groups.pop()
+        for command in current.registered_commands:
+            label = f"{prefix}{command.name or command.callback.__name__}"
+            for name, info, base in _parameter_infos(command.callback):
+                if not _is_numeric(base):
+                    continue
+                if info.callback not in (None, checked_number):
+                    raise TypeError(f"{label}: option {name} has a callback of its own; "
+                                    "make it call checked_number")
+                info.callback = checked_number
+                checked.append(f"{label} {name}")
+        groups += [(group.typer_instance, f"{prefix}{group.name} ")
+                   for group in current.registered_groups]
+    return checked
 
 
 INTERRUPTED = 130  # the shell's status for a process stopped by SIGINT; no command uses it

@@ -226,7 +226,7 @@ def _languages(spec: TaskSpec, raw: dict[str, Any], where: str) -> tuple[str, ..
 
 def _ks(spec: TaskSpec, raw: dict[str, Any], where: str) -> tuple[int, ...]:
     """The task's K values (default: the task's), each checked."""
-    ks = numbers(raw.get("k"), where, "k", int) or list(spec.sampling.k_values)
+    ks = numbers(raw.get("k"), where, "k", int, 1) or list(spec.sampling.k_values)
     for k in ks:
         spec.check_k(k)
     return tuple(dict.fromkeys(ks))
