@@ -32,10 +32,15 @@ hash in a ``sweep`` block; they are read the same way.
 
 *The write rule (write-once).* Before a run, :func:`record_state` compares
 the record at its path with the run's identity: ``missing``, ``corrupt``
-(unreadable, unfinished) and ``error`` records are (re)written; ``done``
-(same identity) is skipped and said so; a finished record with another
-identity is ``different`` and is never replaced unless the command was
-given ``--replace`` (which says what it replaced).
+(a file that does not parse, as a killed writer of old could leave, or a record
+of this format without its result) and ``error`` records are (re)written;
+``done`` (same identity) is skipped and said so; a finished record with another
+identity is ``different``, and a record of a format this version does not
+write (``fsxlt-adapt-run/2`` of a newer fsxlt, or any other JSON object) is
+``foreign``: neither is ever replaced unless the command was given
+``--replace`` (which says what it replaced). Finished means finished in any
+version: only what this version can read and knows to be unfinished is
+rewritten.
 """
 
 from __future__ import annotations
@@ -357,6 +362,8 @@ def _state(path: Path, record: dict[str, Any] | None, identity_hash_: str,
     """:func:`record_state` of ``record``, the content of ``path`` (None: unreadable)."""
     if record is None:
         return "corrupt" if path.exists() else "missing"
+    if record.get("format") not in (RUN_FORMAT, ERROR_FORMAT):
+        return "foreign"
     if record.get("status") == "error":
         return "error"
     if not (is_complete(record) or (is_finished(record) and _untested(record))):
@@ -395,12 +402,26 @@ def error_record(*, identity: dict[str, Any], arm: str, writer: str, sweep: str,
 
 def refusal(path: str | Path, record: dict[str, Any], identity: dict[str, Any],
             count: int = 1, metric: str | None = None) -> str:
-    """The one line that refuses to replace a finished record of other settings."""
+    """The one line that refuses to replace a finished record of other settings, or a
+    record of a format this version does not write (named with its writer's version)."""
     more = f" (and {count - 1} more)" if count > 1 else ""
+    if record.get("format") not in (RUN_FORMAT, ERROR_FORMAT):
+        return (f"{path}{more}: {_foreign(record)}, which this fsxlt ({__version__}) does "
+                "not write; it is not replaced without --replace (or write to another "
+                "runs directory)")
     return (f"{path}{more}: a finished record of other settings "
             f"({', '.join(differences(record, identity, metric))} differ), written by "
             f"{record_writer(record)}; pass --replace to replace it, or write to another "
             "runs directory")
+
+
+def _foreign(record: dict[str, Any]) -> str:
+    """What a record of a format this version does not write is, in words."""
+    fmt = record.get("format")
+    what = f"a record of format {fmt}" if isinstance(fmt, str) else "a JSON object with no " \
+        "record format"
+    version = record_version(record)
+    return what + ("" if version == "unknown" else f" written by fsxlt {version}")
 
 
 def versions_note(versions: Iterable[str], what: str) -> str | None:
@@ -494,7 +515,7 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
         if state == "done":
             result.done.append(run)
             result.versions.add(record_version(record or {}))
-        elif state == "different":
+        elif state in ("different", "foreign"):
             clashes.append((run, record or {}))
         else:
             result.pending.append((run, state))
@@ -503,7 +524,8 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
         raise FsxltError(refusal(first.record_path, record, first.identity, len(clashes),
                                  metrics[first.task]))
     for run, record in clashes:
-        what = ", ".join(differences(record, run.identity, metrics[run.task]))
+        what = ", ".join(differences(record, run.identity, metrics[run.task])) \
+            if record.get("format") in (RUN_FORMAT, ERROR_FORMAT) else "format"
         result.replaced.append((run, what))
         result.pending.append((run, "replace"))
     return result

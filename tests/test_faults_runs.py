@@ -112,6 +112,35 @@ def test_an_old_adapt_record_counts_as_finished_and_is_not_overwritten(study, tm
     assert json.loads(path.read_text()) == old
 
 
+@pytest.mark.parametrize("content, says", [
+    ({"format": "fsxlt-adapt-run/2", "status": "ok", "test_score": 0.5,
+      "run": {"fsxlt_version": "0.9.0"}},
+     "a record of format fsxlt-adapt-run/2 written by fsxlt 0.9.0, which this fsxlt"),
+    ({"format": "fsxlt-adapt-run/2", "status": "running"},
+     "a record of format fsxlt-adapt-run/2, which this fsxlt"),
+    ({"notes": "my own file"}, "a JSON object with no record format, which this fsxlt"),
+])
+def test_a_record_of_another_format_is_not_overwritten(study, tmp_path, capsys, content,
+                                                       says):
+    """Finished means finished in any version (issue 31, mechanism 2): fsxlt 0.2.0 took
+    these for corrupt records and reran and overwrote them without a word."""
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
+    assert run_app(argv) == 0
+    path = runs / "xnli/de/k1/full/02.json"
+    path.write_text(json.dumps(content))
+    before = files(runs)
+    capsys.readouterr()
+    one_line(run_app(argv), capsys.readouterr().err, f"{path}: {says}")
+    one_line(run_app(adapt(study, runs, bucket=study["buckets"] / "xnli/de/k1/02.json")),
+             capsys.readouterr().err, f"{path}: {says}")
+    assert files(runs) == before
+    assert run_app([*argv, "--replace"]) == 0
+    assert f"replacing {path} (format differ)" in capsys.readouterr().err
+    assert json.loads(path.read_text())["format"] == "fsxlt-adapt-run/1"
+
+
 def test_the_no_source_arm_is_its_own(study, tmp_path, capsys):
     from fsxlt.report.records import load_records
 
