@@ -17,11 +17,20 @@ matters: the bucket store and the runs directory each refuse to write over
 the other's files. The marker is a hidden file at the root, neither a set
 nor a record: code that walks a tree must not take it for one (the bucket
 store's walkers look for ``manifest.json`` only).
+
+One writer at a time: a command holds :func:`writer_lock` on the root it
+writes (``.fsxlt-writer.lock``, an exclusive ``flock``) from its last check to
+its last write, so two commands on one directory never both find it free and
+write over each other; the second is refused in one line naming the first.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from fsxlt.errors import FsxltError
@@ -29,6 +38,7 @@ from fsxlt.fileio import atomic_write_json
 from fsxlt.runs import record_files
 
 MARKER = ".fsxlt-directory"
+LOCK_FILE = ".fsxlt-writer.lock"  # held while a command writes (writer_lock)
 BUCKETS = "buckets"
 RUNS = "runs"
 KINDS = {BUCKETS: "bucket store", RUNS: "runs directory"}
@@ -93,6 +103,42 @@ def claim(root: str | Path, kind: str, what: str = "--out") -> Path:
     if check_claim(root, kind, what) is None:
         atomic_write_json(root / MARKER, {"kind": kind})
     return root
+
+
+@contextmanager
+def writer_lock(root: str | Path, kind: str) -> Iterator[None]:
+    """Hold ``root`` (a claimed directory of ``kind``) while a command writes there; a second
+    writer is refused in one line naming the holder.
+
+    An exclusive, non-blocking ``flock`` on ``ROOT/.fsxlt-writer.lock``, which
+    names its holder (pid and host). The kernel releases it when the holder exits
+    or is killed, so no lock is ever stale. Without ``fcntl`` (not POSIX) writers
+    are not serialised.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path = Path(root) / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise FsxltError(f"{root}: another fsxlt command is writing this {KINDS[kind]} "
+                             f"({holder}); wait for it to finish, or give this one another "
+                             "output directory") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def check_claim(root: str | Path, kind: str, what: str = "--out") -> Path | None:

@@ -46,10 +46,7 @@ rewritten.
 from __future__ import annotations
 
 import json
-import os
-import socket
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -436,44 +433,6 @@ def versions_note(versions: Iterable[str], what: str) -> str | None:
 
 
 # --------------------------------------------------------------------------- writing
-
-LOCK_FILE = ".fsxlt-sweep.lock"
-
-
-@contextmanager
-def runs_dir_lock(runs_dir: str | Path) -> Iterator[None]:
-    """Hold RUNS_DIR while a command writes records; a second one gets a one-line refusal.
-
-    An exclusive, non-blocking ``flock`` on ``RUNS_DIR/.fsxlt-sweep.lock``,
-    which names its holder (pid and host) for the refusal message. The kernel
-    releases it when the holder exits or is killed, so no lock is ever stale.
-    Without ``fcntl`` (not POSIX) writers are not serialised.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    path = Path(runs_dir) / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise FsxltError(f"{runs_dir}: another fsxlt sweep or adapt is writing here "
-                             f"({holder}); wait for it to finish, or give this one another "
-                             "out") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
 
 @dataclass
 class WritePlan:

@@ -523,7 +523,7 @@ def no_temporaries(root: Path) -> None:
     are meant to stay)."""
     from fsxlt.directories import MARKER
 
-    left = [p for p in root.rglob(".*") if p.name not in (".fsxlt-sweep.lock", MARKER)]
+    left = [p for p in root.rglob(".*") if p.name not in (".fsxlt-writer.lock", MARKER)]
     assert left == [], left
 
 
@@ -644,7 +644,7 @@ def test_a_second_sweep_on_the_same_runs_directory_refuses(world, tmp_path, caps
         status = run_app(argv)
         err = capsys.readouterr().err
         assert_one_line(status, err, 2,
-                        f"another fsxlt sweep or adapt is writing here (pid {first.pid}")
+                        f"another fsxlt command is writing this runs directory (pid {first.pid}")
         assert snapshot(runs) == before
     finally:
         gate.write_text("")

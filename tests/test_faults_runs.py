@@ -37,7 +37,7 @@ def files(root: Path) -> dict[str, bytes]:
     if not root.exists():
         return {}
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != ".fsxlt-sweep.lock"}
+            if p.is_file() and p.name != ".fsxlt-writer.lock"}
 
 
 def adapt(study, out: Path, *extra: str, bucket: Path | None = None,

@@ -243,3 +243,38 @@ def test_two_published_folders_for_one_set_are_refused(tmp_path, capsys):
     assert not out.exists()
     shutil.rmtree(src / "xnli" / "1-shots" / "german")
     assert run_app(["buckets", "import-published", str(src), "--out", str(out)]) == 0
+
+
+def test_two_samplers_on_one_store_never_both_write(ner, tmp_path, capsys):
+    """One lock per output directory (issue 31, mechanism 3): under fsxlt 0.2.0 two
+    ``fsxlt sample --out st`` with other seeds, started together, both said "1 new" and
+    one finished set silently replaced the other. The first here stops just before it
+    renames its set into place, holding the store's writer lock; the second is refused
+    in one line naming it, and the store ends with the first one's set."""
+    import time
+
+    from tests.test_faults import with_fault
+
+    out = tmp_path / "out"
+    gate = tmp_path / "go"
+    argv = ["sample", "-t", "panx", "-l", "de", "-k", "1", "--n-buckets", "3", "--data",
+            str(ner), "--seed", "1", "--out", str(out)]
+    first = with_fault("os.replace", 2, f"wait:{gate}", *argv, wait=False)
+    try:
+        deadline = time.monotonic() + 120
+        while not Path(f"{gate}.ready").exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        before = snapshot(out)
+        capsys.readouterr()
+        one_line(sample(ner, out, "2"), capsys.readouterr().err,
+                 f"{out}: another fsxlt command is writing this bucket store (pid {first.pid}")
+        assert snapshot(out) == before
+    finally:
+        gate.write_text("")
+        stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    assert "new" in stdout, stdout
+    assert json.loads((out / "panx/de/k1/manifest.json").read_text())["seed"] == 1
+    one_line(sample(ner, out, "2"), capsys.readouterr().err, "seed: 1 -> 2")

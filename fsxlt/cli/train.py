@@ -482,9 +482,9 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
                device: str) -> list[Any]:
     """Write the records of ``fsxlt adapt``'s runs that are not done, as a sweep does
     (under the runs directory's lock); returns the outcomes of the runs that failed."""
-    from fsxlt.directories import RUNS, claim
+    from fsxlt.directories import RUNS, claim, writer_lock
     from fsxlt.execution import run_group
-    from fsxlt.runs import plan_messages, plan_writes, runs_dir_lock
+    from fsxlt.runs import plan_messages, plan_writes
 
     first = plan_writes(runs, replace=replace, need_predictions=save_predictions)  # refuse first
     loaded = None
@@ -496,7 +496,7 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
         loaded = load_start(runs[0].start, runs[0].task, seed=runs[0].seed)
     claim(out, RUNS)
     failed: list[Any] = []
-    with runs_dir_lock(out):
+    with writer_lock(out, RUNS):
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)

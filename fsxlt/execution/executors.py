@@ -26,7 +26,7 @@ wrote it (an earlier version of this sweep, another sweep, ``fsxlt adapt``),
 is never replaced unless ``replace`` is given: the sweep refuses before
 running anything. ``out`` must be a runs directory apart from the bucket
 store (:mod:`fsxlt.directories`). One command at a time per RUNS_DIR: the
-sweep holds :func:`fsxlt.runs.runs_dir_lock` while it runs.
+sweep holds :func:`fsxlt.directories.writer_lock` while it runs.
 """
 
 from __future__ import annotations
@@ -259,8 +259,8 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     settings (else the sweep refuses them). ``note`` receives one-line notes
     (records replaced, finished records from other fsxlt versions).
     """
-    from fsxlt.directories import RUNS, check_apart, claim
-    from fsxlt.runs import check_zero_shot, runs_dir_lock, versions_note
+    from fsxlt.directories import RUNS, check_apart, claim, writer_lock
+    from fsxlt.runs import check_zero_shot, versions_note
 
     if executor not in EXECUTORS:
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
@@ -275,7 +275,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
         check_zero_shot(zero.record_path, zero.record, replace)
     claim(config.out, RUNS, "out")
     say = note or (lambda line: print(line, file=sys.stderr))
-    with runs_dir_lock(config.out):
+    with writer_lock(config.out, RUNS):
         status = sweep_status(config, save_predictions, plan, replace)  # under the lock
         for run, what in status.replaced:
             say(f"replacing {run.record_path} ({what} differ)")

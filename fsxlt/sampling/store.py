@@ -240,15 +240,36 @@ def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: b
     Every set is rendered and checked against what its directory holds
     before anything is written, and ``root`` is claimed as a bucket store
     (:func:`fsxlt.directories.claim`, ``what`` names it in a refusal), so a
-    refusal writes nothing. ``folders`` files set *i* under
-    ``root/folders[i]`` (``fsxlt select``: one folder per strategy). Each
-    set's :class:`WrittenSet` is returned and kept as ``bucket_set.written``.
+    refusal writes nothing. The check is made again under the store's writer
+    lock (:func:`fsxlt.directories.writer_lock`), which is held until the last
+    set is written: two commands writing one store never both find a
+    directory free (the second is refused, or finds the first one's set).
+    ``folders`` files set *i* under ``root/folders[i]`` (``fsxlt select``: one
+    folder per strategy). Each set's :class:`WrittenSet` is returned and kept as
+    ``bucket_set.written``.
     """
-    from fsxlt.directories import BUCKETS, check_claim, claim
+    from fsxlt.directories import BUCKETS, check_claim, claim, writer_lock
 
     root = Path(root)
     places = [root / folder for folder in folders] if folders is not None else None
     check_claim(root, BUCKETS, what)
+    _plan_sets(root, bucket_sets, places, replace)  # refused here: nothing written
+    claim(root, BUCKETS, what)
+    with writer_lock(root, BUCKETS):
+        plans, targets = _plan_sets(root, bucket_sets, places, replace)
+        for target, (files, plan) in plans.items():
+            if plan.status != UNCHANGED:
+                atomic_replace_dir(target, files)
+    for bucket_set, target in zip(bucket_sets, targets, strict=True):
+        bucket_set.written = plans[target][1]
+    return [plan for _files, plan in plans.values()]
+
+
+def _plan_sets(root: Path, bucket_sets: Sequence[BucketSet], places: list[Path] | None,
+               replace: bool) -> tuple[dict[Path, tuple[dict[str, str], WrittenSet]],
+                                       list[Path]]:
+    """Each set's files and what writing them would do (:func:`plan_write`), by target
+    directory, and each set's target; every refusal at once, in one line."""
     plans: dict[Path, tuple[dict[str, str], WrittenSet]] = {}
     targets, refusals = [], []
     for position, bucket_set in enumerate(bucket_sets):
@@ -269,13 +290,7 @@ def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: b
         others = len(refusals) - 1
         more = f" ({others} more set{'s' if others > 1 else ''} refused)" if others else ""
         raise FsxltError(refusals[0] + more)
-    claim(root, BUCKETS, what)
-    for target, (files, plan) in plans.items():
-        if plan.status != UNCHANGED:
-            atomic_replace_dir(target, files)
-    for bucket_set, target in zip(bucket_sets, targets, strict=True):
-        bucket_set.written = plans[target][1]
-    return [plan for _files, plan in plans.values()]
+    return plans, targets
 
 
 def plan_write(root: Path, target: Path, files: dict[str, str], replace: bool) -> WrittenSet:
