@@ -58,8 +58,12 @@ def marked_kind(directory: str | Path) -> str | None:
 
 
 def enclosing(path: str | Path) -> tuple[str, Path] | None:
-    """The nearest marked directory at or above ``path``: (kind, directory), or None."""
-    path = Path(path).absolute()
+    """The nearest marked directory at or above ``path``: (kind, directory), or None.
+
+    ``path`` is resolved first (symbolic links followed), so a link to a folder
+    inside a directory of one kind is found inside it, as what is written through
+    the link would be."""
+    path = Path(path).resolve()
     for candidate in (path, *path.parents):
         kind = marked_kind(candidate)
         if kind is not None:
@@ -156,7 +160,10 @@ def check_claim(root: str | Path, kind: str, what: str = "--out") -> Path | None
     other = RUNS if kind == BUCKETS else BUCKETS
     found = enclosing(root)
     if found is not None and found[0] == other:
-        where = "is" if found[1] == root.absolute() else f"lies inside {found[1]}, which is"
+        real = root.resolve()
+        where = "is" if found[1] == real else f"lies inside {found[1]}, which is"
+        if real != root.absolute():
+            where = f"(a link to {real}) {where}"
         raise FsxltError(f"{root}: {what} {where} a {KINDS[other]}; a {KINDS[kind]} "
                          "must be a directory of its own")
     inner = marked_inside(root, other)

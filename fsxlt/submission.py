@@ -45,7 +45,7 @@ from typing import Any
 
 from fsxlt.data import Example, read_examples, source_ids
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import atomic_replace_dir, atomic_write_text
+from fsxlt.fileio import atomic_replace_dir, atomic_write_json, atomic_write_text, read_json
 from fsxlt.runs import SUBMISSION_DIR, arm_of, bucket_stem, is_finished, read_record, record_files
 from fsxlt.tasks import TaskSpec
 
@@ -204,6 +204,9 @@ def folder_name(file: str) -> str:
     ``<TASK>/<lang>.prediction``; FewCLUE's ``submission/<task>_predict_<x>.json`` keeps
     its name (the split is in it)."""
     parts = PurePosixPath(file).parts
+    if any(part in ("..", ".", "/") or "\\" in part for part in parts):
+        raise FsxltError(f"{file}: a submission file's path may not leave its run's "
+                         "submission/ folder")
     if len(parts) == 4 and parts[0] == SUBMISSION_DIR:
         return "/".join(parts[2:])
     if len(parts) == 2 and parts[0] == SUBMISSION_DIR:
@@ -223,6 +226,7 @@ def submission_claims(runs_dir: str | Path) -> list[Claim]:
         block = record.get("submission") if is_finished(record) else None
         if not isinstance(block, dict) or not isinstance(block.get("file"), str):
             continue
+        target = folder_name(block["file"])  # refuses a path that leaves submission/
         source = path.parent / block["file"]
         if not source.is_file():
             raise FsxltError(f"{source}: missing, though its record {path} names it; rerun "
@@ -230,7 +234,7 @@ def submission_claims(runs_dir: str | Path) -> list[Claim]:
         bucket = record.get("bucket") or {}
         dev = record.get("dev_score")
         claims.append(Claim(
-            target=folder_name(block["file"]), source=source, record=path,
+            target=target, source=source, record=path,
             task=str(record["task"]), language=str(record["language"]), k=record.get("k"),
             arm=arm_of(record), stem=bucket_stem(bucket),
             dev_score=float(dev) if isinstance(dev, int | float) else None,
@@ -315,20 +319,28 @@ def folder_files(claims: Sequence[Claim], *, every_split: bool = True) -> dict[s
     return files
 
 
-def _folder_texts(folder: Path) -> dict[str, str] | None:
-    """The files of an existing submission folder (relative path -> text), or None when it
-    holds anything else (never replaced)."""
-    texts = {}
+def written_list(folder: Path) -> Path:
+    """Where ``fsxlt submission`` lists the files it wrote into ``folder``: a hidden file
+    beside it (inside, it would travel with the folder to the leaderboard)."""
+    return folder.parent / f".{folder.name}.fsxlt-submission.json"
+
+
+def _folder_texts(folder: Path) -> tuple[dict[str, str], str | None]:
+    """The regular files of an existing submission folder (relative path -> text), and the
+    first entry that ``fsxlt submission`` did not list as written there (None: it wrote
+    them all; only such a folder is ever replaced)."""
+    listed = read_json(written_list(folder)) if written_list(folder).is_file() else None
+    names = set(listed.get("files", [])) if isinstance(listed, dict) else set()
+    texts, foreign = {}, None
     for path in sorted(folder.rglob("*")):
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             continue
         rel = path.relative_to(folder).as_posix()
-        shaped = (len(path.relative_to(folder).parts) == 2 and path.suffix == ".prediction") \
-            or _FEWCLUE_NAME.match(rel) is not None
-        if not shaped or path.is_symlink():
-            return None
-        texts[rel] = path.read_text(encoding="utf-8")
-    return texts
+        if rel not in names or path.is_symlink() or not path.is_file():
+            foreign = foreign or rel
+        if path.is_file() and not path.is_symlink():
+            texts[rel] = path.read_text(encoding="utf-8", errors="replace")
+    return texts, foreign
 
 
 def check_folder_place(out: str | Path, runs_dir: str | Path) -> None:
@@ -367,7 +379,7 @@ def write_submission_folder(runs_dir: str | Path, out: str | Path, *, arm: str |
     and one that holds anything but submission files is never replaced. Returns
     (``written``, ``unchanged`` or ``replaced``, the files).
     """
-    runs_dir, out = Path(runs_dir), Path(out)
+    runs_dir, out = Path(runs_dir), Path(out).resolve()  # a link: its folder is replaced
     if not runs_dir.is_dir():
         raise FsxltError(f"{runs_dir}: no such runs directory")
     check_folder_place(out, runs_dir)
@@ -377,17 +389,20 @@ def write_submission_folder(runs_dir: str | Path, out: str | Path, *, arm: str |
     texts = {name: files[name].source.read_text(encoding="utf-8") for name in sorted(files)}
     state = "written"
     if out.exists() and any(out.iterdir()):
-        old = _folder_texts(out)
-        if old is None:
-            raise FsxltError(f"{out}: holds files that are not submission files; give --out "
-                             "a folder of its own")
-        if old == texts:
+        old, foreign = _folder_texts(out)
+        if old == texts and not any(p.is_symlink() for p in out.rglob("*")):
+            if foreign is not None:  # the same files, written before fsxlt listed them
+                atomic_write_json(written_list(out), {"files": sorted(texts)})
             return "unchanged", files
+        if foreign is not None:
+            raise FsxltError(f"{out}: holds files that are not submission files fsxlt wrote "
+                             f"there ({foreign}); give --out a folder of its own")
         if not replace:
             raise FsxltError(f"{out}: holds another submission ({len(old)} files); pass "
                              "--replace to replace it, or give another --out")
         state = "replaced"
     atomic_replace_dir(out, texts)
+    atomic_write_json(written_list(out), {"files": sorted(texts)})
     return state, files
 
 

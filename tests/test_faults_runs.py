@@ -277,3 +277,18 @@ def test_a_record_scored_with_another_metric_is_not_done(study, tmp_path, capsys
     capsys.readouterr()
     one_line(run_app(adapt(study, runs)), capsys.readouterr().err,
              "(metric differ), written by fsxlt adapt; pass --replace")
+
+
+def test_adapt_through_a_link_into_a_bucket_store_is_refused(study, tmp_path, capsys):
+    """Paths are resolved before the rules (issue 31, mechanism 5): fsxlt 0.2.0 wrote a
+    runs directory through a symbolic link into a bucket store."""
+    store = tmp_path / "store"
+    shutil.copytree(study["buckets"], store)
+    link = tmp_path / "link"
+    link.symlink_to(store / "xnli")
+    before = files(store)
+    one_line(run_app(adapt(study, link, bucket=store / "xnli/de/k1/00.json")),
+             capsys.readouterr().err, f"{link}: --out (a link to "
+             f"{(store / 'xnli').resolve()}) lies inside {store.resolve()}, which is a "
+             "bucket store")
+    assert files(store) == before

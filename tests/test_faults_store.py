@@ -278,3 +278,19 @@ def test_two_samplers_on_one_store_never_both_write(ner, tmp_path, capsys):
     assert "new" in stdout, stdout
     assert json.loads((out / "panx/de/k1/manifest.json").read_text())["seed"] == 1
     one_line(sample(ner, out, "2"), capsys.readouterr().err, "seed: 1 -> 2")
+
+
+def test_a_link_into_a_runs_directory_is_refused_as_the_directory_it_points_into(
+        ner, tmp_path, capsys):
+    """Paths are resolved before the rules (issue 31, mechanism 5): fsxlt 0.2.0 wrote a
+    bucket store through a symbolic link into a runs directory."""
+    runs = tmp_path / "runs"
+    runs_tree(runs, marked=True)
+    (runs / "inner").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(runs / "inner")
+    before = snapshot(runs)
+    one_line(sample(ner, link, "0"), capsys.readouterr().err,
+             f"{link}: --out (a link to {(runs / 'inner').resolve()}) lies inside "
+             f"{runs.resolve()}, which is a runs directory")
+    assert snapshot(runs) == before

@@ -183,6 +183,50 @@ def test_the_folder_is_write_once(tmp_path, capsys):
     assert (out / "notes.txt").read_text() == "mine"
 
 
+def test_replace_removes_only_files_it_wrote(tmp_path, capsys):
+    """A command owns only what it wrote (issue 31, mechanism 4): under fsxlt 0.2.0
+    ``--replace`` deleted any file shaped like a submission file (``notes/draft.prediction``
+    in a folder of the user's)."""
+    runs = xglue_runs(tmp_path / "runs")
+    mine = tmp_path / "mine"
+    (mine / "notes").mkdir(parents=True)
+    (mine / "notes" / "draft.prediction").write_text("my draft\n")
+    args = ["submission", str(runs), "--out", str(mine), "--bucket", "00", "--replace"]
+    assert_one_line(run_app(args), capsys.readouterr().err,
+                    "not submission files fsxlt wrote there (notes/draft.prediction)")
+    assert folder(mine) == {"notes/draft.prediction": "my draft\n"}
+
+
+def test_replace_through_a_link_replaces_the_folder_it_points_to(tmp_path, capsys):
+    """Paths are resolved first (issue 31, mechanism 5): under 0.2.0 ``--replace`` on a
+    link replaced the link and left a hidden ``.old`` folder beside it."""
+    runs = xglue_runs(tmp_path / "runs")
+    real, link = tmp_path / "real", tmp_path / "link"
+    args = ["submission", str(runs), "--bucket", "00"]
+    assert run_app([*args, "--out", str(real)]) == 0
+    link.symlink_to(real)
+    (runs / "qadsm/fr/k1/full/submission/00/QADSM/fr.prediction").write_text("New\n")
+    assert run_app([*args, "--out", str(link), "--replace"]) == 0
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert folder(real)["QADSM/fr.prediction"] == "New\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".real.fsxlt-submission.json",
+                                                          "link", "real", "runs"]
+
+
+def test_a_submission_path_that_leaves_its_folder_is_refused(tmp_path, capsys):
+    """A record naming ``submission/00/../../x.prediction`` made 0.2.0 write outside
+    --out; now it is one line and nothing is written."""
+    runs = xglue_runs(tmp_path / "runs")
+    path = fake_run(runs, "qadsm", "de", 1, "00", file="00/QADSM/de.prediction", text="x\n")
+    record = json.loads(path.read_text())
+    record["submission"]["file"] = "submission/00/../../../../../evil.prediction"
+    path.write_text(json.dumps(record))
+    out = tmp_path / "out" / "sub"
+    status = run_app(["submission", str(runs), "--out", str(out), "--bucket", "00"])
+    assert_one_line(status, capsys.readouterr().err, "may not leave its run's submission/")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.rglob("evil.prediction"))
+
+
 def test_out_inside_the_runs_directory_is_refused(tmp_path, capsys):
     runs = xglue_runs(tmp_path / "runs")
     status = run_app(["submission", str(runs), "--out", str(runs / "sub"), "--bucket", "00"])
