@@ -292,3 +292,40 @@ def test_adapt_through_a_link_into_a_bucket_store_is_refused(study, tmp_path, ca
              f"{(store / 'xnli').resolve()}) lies inside {store.resolve()}, which is a "
              "bucket store")
     assert files(store) == before
+
+
+@pytest.mark.parametrize("kind", ["runs", "store", "other", "inside"])
+def test_the_demo_refuses_a_folder_it_did_not_create(study, tmp_path, capsys, kind):
+    """A command owns only what it wrote (issue 31, mechanism 4): fsxlt 0.2.0's demo
+    replaced a sweep's records in the runs directory it was pointed at ("replacing records
+    of an earlier config") and left 40-60 files before refusing a store."""
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    assert run_app(["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]) == 0
+    store = tmp_path / "store"
+    shutil.copytree(study["buckets"], store)
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    out, says = {"runs": (runs, "is or lies inside"), "store": (store, "is or lies inside"),
+                 "other": (other, "not a folder fsxlt demo created"),
+                 "inside": (runs / "xnli" / "demo", "is or lies inside")}[kind]
+    before = files(tmp_path)
+    capsys.readouterr()
+    one_line(run_app(["demo", "--out", str(out), "--config", "quick"]),
+             capsys.readouterr().err, says)
+    assert files(tmp_path) == before
+
+
+def test_evaluate_refuses_an_out_inside_a_bucket_store(study, tmp_path, capsys):
+    """A writer of the wrong kind (issue 31, mechanism 4): 0.2.0's evaluate wrote its
+    scores into a bucket set's folder."""
+    store = tmp_path / "store"
+    shutil.copytree(study["buckets"], store)
+    before = files(store)
+    out = store / "xnli/de/k1/zero-shot-test.json"
+    one_line(run_app(["evaluate", str(study["checkpoint"]), "--task", "xnli", "--lang", "de",
+                      "--data-dir", str(study["data"]), "--split", "test", "--out", str(out)]),
+             capsys.readouterr().err, f"{out}: --out lies inside {store.resolve()}, a bucket "
+             "store")
+    assert files(store) == before

@@ -76,6 +76,7 @@ def evaluate_cmd(
         raise FsxltError("--save-predictions writes beside --out FILE.json; pass --out")
     if out is not None:
         check_output_file(out, "--out file")
+        _refuse_a_bucket_store(out)
     examples, source = read_split(spec, lang, split, file, data_dir)
     examples = limit_examples(examples, limit)
     identity = {"start": start_fingerprint(checkpoint), "task": spec.name, "language": lang,
@@ -105,6 +106,17 @@ def evaluate_cmd(
     if out is not None:
         atomic_write_json(out, result)
     typer.echo(json.dumps(result, ensure_ascii=False, sort_keys=True))
+
+
+def _refuse_a_bucket_store(out: Path) -> None:
+    """An evaluation is no bucket set's file: refused inside a bucket store, as every writer
+    refuses a directory of the other kind."""
+    from fsxlt.directories import BUCKETS, enclosing
+
+    found = enclosing(Path(out).parent)
+    if found is not None and found[0] == BUCKETS:
+        raise FsxltError(f"{out}: --out lies inside {found[1]}, a bucket store; write the "
+                         "evaluation into a runs directory or a folder of its own")
 
 
 def _evaluation_found(out: Path, identity: dict[str, Any], replace: bool) -> bool:

@@ -28,6 +28,35 @@ from fsxlt.fileio import atomic_write_json
 
 DEMO_FORMAT = "fsxlt-demo/1"
 SUMMARY_FILE = "summary.json"
+DEMO_MARKER = ".fsxlt-demo"  # written first: this folder is the demo's
+
+
+def claim_demo_folder(out: Path) -> None:
+    """Make ``out`` the demo's folder, or refuse in one line before anything is written.
+
+    The demo owns only a folder it created: a new or empty one (marked now), or one
+    it marked before (or, from before markers, whose ``summary.json`` is a demo's).
+    Anything else, a sweep's runs directory or a bucket store above all, is refused:
+    the demo's stages would reuse and replace what they find there.
+    """
+    from fsxlt.directories import KINDS, enclosing
+    from fsxlt.fileio import read_json
+
+    if out.exists() and not out.is_dir():
+        raise FsxltError(f"{out}: --out is a file; the demo needs a folder of its own")
+    found = enclosing(out)
+    if found is not None:
+        raise FsxltError(f"{out}: --out is or lies inside {found[1]}, a {KINDS[found[0]]}; "
+                         "the demo needs a new or empty folder of its own")
+    if out.is_dir() and any(out.iterdir()) and not (out / DEMO_MARKER).is_file():
+        try:
+            summary = read_json(out / SUMMARY_FILE)
+        except FsxltError:
+            summary = None
+        if not (isinstance(summary, dict) and summary.get("format") == DEMO_FORMAT):
+            raise FsxltError(f"{out}: not a folder fsxlt demo created (it holds other "
+                             "files); give --out a new or empty folder")
+    atomic_write_json(out / DEMO_MARKER, {"kind": "demo", "format": DEMO_FORMAT})
 
 
 def _default_threads(workers: int) -> int:
@@ -59,6 +88,7 @@ def run_demo(out: str | Path, config: DemoConfig | str | Path = "demo", *,
                            "workers": workers})
     log = log or _stderr
     out = Path(out)
+    claim_demo_folder(out)
     layout = Layout(out, Path(encoder_cache) if encoder_cache else out / "encoders")
     threads_all = config.threads or _default_threads(1)
     stages: dict[str, float] = {}
