@@ -66,7 +66,6 @@ ZERO_SHOT_RUN = "zero-shot"                # the bucket name (file stem) of a K=
 PREDICTIONS_SUFFIX = ".predictions.jsonl"
 SUBMISSION_DIR = "submission"
 CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # a checkpoint's facts (fsxlt.training.checkpoint)
-HEAD_FILE = "fsxlt_head.safetensors"
 NOSOURCE_SUFFIX = "-nosource"
 EPOCH0_SUFFIX = "-epoch0"
 SOURCE_MARK = "@"          # full@de: adapted from a model source-trained on German
@@ -185,16 +184,17 @@ def start_source_languages(start: str | Path | None) -> list[str]:
 
 
 def start_fingerprint(start: str | Path) -> str:
-    """What identifies a start: a checkpoint's record and head bytes, or an encoder's name."""
-    import hashlib
+    """What identifies a start, by content (:func:`fsxlt.identity.fingerprint`): a
+    checkpoint's every file (its record, head, encoder weights and tokenizer), a
+    pretrained encoder directory's files; a hub encoder by its name."""
+    from fsxlt.identity import fingerprint
 
     path = Path(start)
-    if not (path / CHECKPOINT_FILE).is_file():
-        return f"pretrained:{start}"
-    digest = hashlib.sha256((path / CHECKPOINT_FILE).read_bytes())
-    if (path / HEAD_FILE).is_file():
-        digest.update((path / HEAD_FILE).read_bytes())
-    return "checkpoint:" + digest.hexdigest()
+    if (path / CHECKPOINT_FILE).is_file():
+        return "checkpoint:" + fingerprint(path).removeprefix("sha256:")
+    if path.is_dir():
+        return "pretrained:" + fingerprint(path)
+    return f"pretrained:{start}"
 
 
 # --------------------------------------------------------------------------- layout
@@ -267,6 +267,11 @@ def same_identity(record: dict[str, Any], identity_hash_: str) -> bool:
     return _digest(record_identity_hash(record)) == _digest(identity_hash_)
 
 
+# versions whose run identities named a model by less than its content (a checkpoint by its
+# record and head, a local causal LM by its config and weight files' names and sizes)
+CONTENT_BLIND_VERSIONS = ("0.1.0", "0.2.0")
+
+
 def differences(record: dict[str, Any], identity: dict[str, Any],
                 metric: str | None = None) -> list[str]:
     """The identity fields in which ``record`` differs from ``identity`` (names only), and
@@ -277,8 +282,12 @@ def differences(record: dict[str, Any], identity: dict[str, Any],
     if not isinstance(old, dict):
         return ["settings (the record predates recorded identities)", *scored]
     keys = sorted(set(old) | set(identity))
-    return [key for key in keys if old.get(key) != identity.get(key)] + scored \
-        or ["identity hash"]
+    found = [key for key in keys if old.get(key) != identity.get(key)]
+    version = record_version(record)
+    if version in CONTENT_BLIND_VERSIONS:  # their fingerprints of a model were not its content
+        found = [f"{key} (fsxlt {version} did not identify models by content)"
+                 if key in ("start", "model") else key for key in found]
+    return found + scored or ["identity hash"]
 
 
 # --------------------------------------------------------------------------- records

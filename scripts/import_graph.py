@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "fileio", "config_checks", "lazy"),
+    ("errors", "fileio", "config_checks", "lazy", "identity"),
     ("tasks", "data", "runs", "directories", "synthetic", "sampling.store",
      "sampling.samplers", "icl.prompts"),
     ("modeling", "evaluation"),

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fsxlt import __version__
 from fsxlt.cli import run_app
 from tests.sweep_fixtures import build_study, sweep_config, write_config
 from tests.train_fixtures import NLI_LABELS, nli_data, write_pairs
@@ -218,9 +219,10 @@ def test_mixed_versions_are_said(study, tmp_path, capsys):
     capsys.readouterr()
     assert run_app(argv) == 0
     err = capsys.readouterr().err
-    assert "5 finished records of this sweep were written by fsxlt 0.1.0, 0.2.0" in err
+    assert f"5 finished records of this sweep were written by fsxlt 0.1.0, {__version__}" in err
     assert run_app(["report", str(runs), "--expected-buckets", "5"]) == 0
-    assert "xnli/de/k1/full mix records of fsxlt 0.1.0, 0.2.0" in capsys.readouterr().err
+    assert f"xnli/de/k1/full mix records of fsxlt 0.1.0, {__version__}" in \
+        capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- the property

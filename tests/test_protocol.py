@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -34,7 +35,10 @@ def adapt_runs(tmp_path: Path, **kwargs):
     """The RunSpecs of ``fsxlt adapt`` over a fixed two-bucket XNLI set (a pretrained
     encoder named, so nothing loads)."""
     data = nli_data(30, seed=1)
-    directory = write_bucket_set(tmp_path / "b", "xnli", "de", 4, [data[:4], data[4:8]], NLI)
+    # a bucket file records the fsxlt version that wrote it; the pins' buckets are 0.2.0's
+    with mock.patch("fsxlt.sampling.store.__version__", "0.2.0"):
+        directory = write_bucket_set(tmp_path / "b", "xnli", "de", 4, [data[:4], data[4:8]],
+                                     NLI)
     dev = write_pairs(tmp_path / "dev.tsv", data[8:20])
     test = write_pairs(tmp_path / "test.tsv", data[20:30])
     return adapt_plan("xnli", "de", directory, tmp_path / "runs",

@@ -108,6 +108,10 @@ def _regime_fields(regime: str, options: dict[str, Any], source_train: Path | No
     parsed = parse_regime(regime, None, "--regime")
     if not parsed.is_sequential:
         parse_regime(regime, options, f"--regime {regime}")
+        if options.get("target_repeat") is not None and parsed.name != "joint":
+            raise FsxltError(f"--target-repeat is the joint regime's (copies of the bucket "
+                             f"in its pool); --regime {regime} takes the whole bucket in "
+                             "every step")
         if source_train is None:
             raise FsxltError(f"--regime {regime} trains on the source data beside the bucket; "
                              "pass --source-train FILE (the source language's train file)")

@@ -156,7 +156,10 @@ class SweepConfig:
     def restrict(self, tasks: Sequence[str] | None = None, languages: Sequence[str] | None = None,
                  ks: Sequence[int] | None = None, methods: Sequence[str] | None = None,
                  ) -> SweepConfig:
-        """Keep only the given tasks / languages / K values / methods (command-line filters)."""
+        """Keep only the given tasks / languages / K values / methods (command-line filters);
+        a filter value that names nothing in the config is a one-line error, as a run that
+        would run nothing is no run the user meant."""
+        self._check_filters(tasks, languages, ks, methods)
         plans = []
         for plan in self.tasks:
             if tasks and plan.task not in tasks:
@@ -171,14 +174,24 @@ class SweepConfig:
                     plan.no_source, methods=[m for m in plan.no_source["methods"]
                                              if not methods or m in methods])))
             plans.append(plan)
-        for wanted, have, what in ((tasks, {p.task for p in self.tasks}, "task"),
-                                   (languages, {x for p in self.tasks for x in p.languages},
-                                    "language")):
+        return replace(self, tasks=tuple(plans))
+
+    def _check_filters(self, tasks: Sequence[str] | None, languages: Sequence[str] | None,
+                       ks: Sequence[int] | None, methods: Sequence[str] | None) -> None:
+        """Every filter value names something of the config (``--method``: an adapting
+        method, the ablation's or an ICL arm)."""
+        arms = {m for p in self.tasks for m in p.methods}
+        arms |= {m for p in self.tasks for m in (p.no_source or {}).get("methods") or []}
+        arms |= {a.name for p in self.tasks if p.icl is not None for a in p.icl.arms}
+        for wanted, have, what in (
+                (tasks, {p.task for p in self.tasks}, "task"),
+                (languages, {x for p in self.tasks for x in p.languages}, "language"),
+                (ks, {k for p in self.tasks for k in p.k}, "K"),
+                (methods, arms, "method")):
             for value in wanted or ():
                 if value not in have:
                     raise FsxltError(f"{what} {value!r} is not in the sweep config "
-                                     f"(has: {', '.join(sorted(have))})")
-        return replace(self, tasks=tuple(plans))
+                                     f"(has: {', '.join(sorted(map(str, have)))})")
 
 
 def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) -> TaskPlan:
@@ -296,6 +309,13 @@ def _regimes(merged: dict[str, Any], where: str, task: str) -> dict[str, Any]:
               if not parse_regime(name, None, f"{where}: regimes").is_sequential]
     for name in joined:
         parse_regime(name, options, f"{where}: joint")
+    if (options or source_train is not None) and not joined:
+        raise FsxltError(f"{where}: joint sets the joint regimes, but regimes has none of "
+                         "them (regimes: [sequential, joint] runs both)")
+    if options.get("target_repeat") is not None and "joint" not in joined:
+        raise FsxltError(f"{where}: joint.target_repeat is the joint regime's (copies of the "
+                         f"bucket in its pool); {', '.join(joined)} take the whole bucket in "
+                         "every step")
     if joined and source_train is None:
         raise FsxltError(f"{where}: regimes {', '.join(joined)} train on the source data "
                          "beside the bucket; give its file as joint: {source_train: PATH}")

@@ -8,7 +8,8 @@ groups the rest by (task, language, start) and hands the groups to an executor:
   ``devices=["0", "1"]`` pins worker *i* to GPU ``devices[i % len(devices)]``
   (``CUDA_VISIBLE_DEVICES`` set before torch loads); each worker uses
   ``threads`` torch threads (default: CPU cores / workers). ``workers=0``
-  runs everything in the calling process.
+  runs everything in the calling process, with ``threads`` torch threads when
+  given (restored afterwards).
 - ``ray``: one Ray task per group, ``num_gpus=gpus_per_task`` (fractions
   allowed) and ``num_cpus=cpus_per_task``; joins ``address`` (``auto``,
   ``ray://host:10001``) or an already initialised Ray, else starts a local
@@ -34,7 +35,8 @@ from __future__ import annotations
 import os
 import queue
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +128,23 @@ def _default_threads(workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """``threads`` torch threads in this process while the block runs (None: as they are);
+    CPU numerics depend on the count, so ``--threads`` holds with ``--workers 0`` too."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def _local_worker(slot: int, tasks: Any, results: Any, device: str, gpu: str | None,
                   threads: int, save_predictions: bool = False) -> None:
     if gpu is not None:
@@ -147,9 +166,10 @@ def _run_local(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None]
                workers: int, devices: Sequence[str] | None, device: str,
                threads: int | None, save_predictions: bool = False) -> None:
     if workers <= 0:
-        for group in groups:
-            run_group(group, device=device, on_result=on_result,
-                      save_predictions=save_predictions)
+        with torch_threads(threads):
+            for group in groups:
+                run_group(group, device=device, on_result=on_result,
+                          save_predictions=save_predictions)
         return
     import multiprocessing
 

@@ -8,7 +8,6 @@ its weights load.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,24 +31,19 @@ class CausalLM:
 
 
 def model_fingerprint(name: str, gguf_file: str | None = None) -> str:
-    """A hub name as it is; a local model by the hash of its config (and GGUF file's size
-    and first MiB, so that another file of the same name is another model)."""
+    """A hub name as it is; a local model by its content (:func:`fsxlt.identity.fingerprint`:
+    every file of its directory, weights and tokenizer included; of the GGUF files only
+    ``gguf_file``)."""
+    from fsxlt.identity import fingerprint, model_files
+
     path = Path(name)
     if not path.is_dir():
         return f"hub:{name}" + (f"/{gguf_file}" if gguf_file else "")
-    digest = hashlib.sha256()
-    for part in ("config.json", "generation_config.json"):
-        if (path / part).is_file():
-            digest.update((path / part).read_bytes())
+    files = None
     if gguf_file:
-        gguf = path / gguf_file
-        digest.update(str(gguf.stat().st_size).encode())
-        with open(gguf, "rb") as handle:
-            digest.update(handle.read(1 << 20))
-    else:
-        for weights in sorted(path.glob("*.safetensors")):
-            digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
-    return "local:" + digest.hexdigest()[:16]
+        files = [f.relative_to(path).as_posix() for f in model_files(path)
+                 if f.suffix != ".gguf" or f.relative_to(path).as_posix() == gguf_file]
+    return fingerprint(path, files=files)
 
 
 def _check_causal(config: Any, name: str) -> None:

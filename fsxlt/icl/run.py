@@ -39,10 +39,17 @@ from fsxlt.icl.scoring import (
     predictions,
     tokenize_prompt,
 )
+from fsxlt.identity import fingerprint
 from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN, identity_hash, record_path
 from fsxlt.tasks import TaskSpec, get_task
 
 ICL_WRITER = "fsxlt icl"
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 ORDERS = ("seeded", "bucket", "similarity")
 
 
@@ -104,7 +111,8 @@ class IclSettings:
         return {**self.prompt.describe(), "calibrate": self.calibrate,
                 "content_free": CONTENT_FREE if self.calibrate else None,
                 "normalize": self.normalize, "order": self.order, "seed": self.seed,
-                "test_limit": self.test_limit, "encoder": self.encoder}
+                "test_limit": self.test_limit, "encoder": self.encoder,
+                **({"encoder_fingerprint": fingerprint(self.encoder)} if self.encoder else {})}
 
 
 @dataclass(frozen=True)
@@ -439,6 +447,8 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
                           "sha256": examples_digest(prepared.test)}},
         "test": test, "test_score": test["score"], "dev_score": None,
         "versions": versions(), "wall_time_s": round(elapsed, 3),
+        "device": str(next(lm.model.parameters()).device.type),
+        "torch_threads": _torch_threads(),
         "examples_per_s": round(len(prepared.test) / elapsed, 3) if elapsed > 0 else None,
     }
     finish_record(record, identity=run.identity, arm=arm, writer=writer, sweep=sweep)

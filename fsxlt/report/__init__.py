@@ -18,15 +18,15 @@ from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text
-from fsxlt.report.compare import compare, render_compare
+from fsxlt.report.compare import compare, render_compare, test_set_note
 from fsxlt.report.records import Records, load_records
 from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
 
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
 __all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "load_records",
-           "mixed_long_sentences", "mixed_versions", "render", "render_compare", "report_text",
-           "sources_text", "strategies_text", "write_report"]
+           "mixed_long_sentences", "mixed_tests", "mixed_threads", "mixed_versions", "render",
+           "render_compare", "report_text", "sources_text", "strategies_text", "write_report"]
 
 
 def _check(fmt: str) -> None:
@@ -50,7 +50,8 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
         raise FsxltError(f"{runs_dir}: no finished run records found")
     for path, problem in records.unreadable if warn else ():
         warn(f"warning: {Path(runs_dir) / path}: unreadable run record, not counted: {problem}")
-    for note in (mixed_versions(records), mixed_long_sentences(records)):
+    for note in (mixed_versions(records), mixed_threads(records), mixed_tests(records),
+                 mixed_long_sentences(records)):
         if note and warn:
             warn(note)
     return records
@@ -75,6 +76,30 @@ def mixed_versions(records: Records) -> str | None:
         return None
     return (f"note: {mixed[0]} mix records of fsxlt {', '.join(mixed[1])}; numerics may "
             "differ between versions")
+
+
+def mixed_tests(records: Records) -> str | None:
+    """One line naming the cells whose records were scored on different test examples or
+    with different metrics (a cell's mean would mix them)."""
+    for column, what in (("metric", "metrics"), ("test_sha256", "test sets")):
+        scores = records.scores[records.scores[column].fillna("") != ""]
+        mixed = _mixed_cells(Records(scores, records.curves, records.zero_shot), column)
+        if mixed is not None:
+            shown = ", ".join(v[:15] for v in mixed[1])
+            return f"note: {mixed[0]} mix records scored with different {what} ({shown})"
+    return None
+
+
+def mixed_threads(records: Records) -> str | None:
+    """One line naming the cells whose CPU runs ran with different torch thread counts
+    (CPU numerics depend on the count; runs that did not record it are left out)."""
+    scores = records.scores[records.scores["torch_threads"] != ""]
+    mixed = _mixed_cells(Records(scores, records.curves, records.zero_shot),
+                         "torch_threads")
+    if mixed is None:
+        return None
+    return (f"note: {mixed[0]} mix CPU runs of {', '.join(mixed[1])} torch threads; CPU "
+            "numerics depend on the thread count")
 
 
 def mixed_long_sentences(records: Records) -> str | None:
@@ -171,7 +196,11 @@ def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path 
     _check(fmt)
     if n_boot < 1:
         raise FsxltError("the bootstrap needs at least one resample")
-    result = compare(_load(runs_dir, warn), arm_a, arm_b, seed=seed, n_boot=n_boot)
+    records = _load(runs_dir, warn)
+    result = compare(records, arm_a, arm_b, seed=seed, n_boot=n_boot)
+    note = test_set_note(records, arm_a, arm_b)
+    if note and warn:
+        warn(note)
     text = render_compare(result, arm_a, arm_b, fmt, seed=seed, n_boot=n_boot)
     if out is not None:
         atomic_write_text(Path(out) / f"compare_{arm_a}_vs_{arm_b}.{SUFFIX[fmt]}", text)

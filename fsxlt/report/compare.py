@@ -82,11 +82,13 @@ def compare(records: Records, arm_a: str, arm_b: str, *, seed: int = 0,
         if arm not in arms:
             raise FsxltError(f"no records for method {arm!r}; found: {', '.join(arms) or 'none'}")
     key = ["task", "language", "k", "bucket"]
-    a = scores.loc[scores["arm"] == arm_a, key + ["test_score"]]
-    b = scores.loc[scores["arm"] == arm_b, key + ["test_score"]]
+    facts = ["test_score", "bucket_sha256", "test_sha256", "metric"]
+    a = scores.loc[scores["arm"] == arm_a, key + facts]
+    b = scores.loc[scores["arm"] == arm_b, key + facts]
     paired = a.merge(b, on=key, suffixes=("_a", "_b")).sort_values(key)
     if paired.empty:
         raise FsxltError(f"{arm_a} and {arm_b} share no bucket")
+    _check_like_with_like(paired, arm_a, arm_b)
     rows = []
     for (task, lang, k), group in paired.groupby(["task", "language", "k"], sort=True):
         score_a = 100.0 * group["test_score_a"].to_numpy()
@@ -98,6 +100,38 @@ def compare(records: Records, arm_a: str, arm_b: str, *, seed: int = 0,
                      "mean_diff": float(diffs.mean()), "ci_low": low, "ci_high": high,
                      "p_value": wilcoxon_p(diffs), **spread(score_a, score_b, index)})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _check_like_with_like(paired: pd.DataFrame, arm_a: str, arm_b: str) -> None:
+    """Refuse pairs that are not the same bucket (same index, other content: a set sampled
+    again between the two arms) or not scored alike (another metric); pairs are by bucket
+    content, not by number."""
+    for column, what in (("bucket_sha256", "buckets"), ("metric", "metrics")):
+        known = paired[(paired[f"{column}_a"] != "") & (paired[f"{column}_b"] != "")
+                       & paired[f"{column}_a"].notna() & paired[f"{column}_b"].notna()]
+        differ = known[known[f"{column}_a"] != known[f"{column}_b"]]
+        if not differ.empty:
+            row = differ.iloc[0]
+            raise FsxltError(
+                f"{row['task']}/{row['language']}/k{row['k']}: {arm_a} and {arm_b} ran "
+                f"different {what} under bucket {int(row['bucket']):02d}"
+                + (f" and {len(differ) - 1} more" if len(differ) > 1 else "")
+                + (" (a set sampled again between the arms?); pairs must be the same "
+                   "bucket" if what == "buckets" else "; scores of two metrics do not pair"))
+
+
+def test_set_note(records: Records, arm_a: str, arm_b: str) -> str | None:
+    """One line when the two arms of a cell were scored on different test examples."""
+    scores = records.scores[records.scores["arm"].isin([arm_a, arm_b])
+                            & (records.scores["test_sha256"] != "")]
+    cells = scores.groupby(["task", "language", "k"])["test_sha256"].nunique()
+    mixed = cells[cells > 1]
+    if mixed.empty:
+        return None
+    (task, lang, k), more = mixed.index[0], len(mixed) - 1
+    return (f"note: {task}/{lang}/k{k}{f' and {more} more' if more else ''}: {arm_a} and "
+            f"{arm_b} were scored on different test examples (another test file, or a "
+            "--test-limit sample); their differences mix both")
 
 
 def spread(score_a: np.ndarray, score_b: np.ndarray, index: np.ndarray) -> dict[str, float]:

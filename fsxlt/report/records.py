@@ -6,7 +6,11 @@ sorted into:
 - ``scores``: one row per finished adapt record (:func:`fsxlt.runs.is_complete`):
   task, language, k, arm, method, source_training, bucket, test_score,
   dev_score, best_epoch, metric, record (its path under RUNS_DIR),
-  fsxlt_version (that wrote it) and long_sentences (tagging: how the
+  bucket_sha256 and test_sha256 (the content hashes of the bucket and of the
+  test examples scored; empty where a record has none), fsxlt_version (that
+  wrote it), torch_threads (on CPU, the torch thread count
+  it ran with, which moves CPU numerics; empty on GPU or where not
+  recorded) and long_sentences (tagging: how the
   start's and the run's training rows treated long sentences,
   :func:`fsxlt.runs.record_long_sentences`). The arm comes from the record's own facts
   (:func:`fsxlt.runs.arm_of`) and names the source when it is not English
@@ -60,8 +64,8 @@ from fsxlt.runs import (
 
 KEY = ["task", "language", "k", "arm", "bucket"]
 SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score",
-                       "best_epoch", "metric", "fixed", "record", "fsxlt_version",
-                       "long_sentences"]
+                       "best_epoch", "metric", "fixed", "record", "bucket_sha256",
+                       "test_sha256", "fsxlt_version", "torch_threads", "long_sentences"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -160,6 +164,9 @@ def load_records(runs_dir: str | Path) -> Records:
                                metric=record.get("metric"),
                                fixed=record["bucket"].get("sampler") == FIXED_SAMPLER,
                                record=rel, fsxlt_version=record_version(record),
+                               torch_threads=_cpu_threads(record),
+                               bucket_sha256=str(record["bucket"].get("sha256") or ""),
+                               test_sha256=_test_sha256(record),
                                long_sentences=record_long_sentences(record)))
             selected = record.get("selected_lr")
             for run in record.get("runs") or []:
@@ -181,6 +188,19 @@ def load_records(runs_dir: str | Path) -> Records:
         unions=pd.DataFrame(unions, columns=UNION_COLUMNS).sort_values(
             UNION_COLUMNS[:4], ignore_index=True),
         failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable)
+
+
+def _test_sha256(record: dict[str, Any]) -> str:
+    """The content hash of the test examples a record was scored on ("" if none)."""
+    test = (record.get("data") or {}).get("test") if isinstance(record.get("data"), dict) \
+        else None
+    return str(test.get("sha256") or "") if isinstance(test, dict) else ""
+
+
+def _cpu_threads(record: dict[str, Any]) -> str:
+    """The torch thread count a CPU run recorded, as text ("" on GPU, or not recorded)."""
+    threads = record.get("torch_threads")
+    return str(threads) if record.get("device") == "cpu" and _number(threads) else ""
 
 
 def _checkpoint_zero_shot(record: dict[str, Any], directory: Path,

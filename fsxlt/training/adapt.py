@@ -526,6 +526,7 @@ class AdaptEngine:
             "dev_score": selected["dev"]["score"],
             "test_score": test["score"] if test else None,
             "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
+            "torch_threads": torch.get_num_threads(),  # CPU numerics depend on it
             "versions": versions(), "config_hash": config_hash(config),
             "wall_time_s": round(time.perf_counter() - began, 3), **extra,
         }
@@ -593,6 +594,7 @@ class AdaptEngine:
             "dev": dev, "test": test, "dev_score": dev["score"],
             "test_score": test["score"] if test else None,
             "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
+            "torch_threads": torch.get_num_threads(),  # CPU numerics depend on it
             "versions": versions(), "config_hash": config_hash(config),
             "wall_time_s": round(time.perf_counter() - began, 3),
         }

@@ -15,7 +15,6 @@ no-source-training ablation (docs/protocol.md#ablations).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ import torch
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, read_json, staged_dir
 from fsxlt.modeling import FsxltModel, build_model
-from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint
+from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
 from fsxlt.tasks import TaskSpec, get_task
 
 CHECKPOINT_FORMAT = "fsxlt-checkpoint/1"
@@ -162,9 +161,8 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0)
         encoder, tokenizer = load_encoder(name_or_path, seed)
         model = build_model(encoder, task, seed)
         info = {"kind": "pretrained", "encoder": str(name_or_path), "path": None,
-                "id": f"pretrained:{name_or_path}"}
+                "id": start_fingerprint(name_or_path)}
         return Start(model, tokenizer, info, fresh_head=True)
-    meta_text = (path / CHECKPOINT_FILE).read_text(encoding="utf-8")
     meta = read_json(path / CHECKPOINT_FILE)
     if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
         raise FsxltError(f"{path / CHECKPOINT_FILE}: not an fsxlt checkpoint ({CHECKPOINT_FORMAT})")
@@ -181,9 +179,8 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0)
     if missing:
         raise FsxltError(f"{head_path}: missing weights {', '.join(sorted(missing))}")
     model.load_state_dict(head, strict=False)
-    digest = hashlib.sha256(meta_text.encode("utf-8") + head_path.read_bytes()).hexdigest()
     info = {"kind": "source-trained", "encoder": meta.get("encoder"), "path": str(path),
-            "id": f"sha256:{digest[:16]}",
+            "id": start_fingerprint(path),  # by content: record, head, weights, tokenizer
             "source_languages": meta.get("source_languages")
             or [meta.get("source_language", task.source_language)],
             "long_sentences": start_long_sentences(meta, task)}

@@ -459,6 +459,7 @@ def _record(training: _Training, search: _Search, data: _Data,
                       "lr": best[1], "epoch": best[2], "dev_score": best[0]},
         "english_dev": source_scores[languages[0]], "source_dev": source_scores,
         "zero_shot": zero_shot, "oracle": _oracle(search.checkpoints, data.target_dev),
-        "device": training.device.type, "versions": versions(),
+        "device": training.device.type, "torch_threads": torch.get_num_threads(),
+        "versions": versions(),
         "config_hash": config_hash(_config(training, model_name, data, read)),
     }
