@@ -86,6 +86,21 @@ def _strict_dumps(obj: Any, **options: Any) -> str:
         raise FsxltError(f"cannot write JSON: {found}, which JSON cannot hold") from err
 
 
+class NotJsonNumber(ValueError):
+    """A ``NaN``, ``Infinity`` or ``-Infinity`` in a file read as strict JSON."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise NotJsonNumber(f"holds {name}, which JSON has no number for")
+
+
+def loads_strict(text: str) -> Any:
+    """JSON as fsxlt writes it (:func:`dumps_json`): ``NaN`` and infinities raise
+    :class:`NotJsonNumber` (Python's parser would take them, and a NaN score would then be
+    counted, compared or picked as best)."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
 def dumps_json(obj: Any) -> str:
     """Deterministic pretty JSON: sorted keys, UTF-8 kept readable, trailing newline.
 

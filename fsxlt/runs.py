@@ -53,7 +53,7 @@ from typing import Any
 
 from fsxlt import __version__
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import sha256_text
+from fsxlt.fileio import loads_strict, sha256_text
 
 RUN_FORMAT = "fsxlt-adapt-run/1"
 ERROR_FORMAT = "fsxlt-adapt-error/1"
@@ -293,10 +293,11 @@ def differences(record: dict[str, Any], identity: dict[str, Any],
 # --------------------------------------------------------------------------- records
 
 def read_record(path: str | Path) -> dict[str, Any] | None:
-    """A record file's JSON object, or ``None`` if missing, truncated or not an object."""
+    """A record file's JSON object, or ``None`` if missing, truncated, not an object, or
+    holding a NaN or infinity (never written by fsxlt; a hand-edited score)."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raw = loads_strict(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):  # JSONDecodeError, NotJsonNumber
         return None
     return raw if isinstance(raw, dict) else None
 

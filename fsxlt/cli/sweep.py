@@ -127,7 +127,9 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool) -> None:
     from collections import Counter
 
     from fsxlt.execution import sweep_status
+    from fsxlt.execution.executors import check_out
 
+    check_out(cfg)  # what the sweep would refuse of its out, a dry run refuses too
     status = sweep_status(cfg, save_predictions, replace=True, missing_starts_ok=True)
     for run, why in status.pending:
         why = why if why != "replace" or replace else "different (needs --replace)"

@@ -263,6 +263,18 @@ def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], 
 
 # --------------------------------------------------------------------------- the sweep
 
+def check_out(config: SweepConfig) -> None:
+    """What a sweep refuses of its ``out`` before it writes: an out that is, lies inside or
+    holds its bucket store, that is no directory it can write, or a directory of the other
+    kind; ``fsxlt sweep --dry-run`` refuses the same."""
+    from fsxlt.directories import RUNS, check_apart, check_claim
+
+    for task in config.tasks:
+        check_apart(config.out, task.buckets, config.source or "sweep config")
+    check_output_dir(config.out, "runs directory")
+    check_claim(config.out, RUNS, "out")
+
+
 def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
               devices: Sequence[str] | None = None, device: str = "auto",
               threads: int | None = None, address: str | None = None,
@@ -279,17 +291,15 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     settings (else the sweep refuses them). ``note`` receives one-line notes
     (records replaced, finished records from other fsxlt versions).
     """
-    from fsxlt.directories import RUNS, check_apart, claim, writer_lock
+    from fsxlt.directories import RUNS, claim, writer_lock
     from fsxlt.runs import check_zero_shot, versions_note
 
     if executor not in EXECUTORS:
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
     if gpus_per_task < 0 or cpus_per_task <= 0:
         raise FsxltError("--gpus-per-task must be >= 0 and --cpus-per-task > 0")
-    for task in config.tasks:
-        check_apart(config.out, task.buckets, config.source or "sweep config")
+    check_out(config)
     plan = expand(config)  # every input checked before anything is written
-    check_output_dir(config.out, "runs directory")
     status = sweep_status(config, save_predictions, plan, replace)  # refusals: nothing written
     for zero in plan.zero_shot:
         check_zero_shot(zero.record_path, zero.record, replace)

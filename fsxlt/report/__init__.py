@@ -69,6 +69,16 @@ def _mixed_cells(records: Records, column: str) -> tuple[str, list[str]] | None:
     return f"{task}/{lang}/k{k}/{arm}{more}", sorted(values)
 
 
+def _refuse_unreadable(records: Records, runs_dir: str | Path, arms: tuple[str, ...]) -> None:
+    """A paired comparison with a record of either arm that could not be read (a NaN score,
+    a truncated file) would pair fewer buckets than were run: refused, naming it."""
+    for path, problem in records.unreadable:
+        if any(part in arms for part in Path(path).parts[:-1]):
+            raise FsxltError(f"{Path(runs_dir) / path}: {problem}; a comparison of "
+                             f"{' and '.join(arms)} would leave its bucket out (fix or rerun "
+                             "it first)")
+
+
 def mixed_versions(records: Records) -> str | None:
     """One line naming the cells whose records come from different fsxlt versions."""
     mixed = _mixed_cells(records, "fsxlt_version")
@@ -197,6 +207,7 @@ def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path 
     if n_boot < 1:
         raise FsxltError("the bootstrap needs at least one resample")
     records = _load(runs_dir, warn)
+    _refuse_unreadable(records, runs_dir, (arm_a, arm_b))
     result = compare(records, arm_a, arm_b, seed=seed, n_boot=n_boot)
     note = test_set_note(records, arm_a, arm_b)
     if note and warn:

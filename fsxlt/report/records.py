@@ -48,6 +48,7 @@ from typing import Any
 import pandas as pd
 
 from fsxlt.errors import FsxltError
+from fsxlt.fileio import NotJsonNumber, loads_strict
 from fsxlt.runs import (
     CHECKPOINT_FILE,
     EVALUATION_FORMAT,
@@ -89,9 +90,11 @@ class Records:
 def _parse(path: Path) -> tuple[Any, str | None]:
     """A JSON file's content, or ``(None, reason)`` when it cannot be read or parsed."""
     try:
-        return json.loads(path.read_text(encoding="utf-8")), None
+        return loads_strict(path.read_text(encoding="utf-8")), None
     except UnicodeDecodeError:
         return None, "not UTF-8 text"
+    except NotJsonNumber as err:
+        return None, f"not valid JSON: {err}"
     except json.JSONDecodeError as err:
         cut = err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string")
         where = "truncated" if cut else "not valid JSON"
@@ -156,18 +159,7 @@ def load_records(runs_dir: str | Path) -> Records:
                 unions.append(dict(zip(UNION_COLUMNS, key[:4] + (float(record["test_score"]),),
                                        strict=True)))
                 continue
-            scores.append(dict(zip(KEY, key, strict=True), method=record["method"],
-                               source_training=source,
-                               test_score=float(record["test_score"]),
-                               dev_score=record.get("dev_score"),
-                               best_epoch=record.get("best_epoch"),
-                               metric=record.get("metric"),
-                               fixed=record["bucket"].get("sampler") == FIXED_SAMPLER,
-                               record=rel, fsxlt_version=record_version(record),
-                               torch_threads=_cpu_threads(record),
-                               bucket_sha256=str(record["bucket"].get("sha256") or ""),
-                               test_sha256=_test_sha256(record),
-                               long_sentences=record_long_sentences(record)))
+            scores.append(_score_row(record, key, rel, source))
             selected = record.get("selected_lr")
             for run in record.get("runs") or []:
                 if run.get("lr") != selected:
@@ -188,6 +180,20 @@ def load_records(runs_dir: str | Path) -> Records:
         unions=pd.DataFrame(unions, columns=UNION_COLUMNS).sort_values(
             UNION_COLUMNS[:4], ignore_index=True),
         failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable)
+
+
+def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> dict[str, Any]:
+    """A finished adapt record's row of ``scores`` (the module docstring's columns)."""
+    return dict(zip(KEY, key, strict=True), method=record["method"],
+                source_training=source, test_score=float(record["test_score"]),
+                dev_score=record.get("dev_score"), best_epoch=record.get("best_epoch"),
+                metric=record.get("metric"),
+                fixed=record["bucket"].get("sampler") == FIXED_SAMPLER,
+                record=rel, fsxlt_version=record_version(record),
+                torch_threads=_cpu_threads(record),
+                bucket_sha256=str(record["bucket"].get("sha256") or ""),
+                test_sha256=_test_sha256(record),
+                long_sentences=record_long_sentences(record))
 
 
 def _test_sha256(record: dict[str, Any]) -> str:

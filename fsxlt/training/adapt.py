@@ -25,16 +25,15 @@ passed without improvement, i.e. at best epoch + patience. Over a grid of
 learning rates the one with the best dev score wins (ties: the earlier lr in
 the grid) and only its best-epoch weights are scored on the test set.
 
-That is the study's protocol, the default. A :class:`Protocol` changes two
-things of it (FewCLUE's fine-tuning baseline needs both: a fresh head barely
-moves in one step per epoch and stops at epoch 1 + patience):
-``batch_size`` N makes an epoch one pass over the bucket in shuffled
-mini-batches of N examples, one Adam step each (ceil(bucket / N) steps; the
-order is drawn from the run's seed); ``patience_from="first-improvement"``
-starts the patience count only at the first epoch whose dev score beats the
-first scored epoch's (until then the run goes on, at most ``max_epochs``).
-``long_sentences="windows"`` makes every window of a bucket sentence longer
-than ``max_seq_length`` a training row instead of truncating it (the study's).
+That is the study's protocol, the default. A :class:`Protocol` changes it
+(FewCLUE's fine-tuning baseline needs the first two: a fresh head barely moves
+in one step per epoch and stops at epoch 1 + patience): ``batch_size`` N makes
+an epoch one pass over the bucket in shuffled mini-batches of N examples, one
+Adam step each (ceil(bucket / N) steps; the order is drawn from the run's
+seed); ``patience_from="first-improvement"`` starts the patience count only at
+the first epoch whose dev score beats the first scored epoch's (until then the
+run goes on, at most ``max_epochs``); ``long_sentences="windows"`` trains on
+every window of a long bucket sentence instead of truncating it.
 Records carry the protocol (``protocol``) and each run its optimizer steps;
 the record's ``config_hash`` includes the protocol only when it is not the
 default, so the study's records keep their hashes.
@@ -105,7 +104,7 @@ from fsxlt.training.protocol import (
     regime_facts,
     regime_identity,
 )
-from fsxlt.training.records import bucket_facts
+from fsxlt.training.records import bucket_facts, long_sentence_facts
 from fsxlt.training.regimes import JointMixer, Regime, Step
 from fsxlt.training.starts import bind_to_start
 
@@ -221,8 +220,7 @@ class AdaptEngine:
 
     def _bucket_rows(self, examples: Sequence[Example], method: Method | None = None,
                      long_sentences: str = STUDY.long_sentences) -> list:
-        """The bucket's training rows, as ``method`` encodes them (else the task's way, long
-        sentences truncated or in windows as ``long_sentences`` says)."""
+        """The bucket's training rows, as ``method`` encodes them, else the task's way."""
         encoded = method.encode(self.featurizer, examples) if method is not None else None
         rows = (encoded or self.featurizer.training_rows(examples, long_sentences)).rows
         if not rows:
@@ -256,8 +254,7 @@ class AdaptEngine:
         return self.features.bucket_batches(self._micro_batches(rows), self.features.active)
 
     def _source_train_rows(self, method: Method, long_sentences: str) -> list:
-        """The source training set as ``method`` encodes it (long sentences as
-        ``long_sentences`` says), made once per engine, method and setting."""
+        """The source training set's rows, made once per engine, method and setting."""
         assert self.source_train is not None
         key = f"{_method_key(method)}:{long_sentences}"
         if key not in self.source_rows:
@@ -268,8 +265,8 @@ class AdaptEngine:
                      regime: Regime, seed: int) -> Callable[[], list[Step]]:
         """What one epoch trains on, step by step, under ``regime`` and ``protocol``."""
         if not regime.is_sequential:
-            mixer = JointMixer(regime, self._source_train_rows(method, protocol.long_sentences),
-                               rows, seed)
+            source = self._source_train_rows(method, protocol.long_sentences)
+            mixer = JointMixer(regime, source, rows, seed)
             return lambda: [[(self._as_batches(group), weight) for group, weight in step]
                             for step in mixer.epoch()]
         if protocol.batch_size is None:  # the study's: one step on the whole bucket
@@ -393,9 +390,8 @@ class AdaptEngine:
         and drop the key, so saved records stay small. ``predict``: examples
         of an unlabelled file; the record's ``predict`` then holds the
         selected model's label for each (``fsxlt.submission`` writes them).
-        ``batch_size`` and ``patience_from``: the :class:`Protocol` (defaults: the
-        study's), and ``long_sentences`` (``truncate``, the study's, or ``windows``); the
-        record's ``protocol`` says which one ran. ``regime``: a name of
+        ``batch_size``, ``patience_from``, ``long_sentences``: the :class:`Protocol`
+        (defaults: the study's); the record's ``protocol`` says which one ran. ``regime``: a name of
         :data:`~fsxlt.training.regimes.REGIMES` or a :class:`Regime` (joint ones need
         :meth:`set_source`'s training set). ``average_last`` N: the record's
         ``candidates`` (:mod:`fsxlt.training.candidates`) keep the dev and test scores
@@ -406,8 +402,7 @@ class AdaptEngine:
         task = self.task
         method = get_method(method, task.kind, method_options)
         lrs, seed, max_epochs, patience = adapt_settings(task, lrs, seed, max_epochs, patience)
-        protocol = Protocol(batch_size, patience_from,
-                            check_long_sentences(long_sentences, task))
+        protocol = Protocol(batch_size, patience_from, check_long_sentences(long_sentences, task))
         regime = check_regime(regime, protocol, self.source_train is not None)
         average_last = check_average_last(average_last)
         examples, bucket_info = bucket_facts(bucket, self.task.name, self.language)
@@ -503,7 +498,7 @@ class AdaptEngine:
         }
         extra = regime_facts(settings["regime"], settings["average_last"], self.source_train_info,
                              self.source_dev_info)
-        extra.update(self._long_sentence_facts(protocol))
+        extra.update(long_sentence_facts(self.task, self.start, protocol.long_sentences))
         return {
             "format": RUN_FORMAT,
             "task": task.name, "language": self.language, "k": bucket_info.get("k"),
@@ -514,33 +509,24 @@ class AdaptEngine:
                          "steps_per_epoch": protocol.steps_per_epoch(n_rows),
                          "patience_from": protocol.patience_from,
                          "long_sentences": protocol.long_sentences},
-            "max_seq_length": self.featurizer.max_len, "metric": task.metric,
-            "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
-                      "source_training": not self.start.fresh_head},
-            "source_languages": self.start.info.get("source_languages"),
-            "data": {"dev": self.dev_info, "test": self.test_info},
-            "runs": runs,
+            **self._record_context(), "runs": runs,
             "selected_lr": selected["lr"], "best_epoch": selected["best_epoch"],
             "start_selected": selected["best_epoch"] == 0,
             "dev": selected["dev"], "test": test,
             "dev_score": selected["dev"]["score"],
-            "test_score": test["score"] if test else None,
-            "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
-            "torch_threads": torch.get_num_threads(),  # CPU numerics depend on it
-            "versions": versions(), "config_hash": config_hash(config),
+            "test_score": test["score"] if test else None, "config_hash": config_hash(config),
             "wall_time_s": round(time.perf_counter() - began, 3), **extra,
         }
 
-    def _long_sentence_facts(self, protocol: Protocol) -> dict[str, Any]:
-        """A tagging record's ``long_sentences``: how the start's training rows (a
-        checkpoint's; ``unrecorded`` before fsxlt said) and this run's treated a sentence
-        longer than ``max_seq_length`` (``fsxlt report`` names cells that mix them)."""
-        if not self.task.is_tagging:
-            return {}
-        facts = {"adapt": protocol.long_sentences}
-        if not self.start.fresh_head:
-            facts["source"] = self.start.info.get("long_sentences", "unrecorded")
-        return {"long_sentences": facts}
+    def _record_context(self) -> dict[str, Any]:
+        """What every record of the engine says of its start, data and machine (threads too)."""
+        return {"max_seq_length": self.featurizer.max_len, "metric": self.task.metric,
+                "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
+                          "source_training": not self.start.fresh_head},
+                "source_languages": self.start.info.get("source_languages"),
+                "data": {"dev": self.dev_info, "test": self.test_info},
+                "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
+                "torch_threads": torch.get_num_threads(), "versions": versions()}
 
     def zero_shot(self, method: str | Method = "pet", seed: int | None = None, *,
                   predictions: bool = False, method_options: dict[str, Any] | None = None,
@@ -585,17 +571,10 @@ class AdaptEngine:
             "method": method.name, "method_info": method.describe(),
             "select_start": select_start,
             "lrs": [], "seed": seed, "max_epochs": 0, "patience": 0,
-            "max_seq_length": self.featurizer.max_len, "metric": task.metric,
-            "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
-                      "source_training": not self.start.fresh_head},
-            "source_languages": self.start.info.get("source_languages"),
-            "data": {"dev": self.dev_info, "test": self.test_info},
+            **self._record_context(),
             "runs": [], "selected_lr": None, "best_epoch": 0, "start_selected": True,
             "dev": dev, "test": test, "dev_score": dev["score"],
-            "test_score": test["score"] if test else None,
-            "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
-            "torch_threads": torch.get_num_threads(),  # CPU numerics depend on it
-            "versions": versions(), "config_hash": config_hash(config),
+            "test_score": test["score"] if test else None, "config_hash": config_hash(config),
             "wall_time_s": round(time.perf_counter() - began, 3),
         }
         if predictions:
@@ -609,10 +588,10 @@ class AdaptEngine:
         """An unlabelled file's examples as ``method`` reads them, tokenized once per engine."""
         key = (_method_key(method), "predict:" + examples_digest(examples))
         if key not in self.custom:
-            encoded = method.encode(self.featurizer, examples)
-            self.custom[key] = make_eval_set(
-                encoded or self.featurizer.encode(examples, windows=True),
-                self.featurizer.pad_id, self.device, max_tokens=self.eval_max_tokens)
+            encoded = method.encode(self.featurizer, examples) or self.featurizer.encode(
+                examples, windows=True)
+            self.custom[key] = make_eval_set(encoded, self.featurizer.pad_id, self.device,
+                                             max_tokens=self.eval_max_tokens)
         return self.custom[key]
 
 

@@ -1,7 +1,8 @@
 """What an adapt record says of its bucket, and how two records are compared.
 
 :func:`bucket_facts` turns a bucket (or a plain list of examples) into the
-record's ``bucket`` block; :func:`strip_timings` drops the wall-clock fields,
+record's ``bucket`` block; :func:`long_sentence_facts` its ``long_sentences`` block;
+:func:`strip_timings` drops the wall-clock fields,
 so that two runs of the same settings compare equal (they do, on CPU).
 """
 
@@ -16,6 +17,19 @@ from fsxlt.sampling.store import Bucket
 from fsxlt.training.loop import examples_digest
 
 TIMING_KEYS = ("wall_time_s", "examples_per_s")  # wall-clock figures (examples_per_s: ICL)
+
+
+def long_sentence_facts(task: Any, start: Any, long_sentences: str) -> dict[str, Any]:
+    """A tagging record's ``long_sentences``: how the start's training rows (a checkpoint's;
+    ``unrecorded`` before fsxlt said) and the run's treated a sentence longer than
+    ``max_seq_length`` (``fsxlt report`` names cells that mix them); nothing for other
+    tasks, whose inputs are always truncated."""
+    if not task.is_tagging:
+        return {}
+    facts = {"adapt": long_sentences}
+    if not start.fresh_head:
+        facts["source"] = start.info.get("long_sentences", "unrecorded")
+    return {"long_sentences": facts}
 
 
 def bucket_facts(bucket: Bucket | Sequence[Example], task: str, language: str,
