@@ -17,7 +17,9 @@ import yaml
 from tests.train_fixtures import VOCAB, make_tokenizer
 
 PROMPT_WORDS = ("premise", "hypothesis", "answer", ":", "yes", "no", "maybe", "?", "n", "/",
-                "does", "entail", "or")
+                "does", "entail", "or",
+                # label words the tests prompt with (an unknown label word is refused)
+                "ja", "vielleicht", "nein", "negative", "positive")
 
 
 def make_causal_lm_dir(directory: Path, kind: str = "llama", seed: int = 0,

@@ -85,6 +85,14 @@ def test_similarity_order_gives_each_test_example_its_own_prefix(setup, tmp_path
     assert block["encoder"] == str(encoder) and 1 <= block["prompt_prefixes"] <= 6
     assert len(block["prefix_tokens"]) == block["prompt_prefixes"]
     assert len(block["content_free_loglik"]) == block["prompt_prefixes"]
+    if block["prompt_prefixes"] > 1:  # each test example's own order (0.2.0: null)
+        bucket = json.loads((setup["buckets"] / "01.json").read_text())
+        shots = sorted(e["id"] for e in bucket["examples"])
+        assert block["demonstrations"] is None
+        assert len(block["test_demonstrations"]) == record["test"]["n"]
+        assert all(sorted(order) == shots for order in block["test_demonstrations"])
+        assert len({tuple(o) for o in block["test_demonstrations"]}) == \
+            block["prompt_prefixes"]
 
 
 @pytest.mark.parametrize("case, message", [
@@ -97,6 +105,10 @@ def test_similarity_order_gives_each_test_example_its_own_prefix(setup, tmp_path
     ("target-missing", "no template in sw"),
     ("calibrate-chid", "contextual calibration needs one label set"),
     ("similarity-no-encoder", "the similarity order needs a sentence encoder"),
+    # issue 31, mechanism 10: prompts that cannot work (0.2.0 scored them)
+    ("same-words", "the options 'yes' and 'Yes' tokenize the same"),
+    ("unknown-word", "the option 'qwzxv' tokenizes to the unknown token"),
+    ("label-first", "puts {label} before {text_a}, {text_b}"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, case, message):
     args = ["--bucket", str(setup["buckets"])]
@@ -120,6 +132,13 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, case,
         task, lang, args = "chid", "zh", ["--calibrate"]
     elif case == "similarity-no-encoder":
         args += ["--order", "similarity"]
+    elif case in ("same-words", "unknown-word"):  # the fixture's tokenizer lowercases
+        second = "Yes" if case == "same-words" else "qwzxv"
+        task = str(write_task_yaml(tmp_path / "t.yaml", label_words={"en": {
+            "entailment": "yes", "neutral": second, "contradiction": "no"}}))
+    elif case == "label-first":
+        task = str(write_task_yaml(tmp_path / "t.yaml", template={
+            "en": "answer : {label} premise : {text_a} hypothesis : {text_b}"}))
     capsys.readouterr()
     out = tmp_path / "runs"
     code = run_app(["icl", "--task", task, "--lang", lang, "--model", model, "--test",

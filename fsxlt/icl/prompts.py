@@ -76,6 +76,12 @@ def _check_template(template: Any, language: str, input_kind: str, where: str) -
         raise FsxltError(f"{where}: icl.template {language} misses {', '.join(missing)}")
     if template.count("{label}") != 1:
         raise FsxltError(f"{where}: icl.template {language} needs exactly one {{label}}")
+    late = [name for name in ("{text_a}", "{text_b}")
+            if name in template and template.index(name) > template.index("{label}")]
+    if late:
+        raise FsxltError(f"{where}: icl.template {language} puts {{label}} before "
+                         f"{', '.join(late)}; the label word is scored as what follows the "
+                         "example's text, so it must come after it")
     if input_kind != "pair" and "{text_b}" in template:
         raise FsxltError(f"{where}: icl.template {language} uses {{text_b}} but the task's "
                          "input is not a pair")

@@ -409,15 +409,28 @@ def score_prepared(prepared: Prepared, model: Any, settings: IclSettings, *,
 
 def _icl_block(prepared: Prepared, settings: IclSettings, free: OptionScores | None,
                batch_size: int) -> dict[str, Any]:
-    """The record's ``icl`` block: settings, prompt lengths, the demonstrations' order."""
+    """The record's ``icl`` block: settings, prompt lengths, the demonstrations' order
+    (``demonstrations`` when every test example saw one order, else
+    ``test_demonstrations``: each test example's own)."""
     groups = prepared.groups
     return {**settings.describe(), "prefix_tokens": [len(g.prompt.prefix) for g in groups],
             "longest_prompt_tokens": prepared.longest, "prompt_prefixes": len(groups),
             "demonstrations": [e.id for e in groups[0].demonstrations]
             if len(groups) == 1 else None,
+            **({} if len(groups) == 1 else {"test_demonstrations": _test_orders(prepared)}),
             "content_free_loglik": [free.loglik[g.examples[0]] for g in groups if g.examples]
             if free is not None else None,
             "batch_size": batch_size}
+
+
+def _test_orders(prepared: Prepared) -> list[list[str]]:
+    """Per test example (in test order), the demonstrations its prompt showed, in order (a
+    similarity order gives each example its own)."""
+    by_example: dict[int, list[str]] = {}
+    for group in prepared.groups:
+        for position in group.examples:
+            by_example[position] = [e.id for e in group.demonstrations]
+    return [by_example[position] for position in sorted(by_example)]
 
 
 def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: int = 8,

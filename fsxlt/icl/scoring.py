@@ -59,13 +59,32 @@ def tokenize_prompt(tokenizer: Any, text: PromptText, bucket: str) -> TokenizedP
     continuations = []
     for options in text.continuations:
         tokenized = [ids(option) for option in options]
-        empty = [option for option, got in zip(options, tokenized, strict=True) if not got]
-        if empty:
-            raise FsxltError(f"{bucket}: the option {empty[0].strip()!r} tokenizes to nothing "
-                             "with this model's tokenizer")
+        check_options(options, tokenized, getattr(tokenizer, "unk_token_id", None), bucket)
         continuations.append(tokenized)
     return TokenizedPrompt(bos + ids(text.prefix), [ids(q) for q in text.queries],
                            continuations)
+
+
+def check_options(options: Sequence[str], tokenized: Sequence[list[int]], unk: int | None,
+                  bucket: str) -> None:
+    """Refuse, in one line naming the words, options the model cannot tell apart: one that
+    tokenizes to nothing or holds the unknown token, or two that tokenize the same (``yes``
+    and ``Yes`` under a lowercasing tokenizer); their scores would decide nothing."""
+    for option, got in zip(options, tokenized, strict=True):
+        if not got:
+            raise FsxltError(f"{bucket}: the option {option.strip()!r} tokenizes to nothing "
+                             "with this model's tokenizer")
+        if unk is not None and unk in got:
+            raise FsxltError(f"{bucket}: the option {option.strip()!r} tokenizes to the "
+                             "unknown token with this model's tokenizer; pick label words "
+                             "its vocabulary has")
+    seen: dict[tuple[int, ...], str] = {}
+    for option, got in zip(options, tokenized, strict=True):
+        other = seen.setdefault(tuple(got), option)
+        if other != option:
+            raise FsxltError(f"{bucket}: the options {other.strip()!r} and {option.strip()!r} "
+                             f"tokenize the same ({list(got)}) with this model's tokenizer, so "
+                             "no score can tell their labels apart; give them other words")
 
 
 def context_size(model: Any) -> int | None:
