@@ -470,11 +470,10 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
     other settings); a finished record of other settings refuses the lot in one line unless
     ``replace``. ``need_predictions``: a done run without its predictions file runs again.
     """
-    from fsxlt.tasks import get_task
 
     result = WritePlan()
     clashes: list[tuple[Any, dict[str, Any]]] = []  # (run, the finished record there)
-    metrics = {task: get_task(task).metric for task in {run.task for run in runs}}
+    metrics = {run.task: _task_of(run).metric for run in runs}
     for run in runs:
         record = read_record(run.record_path)  # each record read once
         state = _state(Path(run.record_path), record, run.config_hash, metrics[run.task])
@@ -498,6 +497,14 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
         result.replaced.append((run, what))
         result.pending.append((run, "replace"))
     return result
+
+
+def _task_of(run: Any) -> Any:
+    """A run's task spec: its own (a task YAML's) where it has one, else by its name."""
+    from fsxlt.tasks import get_task
+
+    spec = getattr(run, "task_spec", None)
+    return spec if spec is not None else get_task(run.task)
 
 
 def check_zero_shot(path: str | Path, record: dict[str, Any], replace: bool = False) -> bool:

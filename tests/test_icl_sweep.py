@@ -296,3 +296,27 @@ def test_bad_icl_config_is_one_line_and_writes_nothing(study, tmp_path, capsys, 
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
     assert str(config) in err or case == "no-gguf"
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_task_yaml_in_a_sweep_brings_its_own_prompts(study, tmp_path):
+    """What runs is what was configured (issue 31, mechanism 9): under 0.2.0 a sweep whose
+    ``tasks:`` key was a task YAML ran the built-in task's prompts (429 of 450 predictions
+    differed from ``fsxlt icl --task mine.yaml``), and a YAML of a new task name failed."""
+    from fsxlt.execution import expand
+    from fsxlt.tasks import get_task
+
+    mine = write_task_yaml(tmp_path / "mine.yaml",
+                           template={"en": "{text_a} / {text_b} ? answer : {label}"})
+    config = icl_config(study, tmp_path / "runs", methods=[])
+    config["tasks"] = {str(mine): config["tasks"]["xnli"]}
+    plan = parse_config(config)
+    assert plan.tasks[0].task == "xnli" and plan.tasks[0].task_ref == str(mine)
+    runs = [r for r in expand(plan).runs if r.k > 0]
+    assert runs and all(r.run.identity["prompt"]["icl"] == repr(get_task(mine).icl)
+                        for r in runs)
+    assert repr(get_task(mine).icl) != repr(get_task("xnli").icl)
+    renamed = tmp_path / "other.yaml"
+    renamed.write_text(mine.read_text().replace("name: xnli", "name: xnli-mine", 1))
+    config["tasks"] = {str(renamed): {"languages": [LANG], "k": list(KS)}}
+    plan = parse_config(config)
+    assert plan.tasks[0].spec.name == "xnli-mine"

@@ -53,7 +53,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
         if value is not None and value < 1:
             raise FsxltError(f"{name} must be at least 1, got {value}")
     plan = TaskPlan(
-        task=spec.name, languages=(language,), k=(), buckets=str(bucket),
+        task=spec.name, task_ref="" if task == spec.name else str(task),
+        languages=(language,), k=(), buckets=str(bucket),
         data_dir=str(data_dir) if data_dir is not None else None, start=start,
         methods=(method,), n_buckets=None, lrs=grid,
         seed=training.seed if seed is None else int(seed),

@@ -136,12 +136,18 @@ class TaskPlan:
     source_train: str | None = None  # the joint regimes' source train file
     source_dev: str | None = None    # the source dev file of the source-dev candidate
     average_last: int | None = None  # candidates: the average of the last N epochs
+    task_ref: str = ""               # the task YAML the task came from ("": a built-in task)
+
+    @property
+    def spec(self) -> TaskSpec:
+        """The task as the config named it: its YAML file's, never a built-in namesake."""
+        return get_task(self.task_ref or self.task)
 
     def method(self, ref: str) -> Any:
         """The configured :class:`~fsxlt.methods.Method` for a method reference of this task."""
         from fsxlt.methods import get_method
 
-        return get_method(ref, get_task(self.task).kind, self.method_options.get(ref))
+        return get_method(ref, self.spec.kind, self.method_options.get(ref))
 
 
 @dataclass(frozen=True)
@@ -216,7 +222,8 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
     icl = parse_icl(merged["icl"], spec, languages, where,
                     lambda value, key: _expand(value, where, key, name))
     return TaskPlan(
-        task=spec.name, languages=languages, k=_ks(spec, raw, where),
+        task=spec.name, task_ref="" if name == spec.name else str(name),
+        languages=languages, k=_ks(spec, raw, where),
         buckets=_path(merged, "buckets", where, name) or "buckets",
         data_dir=_path(merged, "data_dir", where, name),
         start=_path(merged, "start", where, name), methods=tuple(dict.fromkeys(methods)),

@@ -21,7 +21,7 @@ from fsxlt.runs import (
     zero_shot_record_path,
 )
 from fsxlt.sampling.set_files import SetFiles
-from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.tasks import TaskSpec
 
 
 def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path | None,
@@ -36,7 +36,7 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
     scores = (meta.get("zero_shot") or {}).get(lang)
     if not scores:
         return None
-    if not _same_test(meta, plan.task, lang, test):
+    if not _same_test(meta, plan.spec, lang, test):
         notes.append(f"{plan.task}/{lang}: no K=0 record: {plan.start} scored zero-shot on "
                      f"another test set than the runs' ({test}); source-train with "
                      f"--target-test {lang}={test} to score this one")
@@ -56,7 +56,7 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
                         record)
 
 
-def _same_test(meta: dict, task: str, lang: str, test: Path | None) -> bool:
+def _same_test(meta: dict, task: TaskSpec, lang: str, test: Path | None) -> bool:
     """Whether the checkpoint's zero-shot test set of ``lang`` holds the examples of the
     runs' ``test`` file (true when either is unknown: older records name no hash)."""
     recorded = (((meta.get("data") or {}).get("target_test") or {}).get(lang) or {})
@@ -65,7 +65,7 @@ def _same_test(meta: dict, task: str, lang: str, test: Path | None) -> bool:
     from fsxlt.sampling.set_files import read_data_file
     from fsxlt.training.loop import examples_digest
 
-    return examples_digest(read_data_file(test, get_task(task), lang)) == recorded["sha256"]
+    return examples_digest(read_data_file(test, task, lang)) == recorded["sha256"]
 
 
 def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
@@ -83,7 +83,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
     out = Path(config.out)
     result = Plan()
     for plan in config.tasks:
-        spec = get_task(plan.task)
+        spec = plan.spec
         starts = _starts(plan, result.missing_starts if missing_starts_ok else None)
         for lang in plan.languages:
             untrained_sets: tuple[Path, Path | None] | None = None  # K=0 runs' dev, test

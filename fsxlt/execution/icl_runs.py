@@ -19,7 +19,6 @@ from fsxlt.execution.config import TaskPlan
 from fsxlt.execution.spec import Hashes, sweep_writer
 from fsxlt.sampling.set_files import SetFiles
 from fsxlt.sampling.store import bucket_name
-from fsxlt.tasks import get_task
 
 
 @dataclass(frozen=True)
@@ -88,6 +87,10 @@ class IclSweepRun:
         return ""
 
     @property
+    def task_spec(self) -> Any:
+        return self.run.task_spec
+
+    @property
     def id(self) -> str:
         return f"{self.task}/{self.language}/k{self.k}/{self.arm}/{self.bucket_name}"
 
@@ -123,7 +126,7 @@ def _arm_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes: Hashes, 
 
     if plan.icl is None:
         return []
-    spec = get_task(plan.task)
+    spec = plan.spec  # a task YAML's own icl prompts, not a built-in namesake's
     writer = sweep_writer(sweep)
     return [IclSweepRun(run, arm.settings, arm.batch_size, writer, sweep)
             for arm in plan.icl.arms

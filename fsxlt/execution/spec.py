@@ -72,6 +72,11 @@ class RunSpec:
     source_train_path: str = ""    # the joint regimes' source train file
     source_dev_path: str = ""      # the source dev file of the source-dev candidate
     average_last: int | None = None  # candidates: the average of the last N epochs
+    task_ref: str = ""             # the task YAML of a task that came from one
+
+    @property
+    def task_spec(self) -> Any:
+        return get_task(self.task_ref or self.task)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -81,7 +86,7 @@ class RunSpec:
         """The configured method this run adapts with."""
         from fsxlt.methods import get_method
 
-        return get_method(self.method_ref or self.method, get_task(self.task).kind,
+        return get_method(self.method_ref or self.method, self.task_spec.kind,
                           json.loads(self.method_options))
 
     @property
@@ -258,4 +263,5 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    identity_json=json.dumps(identity, sort_keys=True),
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
                    batch_size=plan.batch_size, patience_from=plan.patience_from,
-                   long_sentences=plan.long_sentences, **regime_fields)
+                   long_sentences=plan.long_sentences, task_ref=plan.task_ref,
+                   **regime_fields)

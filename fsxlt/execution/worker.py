@@ -119,7 +119,6 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     anything, so a broken model is a one-line error rather than error records).
     """
     from fsxlt.modeling import quiet_transformers
-    from fsxlt.tasks import get_task
     from fsxlt.training import AdaptEngine, load_start
     from fsxlt.training.loop import restore
 
@@ -140,7 +139,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
         _run_icl_group(runs, device, report, should_stop, save_predictions)
         return outcomes
     try:
-        task = get_task(first.task)
+        task = first.task_spec  # a task YAML's own spec (its path travels with the run)
         start = start if start is not None else load_start(first.start, task, seed=first.seed)
         test = (read_data_file(first.test_path, task, first.language) if first.test_path
                 else None)
