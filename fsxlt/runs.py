@@ -480,6 +480,9 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
         if state == "done" and need_predictions and not predictions_path(
                 run.record_path).is_file():
             state = "no-predictions"
+        if state == "done" and _lost_submission(run.record_path, record or {}):
+            state = "no-submission"  # a deleted submission file: the run makes it again
+        _check_place(run.record_path)
         if state == "done":
             result.done.append(run)
             result.versions.add(record_version(record or {}))
@@ -497,6 +500,24 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
         result.replaced.append((run, what))
         result.pending.append((run, "replace"))
     return result
+
+
+def _lost_submission(path: str | Path, record: dict[str, Any]) -> bool:
+    """Whether a finished record names a submission file that is not there (deleted)."""
+    block = record.get("submission")
+    return isinstance(block, dict) and isinstance(block.get("file"), str) \
+        and not (Path(path).parent / block["file"]).is_file()
+
+
+def _check_place(path: str | Path) -> None:
+    """Refuse, before any training, a record path below a file (a folder of the layout that
+    is a file): named as the folder, not as the temporary file a write would fail on."""
+    for parent in Path(path).parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise FsxltError(f"{parent}: a file where the runs directory needs a folder "
+                                 f"(for {path}); move it away")
+            return
 
 
 def _task_of(run: Any) -> Any:
@@ -519,6 +540,10 @@ def check_zero_shot(path: str | Path, record: dict[str, Any], replace: bool = Fa
     if dumps_json(old) == dumps_json(record):
         return False
     if not replace:
-        raise FsxltError(f"{path}: a zero-shot record of another start is there; pass "
-                         "--replace to replace it, or write to another runs directory")
+        differ = sorted(key for key in set(old) | set(record) if old.get(key) != record.get(key))
+        what = "another start" if old.get("start") != record.get("start") else \
+            "the same start"
+        raise FsxltError(f"{path}: a zero-shot record of {what} is there ({', '.join(differ)} "
+                         "differ); pass --replace to replace it, or write to another runs "
+                         "directory")
     return True

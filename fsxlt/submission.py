@@ -229,8 +229,9 @@ def submission_claims(runs_dir: str | Path) -> list[Claim]:
         target = folder_name(block["file"])  # refuses a path that leaves submission/
         source = path.parent / block["file"]
         if not source.is_file():
-            raise FsxltError(f"{source}: missing, though its record {path} names it; rerun "
-                             "that run with --predict (and --replace)")
+            raise FsxltError(f"{source}: missing, though its record {path} names it; run "
+                             "the sweep (or fsxlt adapt) again with the same settings: a run "
+                             "whose submission file is missing runs again")
         bucket = record.get("bucket") or {}
         dev = record.get("dev_score")
         claims.append(Claim(

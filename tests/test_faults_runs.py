@@ -331,3 +331,30 @@ def test_evaluate_refuses_an_out_inside_a_bucket_store(study, tmp_path, capsys):
              capsys.readouterr().err, f"{out}: --out lies inside {store.resolve()}, a bucket "
              "store")
     assert files(store) == before
+
+
+def test_a_file_where_a_record_folder_goes_is_named_before_training(study, tmp_path, capsys):
+    """Messages that say what to do (issue 31, mechanism 11): 0.2.0 trained, then failed on
+    the record's temporary file; now the folder that is a file is named first."""
+    runs = tmp_path / "runs"
+    (runs / "xnli" / "de").mkdir(parents=True)
+    (runs / "xnli" / "de" / "k1").write_text("not a folder")
+    before = files(runs)
+    one_line(run_app(adapt(study, runs)), capsys.readouterr().err,
+             f"{runs / 'xnli' / 'de' / 'k1'}: a file where the runs directory needs a folder")
+    assert files(runs) == before
+
+
+def test_a_zero_shot_record_of_the_same_start_says_what_differs(study, tmp_path, capsys):
+    """0.2.0 called any other K=0 record "of another start"."""
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
+    assert run_app(argv) == 0
+    path = runs / "xnli/de/k0/zero-shot.json"
+    record = json.loads(path.read_text())
+    record["oracle"] = {"edited": True}
+    path.write_text(json.dumps(record))
+    capsys.readouterr()
+    one_line(run_app(argv), capsys.readouterr().err,
+             "a zero-shot record of the same start is there (oracle differ)")

@@ -296,6 +296,23 @@ def test_cluewsc_test_json_predicted_end_to_end_and_gathered(tmp_path, capsys):
                 (data / "test.json").read_text(encoding="utf-8").splitlines()]
     assert [row["id"] for row in written] == expected and None not in expected
     assert all(row["label"] in ("true", "false") for row in written)
+    # a deleted submission file: the message says what helps, and that does (issue 31,
+    # mechanism 11; 0.2.0 said "rerun with --predict (and --replace)", then "already done")
+    made = next(runs.rglob("submission/cluewscf_predict_0.json"))
+    text = made.read_text(encoding="utf-8")
+    made.unlink()
+    capsys.readouterr()
+    assert run_app(["submission", str(runs), "--out", str(tmp_path / "sub2"), "--bucket",
+                    "00"]) == 2
+    assert "run the sweep (or fsxlt adapt) again with the same settings" in \
+        capsys.readouterr().err
+    assert run_app(["adapt", "--task", "cluewsc", "--lang", "zh", "--bucket",
+                    str(store / "cluewsc" / "zh" / f"k{TRAIN_SIZE}" / "00.json"), "--from",
+                    str(encoder), "--out", str(runs), "--lr", "1e-3", "--max-epochs", "1",
+                    "--max-seq-length", "32", "--device", "cpu", "--predict",
+                    str(data / "test.json")]) == 0
+    assert "already done" not in capsys.readouterr().out
+    assert made.read_text(encoding="utf-8") == text
 
 
 # --------------------------------------------------------------------------- NER scheme (7)
