@@ -13,7 +13,7 @@ an import of a higher layer "runs back up". The package root
 (``fsxlt/__init__.py``, a lazy name table, and ``__main__``) is outside the
 layers and left out of the upward count.
 
-    0  errors, fileio, config_checks, lazy
+    0  errors, fileio, config_checks, lazy, identity
     1  tasks, data, runs, directories, synthetic, sampling.store, sampling.samplers,
        icl.prompts                   (prompt text that task YAMLs are checked against)
     2  modeling, evaluation          (the model, featurizer, metrics, prediction)

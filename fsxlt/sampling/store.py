@@ -45,6 +45,7 @@ from typing import Any
 
 from fsxlt import __version__
 from fsxlt.data import Example, example_from_dict
+from fsxlt.data.buckets import Bucket, bucket_name  # re-exported: fsxlt.sampling.store.Bucket
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import (
     atomic_replace_dir,
@@ -119,39 +120,8 @@ class BucketSet:
         return meta
 
 
-@dataclass(frozen=True)
-class Bucket:
-    """One bucket as training reads it."""
-
-    task: str
-    language: str
-    k: int
-    index: int
-    examples: list[Example]
-    meta: dict[str, Any]
-    sha256: str
-
-    @property
-    def name(self) -> str:
-        """The bucket's name: a fixed split's (``all``), else its two-digit index."""
-        return str(self.meta.get("name") or bucket_name(self.index))
-
-    @property
-    def union(self) -> bool:
-        """True for a set's union of the other buckets (FewCLUE's ``all``)."""
-        return bool(self.meta.get("union"))
-
-    @property
-    def id(self) -> str:
-        return f"{self.task}/{self.language}/k{self.k}/{self.name}"
-
-
 def bucket_dir(root: str | Path, task: str, language: str, k: int) -> Path:
     return Path(root) / task / language / f"k{k}"
-
-
-def bucket_name(index: int) -> str:
-    return f"{index:02d}"
 
 
 def bucket_file_name(index: int, name: str | None = None) -> str:

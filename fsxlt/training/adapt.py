@@ -66,6 +66,7 @@ from typing import Any
 import torch
 
 from fsxlt.data import Example
+from fsxlt.data.buckets import Bucket
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import (
     EvalSet,
@@ -80,7 +81,6 @@ from fsxlt.evaluation import (
 from fsxlt.methods import Method, get_method
 from fsxlt.modeling import Featurizer, check_long_sentences, collate
 from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN
-from fsxlt.sampling.store import Bucket
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import EpochKeeper, RunKept, check_average_last, score_candidates
 from fsxlt.training.checkpoint import Start, load_start, resolve_device

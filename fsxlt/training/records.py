@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from fsxlt.data import Example
+from fsxlt.data.buckets import Bucket
 from fsxlt.errors import FsxltError
-from fsxlt.sampling.store import Bucket
 from fsxlt.training.loop import examples_digest
 
 TIMING_KEYS = ("wall_time_s", "examples_per_s")  # wall-clock figures (examples_per_s: ICL)
