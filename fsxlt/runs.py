@@ -313,6 +313,34 @@ def is_finished(record: dict[str, Any] | None) -> bool:
             and record.get("status", "ok") == "ok")
 
 
+def record_problem(record: dict[str, Any]) -> str | None:
+    """What makes a record of this format unusable (a hand-edited or foreign one), in
+    words, or None: its coordinates and scores must have the types fsxlt writes (task and
+    language text; K and the bucket's index whole numbers; scores numbers or null; each
+    epoch of its runs an epoch number and a dev score). The one check every reader of
+    records applies before it uses one (``fsxlt report``, the analyses)."""
+    checks: list[tuple[str, Any, tuple[type, ...], bool]] = [
+        ("task", record.get("task"), (str,), False),
+        ("language", record.get("language"), (str,), False),
+        ("k", record.get("k"), (int,), False),
+        ("test_score", record.get("test_score"), (int, float), True),
+        ("dev_score", record.get("dev_score"), (int, float), True)]
+    bucket = record.get("bucket")
+    if isinstance(bucket, dict) and "index" in bucket:
+        checks.append(("bucket.index", bucket.get("index"), (int,), True))
+    for name, value, kinds, nullable in checks:
+        if value is None and nullable:
+            continue
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return f"{name} is {value!r}, not {'text' if kinds == (str,) else 'a number'}"
+    for run in record.get("runs") or []:
+        for epoch in (run.get("epochs") or []) if isinstance(run, dict) else [None]:
+            if not (isinstance(epoch, dict) and _number(epoch.get("epoch"))
+                    and (epoch.get("dev_score") is None or _number(epoch.get("dev_score")))):
+                return f"an epoch of its runs is {epoch!r}, not an epoch and a dev score"
+    return None
+
+
 def is_complete(record: dict[str, Any] | None) -> bool:
     """A finished adapt record with a numeric test score (what counts in reports and as
     done; a ``--no-test`` run has none)."""

@@ -52,11 +52,13 @@ from fsxlt.fileio import NotJsonNumber, loads_strict
 from fsxlt.runs import (
     CHECKPOINT_FILE,
     EVALUATION_FORMAT,
+    RUN_FORMAT,
     SUBMISSION_DIR,
     ZERO_SHOT_FORMAT,
     arm_of,
     is_complete,
     record_long_sentences,
+    record_problem,
     record_version,
     source_languages_of,
     source_name,
@@ -132,7 +134,11 @@ def load_records(runs_dir: str | Path) -> Records:
         fmt = record.get("format")
         if fmt == EVALUATION_FORMAT:
             continue
-        if status == "error":
+        problem = record_problem(record) if fmt in (RUN_FORMAT, ZERO_SHOT_FORMAT) \
+            and status != "error" else None
+        if problem is not None:
+            unreadable.append((rel, problem))
+        elif status == "error":
             failed.append(rel)
         elif fmt == ZERO_SHOT_FORMAT and status == "ok" and _number(record.get("test_score")):
             start = record.get("start") or {}
@@ -165,8 +171,10 @@ def load_records(runs_dir: str | Path) -> Records:
                 if run.get("lr") != selected:
                     continue
                 for epoch in run.get("epochs") or []:
-                    curves.append(dict(zip(KEY, key, strict=True), epoch=int(epoch["epoch"]),
-                                       dev_score=float(epoch["dev_score"])))
+                    if epoch.get("dev_score") is not None:
+                        curves.append(dict(zip(KEY, key, strict=True),
+                                           epoch=int(epoch["epoch"]),
+                                           dev_score=float(epoch["dev_score"])))
                 break
         else:
             skipped.append(rel)

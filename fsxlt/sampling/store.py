@@ -388,11 +388,47 @@ def _listing(directory: Path, names: set[str], shown: int = 3) -> str:
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
+    """A set's manifest, checked at this one boundary: every reader of a store (training,
+    ``buckets check``, sweeps) gets a manifest whose fields have the types fsxlt writes,
+    or a one-line error naming the file and the field (a hand-edited manifest)."""
     path = Path(directory) / MANIFEST
     manifest = read_json(path)
     if not isinstance(manifest, dict) or manifest.get("format") != STORE_FORMAT:
         raise DataFormatError(path, f"not an fsxlt bucket manifest (format {STORE_FORMAT})")
+    problem = _manifest_problem(manifest)
+    if problem is not None:
+        raise DataFormatError(path, f"not an fsxlt bucket manifest: {problem}")
     return manifest
+
+
+def _manifest_problem(manifest: dict[str, Any]) -> str | None:
+    """The first field of a manifest without the type fsxlt writes, in words, or None."""
+    def text(value: Any) -> bool:
+        return isinstance(value, str) and bool(value)
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    for key, ok, what in (("task", text, "text"), ("language", text, "text"),
+                          ("k", whole, "a whole number"),
+                          ("labels", lambda v: isinstance(v, list)
+                           and all(isinstance(x, str) for x in v), "a list of labels"),
+                          ("buckets", lambda v: isinstance(v, list),
+                           "a list of buckets")):
+        if not ok(manifest.get(key)):
+            return f"{key} is {manifest.get(key)!r}, not {what}"
+    for position, entry in enumerate(manifest["buckets"]):
+        if not isinstance(entry, dict):
+            return f"buckets[{position}] is {entry!r}, not a bucket entry"
+        for key, ok, what in (("file", text, "a file name"), ("index", whole, "a whole number"),
+                              ("sha256", text, "a hash")):
+            if not ok(entry.get(key)):
+                return f"buckets[{position}].{key} is {entry.get(key)!r}, not {what}"
+    for key in ("dev_remaining", "test"):
+        block = manifest.get(key)
+        if block is not None and not (isinstance(block, dict) and text(block.get("file"))):
+            return f"{key} is {block!r}, not a file entry"
+    return None
 
 
 def read_bucket(path: str | Path) -> Bucket:
