@@ -109,6 +109,11 @@ def test_similarity_order_gives_each_test_example_its_own_prefix(setup, tmp_path
     ("same-words", "the options 'yes' and 'Yes' tokenize the same"),
     ("unknown-word", "the option 'qwzxv' tokenizes to the unknown token"),
     ("label-first", "puts {label} before {text_a}, {text_b}"),
+    # issue 31, mechanism 8: every model load one line (0.2.0: tracebacks)
+    ("lm-truncated", "model.safetensors: truncated or corrupt weights"),
+    ("lm-no-tokenizer", "no tokenizer files"),
+    ("lm-file", "a file, not a model directory"),
+    ("lm-no-weights", "cannot load causal LM"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, case, message):
     args = ["--bucket", str(setup["buckets"])]
@@ -136,6 +141,18 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, case,
         second = "Yes" if case == "same-words" else "qwzxv"
         task = str(write_task_yaml(tmp_path / "t.yaml", label_words={"en": {
             "entailment": "yes", "neutral": second, "contradiction": "no"}}))
+    elif case.startswith("lm-"):
+        broken = make_causal_lm_dir(tmp_path / "lm", "llama")
+        weights = broken / "model.safetensors"
+        if case == "lm-truncated":
+            weights.write_bytes(weights.read_bytes()[:1000])
+        elif case == "lm-no-weights":
+            weights.unlink()
+        elif case == "lm-no-tokenizer":
+            for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt",
+                         "special_tokens_map.json"):
+                (broken / name).unlink(missing_ok=True)
+        model = str(broken / "config.json") if case == "lm-file" else str(broken)
     elif case == "label-first":
         task = str(write_task_yaml(tmp_path / "t.yaml", template={
             "en": "answer : {label} premise : {text_a} hypothesis : {text_b}"}))

@@ -79,6 +79,9 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
     if gguf_file and not (Path(name) / gguf_file).is_file() and Path(name).is_dir():
         raise FsxltError(f"{Path(name) / gguf_file}: GGUF file not found")
     quiet_transformers()
+    from fsxlt.training.checkpoint import check_model_location, load_failure
+
+    check_model_location(name, "causal LM")
     extra = {"gguf_file": gguf_file} if gguf_file else {}
     try:
         config = AutoConfig.from_pretrained(name, **extra)
@@ -86,8 +89,11 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
         raise FsxltError(f"{name}: cannot load a model config ({str(err).splitlines()[0]})"
                          ) from None
     _check_causal(config, name)
-    tokenizer = AutoTokenizer.from_pretrained(name, **extra)
-    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32, **extra)
+    try:  # the boundary every model load shares: one line naming the broken file
+        tokenizer = AutoTokenizer.from_pretrained(name, **extra)
+        model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32, **extra)
+    except Exception as err:
+        raise load_failure(name, err, "causal LM", tokenizer=not gguf_file) from None
     model.to(device)
     model.eval()
     return CausalLM(model, tokenizer, name, gguf_file)

@@ -76,7 +76,7 @@ def hub_id_like(name: str) -> bool:
             and ".." not in name and not name.startswith((".", "-")) and not name.endswith("."))
 
 
-def check_model_location(name: str) -> None:
+def check_model_location(name: str, what: str = "encoder") -> None:
     """One-line error for a model argument that is neither a directory nor a hub id.
 
     A path that does not exist would otherwise reach the hub client and come
@@ -86,14 +86,37 @@ def check_model_location(name: str) -> None:
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise FsxltError(f"cannot load encoder {name}: not a model directory (no config.json)")
+            raise FsxltError(f"cannot load {what} {name}: not a model directory (no "
+                             "config.json)")
         return
     if path.exists():
-        raise FsxltError(f"cannot load encoder {name}: a file, not a model directory "
+        raise FsxltError(f"cannot load {what} {name}: a file, not a model directory "
                          "or a hub model name")
     if not hub_id_like(name):
-        raise FsxltError(f"cannot load encoder {name}: no such directory, and not a model "
+        raise FsxltError(f"cannot load {what} {name}: no such directory, and not a model "
                          "name the hub would accept")
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "tokenizer.model")
+
+
+def load_failure(name: str, err: BaseException, what: str = "encoder",
+                 tokenizer: bool = True) -> FsxltError:
+    """The one line for a model that did not load (the boundary every model load shares:
+    encoders, checkpoints, causal LMs): the broken file of a local directory when one
+    is (unreadable JSON, cut weights), a directory without tokenizer files, else the
+    error's first line. ``tokenizer`` False: the tokenizer comes from elsewhere (GGUF)."""
+    directory = Path(name).expanduser()
+    if directory.is_dir():
+        broken = broken_model_file(directory)
+        if broken is not None:
+            return FsxltError(f"cannot load {what} {name!r}: {broken}")
+        if tokenizer and not any((directory / f).is_file() for f in TOKENIZER_FILES):
+            return FsxltError(f"cannot load {what} {name!r}: no tokenizer files "
+                              f"({', '.join(TOKENIZER_FILES)})")
+    where = "" if directory.is_dir() else " (no such directory; tried the hub)"
+    return FsxltError(f"cannot load {what} {name!r}{where}: {err.__class__.__name__}: "
+                      f"{_first_line(err)}")
 
 
 def broken_model_file(directory: Path) -> str | None:
@@ -141,13 +164,7 @@ def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Modu
         torch.manual_seed(seed)  # encoder weights missing from the checkpoint (e.g. a pooler)
         encoder = AutoModel.from_pretrained(name)
     except Exception as err:  # hub unreachable, not a model, bad files: one line
-        directory = Path(name).expanduser()
-        broken = broken_model_file(directory) if directory.is_dir() else None
-        if broken is not None:
-            raise FsxltError(f"cannot load encoder {name!r}: {broken}") from None
-        where = "" if directory.is_dir() else " (no such directory; tried the hub)"
-        raise FsxltError(f"cannot load encoder {name!r}{where}: {err.__class__.__name__}: "
-                         f"{_first_line(err)}") from None
+        raise load_failure(name, err) from None
     if not getattr(tokenizer, "is_fast", False):
         raise FsxltError(f"{name}: fsxlt needs a fast tokenizer (tokenizer.json)")
     return encoder, tokenizer
