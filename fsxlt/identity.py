@@ -10,18 +10,25 @@ elsewhere are one. A name that is not a local path (a Hugging Face hub
 model) is identified by its name, the only thing there is to hash before
 the hub is asked.
 
-Hashing is cached per process by (real path, size, modification time, inode,
-change time), so a 500 MB model is read once however many runs a process plans
-or loads over it.
+Hashing is cached by (real path, size, modification time, inode, change time):
+per process, and for files of 1 MiB or more (model weights) also across commands,
+in ``file-sha256.json`` under ``$FSXLT_CACHE_DIR`` (default
+``~/.cache/fsxlt``), so a 500 MB model is read once, not at every sweep start.
+A file changed in place changes its key and is hashed again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import os
 from pathlib import Path
 
 _CHUNK = 1 << 20
-_CACHE: dict[tuple[str, int, int, int, int], str] = {}
+_REMEMBERED = 1 << 20  # files this large have their hash kept across commands
+_CACHE: dict[str, str] = {}
+_DISK: dict[str, str] | None = None  # the cache file's entries, read once per process
 # files that travel with a model folder but do not make the model
 _IGNORED = (".fsxlt-writer.lock", ".DS_Store")
 
@@ -31,14 +38,48 @@ def file_sha256(path: str | Path) -> str:
     change time, which a file replaced by another one moved into place changes)."""
     real = Path(path).resolve()
     stat = real.stat()
-    key = (str(real), stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
-    if key not in _CACHE:
+    key = f"{real}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}|{stat.st_ctime_ns}"
+    if key in _CACHE:
+        return _CACHE[key]
+    remembered = _disk_cache() if stat.st_size >= _REMEMBERED else {}
+    if key not in remembered:
         digest = hashlib.sha256()
         with open(real, "rb") as handle:
             for chunk in iter(lambda: handle.read(_CHUNK), b""):
                 digest.update(chunk)
+        if stat.st_size >= _REMEMBERED:
+            remembered[key] = digest.hexdigest()
+            _save_disk_cache(remembered)
         _CACHE[key] = digest.hexdigest()
+        return _CACHE[key]
+    _CACHE[key] = remembered[key]
     return _CACHE[key]
+
+
+def cache_file() -> Path:
+    """Where hashes of large files are kept across commands."""
+    root = os.environ.get("FSXLT_CACHE_DIR") or Path.home() / ".cache" / "fsxlt"
+    return Path(root) / "file-sha256.json"
+
+
+def _disk_cache() -> dict[str, str]:
+    """The cache file's entries (empty when it is missing or unreadable), read once."""
+    global _DISK
+    if _DISK is None:
+        try:
+            raw = json.loads(cache_file().read_text(encoding="utf-8"))
+            _DISK = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        except (OSError, ValueError):
+            _DISK = {}
+    return _DISK
+
+
+def _save_disk_cache(entries: dict[str, str]) -> None:
+    """Write the cache file atomically; a cache that cannot be written is no error."""
+    from fsxlt.fileio import atomic_write_text
+
+    with contextlib.suppress(OSError):
+        atomic_write_text(cache_file(), json.dumps(entries, sort_keys=True) + "\n")
 
 
 def model_files(directory: str | Path) -> list[Path]:

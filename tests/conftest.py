@@ -8,6 +8,21 @@ from pathlib import Path
 import pytest
 
 XNLI_LABELS = ["entailment", "neutral", "contradiction"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_hash_cache(tmp_path_factory):
+    """The tests keep fsxlt's cache of large files' hashes to themselves (not ~/.cache);
+    set in the environment, so the commands they start as processes use it too."""
+    import os
+
+    previous = os.environ.get("FSXLT_CACHE_DIR")
+    os.environ["FSXLT_CACHE_DIR"] = str(tmp_path_factory.mktemp("fsxlt-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("FSXLT_CACHE_DIR", None)
+    else:
+        os.environ["FSXLT_CACHE_DIR"] = previous
 NER_TYPES = ["PER", "ORG", "LOC"]
 
 

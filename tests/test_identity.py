@@ -122,3 +122,25 @@ def test_the_similarity_encoder_enters_the_identity_by_content(encoder, tmp_path
     rewrite_weights(encoder, seed=4)
     assert settings.describe()["encoder_fingerprint"] != before
     assert "encoder_fingerprint" not in IclSettings(model="m").describe()
+
+
+def test_a_large_file_is_hashed_once_across_commands(tmp_path, monkeypatch):
+    """A model's weights are read once, not at every command: their hash is kept in
+    FSXLT_CACHE_DIR by path, size, mtime, inode and change time."""
+    monkeypatch.setenv("FSXLT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(identity, "_DISK", None)
+    weights = tmp_path / "model" / "model.safetensors"
+    weights.parent.mkdir()
+    weights.write_bytes(os.urandom(2 << 20))
+    first = identity.fingerprint(weights.parent)
+    assert identity.cache_file().is_file()
+    identity._CACHE.clear()  # a new command: nothing in memory,
+    monkeypatch.setattr(identity, "_DISK", None)  # the cache file read again
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda p, *a, **k: opened.append(Path(p).name)
+                        or real_open(p, *a, **k))
+    assert identity.fingerprint(weights.parent) == first and opened == []
+    weights.write_bytes(os.urandom(2 << 20))  # replaced in place: hashed again
+    assert identity.fingerprint(weights.parent) != first
+    assert opened == ["model.safetensors"]
