@@ -1,11 +1,13 @@
 """Every writer against an ``--out`` of the wrong kind, given directly or through a link
 (issue 31, mechanisms 4 and 5): one line, exit status 2, nothing written anywhere.
 
-The writers of bucket stores (``sample``, ``buckets import-fewclue``) meet a runs
-directory; the writers of runs directories (``adapt``, ``sweep``, ``icl``, ``evaluate
---out``) meet a bucket store; ``demo`` and ``submission``, which own folders of their
-own, meet both. Each target is the directory itself, a folder inside it, and a symbolic
-link to that folder (0.2.0 judged a link by where it lay, not where it pointed).
+The writers of bucket stores (``sample``, ``select``, ``buckets import-published``,
+``buckets import-fewclue``) meet a runs directory; the writers of runs directories
+(``adapt``, ``sweep``, ``icl``, ``evaluate --out``) meet a bucket store; ``demo`` and
+``submission``, which own folders of their own, meet both. Each target is the directory
+itself, a folder inside it, and a symbolic link to that folder (0.2.0 judged a link by
+where it lay, not where it pointed). ``source-train --overwrite`` replaces a checkpoint
+directory and nothing else (0.2.0 replaced whatever ``--out`` held).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tests.conftest import write_ner
 from tests.fewclue_fixtures import write_fewclue
 from tests.icl_fixtures import make_causal_lm_dir
 from tests.sweep_fixtures import build_study, sweep_config, write_config
+from tests.test_buckets_cli import write_published
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +36,8 @@ def world(tmp_path_factory) -> dict[str, Path]:
     (root / "ner").mkdir()
     study["ner"] = write_ner(root / "ner" / "train-de.tsv", 120, seed=1)
     study["fewclue"] = write_fewclue(root / "FewCLUE", tasks=("eprstmt",))
+    write_published(root / "published")
+    study["published"] = root / "published"
     runs = root / "runs"  # a runs directory with records: what store writers must not touch
     assert run_app(["adapt", "--task", "xnli", "--lang", "de", "--bucket",
                     str(study["buckets"] / "xnli/de/k1/00.json"), "--from",
@@ -70,6 +75,16 @@ def sample(w: dict[str, Path], out: Path) -> list[str]:
             str(w["ner"]), "--out", str(out)]
 
 
+def select(w: dict[str, Path], out: Path) -> list[str]:
+    return ["select", "--task", "panx", "--lang", "de", "--data-dir", str(w["ner"].parent),
+            "-s", "random", "-k", "1", "--n-pools", "2", "--pool-size", "40", "--seed", "5",
+            "--out", str(out)]
+
+
+def import_published(w: dict[str, Path], out: Path) -> list[str]:
+    return ["buckets", "import-published", str(w["published"]), "--out", str(out)]
+
+
 def import_fewclue(w: dict[str, Path], out: Path) -> list[str]:
     return ["buckets", "import-fewclue", str(w["fewclue"]), "--out", str(out), "-t", "eprstmt"]
 
@@ -78,19 +93,32 @@ def demo(w: dict[str, Path], out: Path) -> list[str]:
     return ["demo", "--out", str(out), "--config", "quick"]
 
 
+def source_train(w: dict[str, Path], out: Path) -> list[str]:
+    return ["source-train", "--task", "xnli", "--model", str(w["encoder"]), "--train",
+            str(w["data"] / "test-de.tsv"), "--dev", str(w["data"] / "test-fr.tsv"),
+            "--epochs", "1", "--lr", "1e-3", "--device", "cpu", "--overwrite",
+            "--out", str(out)]
+
+
 def submission(w: dict[str, Path], out: Path) -> list[str]:
     return ["submission", str(w["runs"]), "--out", str(out)]
 
 
 # writer -> (its argv, the kinds of directory it must refuse)
 WRITERS: dict[str, tuple[Callable[[dict[str, Path], Path], list[str]], tuple[str, ...]]] = {
-    "sample": (sample, ("runs",)), "import-fewclue": (import_fewclue, ("runs",)),
+    "sample": (sample, ("runs",)), "select": (select, ("runs",)),
+    "import-published": (import_published, ("runs",)),
+    "import-fewclue": (import_fewclue, ("runs",)),
     "adapt": (adapt, ("buckets",)), "sweep": (sweep, ("buckets",)), "icl": (icl, ("buckets",)),
     "evaluate": (evaluate, ("buckets",)), "demo": (demo, ("runs", "buckets")),
     "submission": (submission, ("runs", "buckets")),
+    "source-train": (source_train, ("runs", "buckets")),
 }
+# a checkpoint may live in an empty folder anywhere (report reads those inside a runs
+# directory): source-train meets a directory of either kind itself, not a folder inside
 CASES = [(writer, kind, how) for writer, (_, kinds) in WRITERS.items() for kind in kinds
-         for how in ("itself", "inside", "link")]
+         for how in ("itself", "inside", "link")
+         if writer != "source-train" or how == "itself"]
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -36,6 +36,7 @@ from fsxlt.methods import (
     parse_method_options,
     source_training_methods,
 )
+from fsxlt.runs import is_checkpoint
 from fsxlt.tasks import TaskSpec, get_task
 
 
@@ -227,6 +228,9 @@ def source_train_cmd(
     out = check_output_dir(out, "checkpoint directory")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
+    if out.exists() and any(out.iterdir()) and not is_checkpoint(out.resolve()):
+        raise FsxltError(f"{out}: not a checkpoint directory; --overwrite replaces a "
+                         "checkpoint, nothing else (give --out a new folder)")
     train, source_dev, sources = _source_data(spec, source_langs, train_file, dev_file,
                                               data_dir, train_limit)
     tdev, ttest = _target_data(spec, targets, _lang_files(target_dev, "--target-dev"),
