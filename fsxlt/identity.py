@@ -25,7 +25,8 @@ import json
 import os
 from pathlib import Path
 
-_CHUNK = 1 << 20
+from fsxlt.fileio import atomic_write_text, sha256_file
+
 _REMEMBERED = 1 << 20  # files this large have their hash kept across commands
 _CACHE: dict[str, str] = {}
 _DISK: dict[str, str] | None = None  # the cache file's entries, read once per process
@@ -39,20 +40,15 @@ def file_sha256(path: str | Path) -> str:
     real = Path(path).resolve()
     stat = real.stat()
     key = f"{real}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}|{stat.st_ctime_ns}"
-    if key in _CACHE:
-        return _CACHE[key]
-    remembered = _disk_cache() if stat.st_size >= _REMEMBERED else {}
-    if key not in remembered:
-        digest = hashlib.sha256()
-        with open(real, "rb") as handle:
-            for chunk in iter(lambda: handle.read(_CHUNK), b""):
-                digest.update(chunk)
-        if stat.st_size >= _REMEMBERED:
-            remembered[key] = digest.hexdigest()
-            _save_disk_cache(remembered)
-        _CACHE[key] = digest.hexdigest()
-        return _CACHE[key]
-    _CACHE[key] = remembered[key]
+    if key not in _CACHE:
+        remembered = _disk_cache() if stat.st_size >= _REMEMBERED else None
+        if remembered is not None and key in remembered:
+            _CACHE[key] = remembered[key]
+        else:
+            _CACHE[key] = sha256_file(real)
+            if remembered is not None:
+                remembered[key] = _CACHE[key]
+                _save_disk_cache(remembered)
     return _CACHE[key]
 
 
@@ -76,8 +72,6 @@ def _disk_cache() -> dict[str, str]:
 
 def _save_disk_cache(entries: dict[str, str]) -> None:
     """Write the cache file atomically; a cache that cannot be written is no error."""
-    from fsxlt.fileio import atomic_write_text
-
     with contextlib.suppress(OSError):
         atomic_write_text(cache_file(), json.dumps(entries, sort_keys=True) + "\n")
 

@@ -397,7 +397,7 @@ def _state(path: Path, record: dict[str, Any] | None, identity_hash_: str,
     """:func:`record_state` of ``record``, the content of ``path`` (None: unreadable)."""
     if record is None:
         return "corrupt" if path.exists() else "missing"
-    if record.get("format") not in (RUN_FORMAT, ERROR_FORMAT):
+    if not _our_format(record):
         return "foreign"
     if record.get("status") == "error":
         return "error"
@@ -440,7 +440,7 @@ def refusal(path: str | Path, record: dict[str, Any], identity: dict[str, Any],
     """The one line that refuses to replace a finished record of other settings, or a
     record of a format this version does not write (named with its writer's version)."""
     more = f" (and {count - 1} more)" if count > 1 else ""
-    if record.get("format") not in (RUN_FORMAT, ERROR_FORMAT):
+    if not _our_format(record):
         return (f"{path}{more}: {_foreign(record)}, which this fsxlt ({__version__}) does "
                 "not write; it is not replaced without --replace (or write to another "
                 "runs directory)")
@@ -448,6 +448,11 @@ def refusal(path: str | Path, record: dict[str, Any], identity: dict[str, Any],
             f"({', '.join(differences(record, identity, metric))} differ), written by "
             f"{record_writer(record)}; pass --replace to replace it, or write to another "
             "runs directory")
+
+
+def _our_format(record: dict[str, Any]) -> bool:
+    """Whether a record is of a format this version writes (a run's or an error's)."""
+    return record.get("format") in (RUN_FORMAT, ERROR_FORMAT)
 
 
 def _foreign(record: dict[str, Any]) -> str:
@@ -501,7 +506,10 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
 
     result = WritePlan()
     clashes: list[tuple[Any, dict[str, Any]]] = []  # (run, the finished record there)
-    metrics = {run.task: _task_of(run).metric for run in runs}
+    metrics: dict[str, str] = {}
+    for run in runs:  # once per task: a task YAML's spec is parsed, not looked up
+        if run.task not in metrics:
+            metrics[run.task] = _task_of(run).metric
     for run in runs:
         record = read_record(run.record_path)  # each record read once
         state = _state(Path(run.record_path), record, run.config_hash, metrics[run.task])
@@ -524,7 +532,7 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
                                  metrics[first.task]))
     for run, record in clashes:
         what = ", ".join(differences(record, run.identity, metrics[run.task])) \
-            if record.get("format") in (RUN_FORMAT, ERROR_FORMAT) else "format"
+            if _our_format(record) else "format"
         result.replaced.append((run, what))
         result.pending.append((run, "replace"))
     return result

@@ -326,21 +326,23 @@ def written_list(folder: Path) -> Path:
     return folder.parent / f".{folder.name}.fsxlt-submission.json"
 
 
-def _folder_texts(folder: Path) -> tuple[dict[str, str], str | None]:
-    """The regular files of an existing submission folder (relative path -> text), and the
-    first entry that ``fsxlt submission`` did not list as written there (None: it wrote
-    them all; only such a folder is ever replaced)."""
+def _folder_texts(folder: Path) -> tuple[dict[str, str] | None, str | None]:
+    """The files of an existing submission folder (relative path -> text; None when it holds
+    a link or anything but folders and files), and the first entry that ``fsxlt
+    submission`` did not list as written there (None: it wrote them all; only such a
+    folder is ever replaced)."""
     listed = read_json(written_list(folder)) if written_list(folder).is_file() else None
     names = set(listed.get("files", [])) if isinstance(listed, dict) else set()
-    texts, foreign = {}, None
+    texts: dict[str, str] | None = {}
+    foreign = None
     for path in sorted(folder.rglob("*")):
-        if path.is_dir() and not path.is_symlink():
-            continue
         rel = path.relative_to(folder).as_posix()
-        if rel not in names or path.is_symlink() or not path.is_file():
-            foreign = foreign or rel
-        if path.is_file() and not path.is_symlink():
-            texts[rel] = path.read_text(encoding="utf-8", errors="replace")
+        if path.is_symlink() or not (path.is_dir() or path.is_file()):
+            texts, foreign = None, foreign or rel
+        elif path.is_file():
+            foreign = foreign if rel in names else foreign or rel
+            if texts is not None:
+                texts[rel] = path.read_text(encoding="utf-8", errors="replace")
     return texts, foreign
 
 
@@ -360,9 +362,6 @@ def check_folder_place(out: str | Path, runs_dir: str | Path) -> None:
         if inner is not None:
             raise FsxltError(f"{out}: --out holds a {KINDS[kind]} ({inner}); a submission "
                              "folder must be a directory of its own")
-
-
-_FEWCLUE_NAME = re.compile(r"^[A-Za-z0-9]+_predict_[A-Za-z0-9]+\.json$")
 
 
 def write_submission_folder(runs_dir: str | Path, out: str | Path, *, arm: str | None = None,
@@ -391,7 +390,7 @@ def write_submission_folder(runs_dir: str | Path, out: str | Path, *, arm: str |
     state = "written"
     if out.exists() and any(out.iterdir()):
         old, foreign = _folder_texts(out)
-        if old == texts and not any(p.is_symlink() for p in out.rglob("*")):
+        if old == texts:
             if foreign is not None:  # the same files, written before fsxlt listed them
                 atomic_write_json(written_list(out), {"files": sorted(texts)})
             return "unchanged", files
@@ -399,7 +398,7 @@ def write_submission_folder(runs_dir: str | Path, out: str | Path, *, arm: str |
             raise FsxltError(f"{out}: holds files that are not submission files fsxlt wrote "
                              f"there ({foreign}); give --out a folder of its own")
         if not replace:
-            raise FsxltError(f"{out}: holds another submission ({len(old)} files); pass "
+            raise FsxltError(f"{out}: holds another submission ({len(old or {})} files); pass "
                              "--replace to replace it, or give another --out")
         state = "replaced"
     atomic_replace_dir(out, texts)

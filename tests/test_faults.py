@@ -502,6 +502,16 @@ def with_fault(target: str, nth: int, action: str, *args: str,
                           timeout=300, preexec_fn=_default_sigint)
 
 
+def wait_until_held(process: subprocess.Popen, gate: Path, limit: float = 120) -> None:
+    """Wait until a command started by :func:`with_fault` with ``wait:GATE`` stops at its
+    fault (it has written ``GATE.ready``); it must still be running."""
+    deadline = time.monotonic() + limit
+    while not Path(f"{gate}.ready").exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def _default_sigint() -> None:
     """In the child: Ctrl-C's default action, even when the suite itself was started with
     SIGINT ignored (a background job of a non-interactive shell inherits that)."""
@@ -637,11 +647,7 @@ def test_a_second_sweep_on_the_same_runs_directory_refuses(world, tmp_path, caps
     gate = tmp_path / "go"
     first = with_fault("os.replace", 2, f"wait:{gate}", *argv, wait=False)
     try:
-        deadline = time.monotonic() + 120
-        while not Path(f"{gate}.ready").exists():  # the first sweep holds the lock, mid-way
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until_held(first, gate)  # the first sweep holds the lock, mid-way
         before = snapshot(runs)
         capsys.readouterr()
         status = run_app(argv)

@@ -94,10 +94,10 @@ def test_every_numeric_option_refuses_nan_infinity_and_negatives(
 ])
 def test_one_rule_for_options_and_keys(value, problem):
     assert number_problem(value, "x", minimum=0) == (problem and f"x {problem}")
-    for kind in (int, float):
-        if problem is None:
-            assert number(value, "cfg", "x", float, 0) == value
-            continue
+    if problem is None:
+        assert number(value, "cfg", "x", float, 0) == value
+        return
+    for kind in (int, float):  # a config key follows the rule an option does
         with pytest.raises(FsxltError, match=f"^cfg: x {problem.split(', got')[0]}"):
             number(value, "cfg", "x", kind, 0)
 

@@ -50,6 +50,15 @@ def adapt(study, out: Path, *extra: str, bucket: Path | None = None,
             "--out", str(out), *extra]
 
 
+def swept(study, tmp_path: Path) -> tuple[list[str], Path]:
+    """A finished sweep of German K=1 into ``tmp_path/runs``: its argv and the runs dir."""
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
+    assert run_app(argv) == 0
+    return argv, runs
+
+
 def one_line(status: int, err: str, says: str) -> None:
     lines = [line for line in err.splitlines() if line.strip()]
     assert status == 2 and len(lines) == 1 and "Traceback" not in err, err
@@ -125,10 +134,7 @@ def test_a_record_of_another_format_is_not_overwritten(study, tmp_path, capsys, 
                                                        says):
     """Finished means finished in any version (issue 31, mechanism 2): fsxlt 0.2.0 took
     these for corrupt records and reran and overwrote them without a word."""
-    runs = tmp_path / "runs"
-    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
-    argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
-    assert run_app(argv) == 0
+    argv, runs = swept(study, tmp_path)
     path = runs / "xnli/de/k1/full/02.json"
     path.write_text(json.dumps(content))
     before = files(runs)
@@ -208,10 +214,7 @@ def test_adapt_refuses_a_bucket_store_as_its_runs_directory(study, tmp_path, cap
 
 
 def test_mixed_versions_are_said(study, tmp_path, capsys):
-    runs = tmp_path / "runs"
-    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
-    argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
-    assert run_app(argv) == 0
+    argv, runs = swept(study, tmp_path)
     path = runs / "xnli/de/k1/full/01.json"
     record = json.loads(path.read_text())
     record["run"]["fsxlt_version"] = "0.1.0"
@@ -347,10 +350,7 @@ def test_a_file_where_a_record_folder_goes_is_named_before_training(study, tmp_p
 
 def test_a_zero_shot_record_of_the_same_start_says_what_differs(study, tmp_path, capsys):
     """0.2.0 called any other K=0 record "of another start"."""
-    runs = tmp_path / "runs"
-    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
-    argv = ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
-    assert run_app(argv) == 0
+    argv, runs = swept(study, tmp_path)
     path = runs / "xnli/de/k0/zero-shot.json"
     record = json.loads(path.read_text())
     record["oracle"] = {"edited": True}

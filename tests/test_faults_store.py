@@ -251,9 +251,7 @@ def test_two_samplers_on_one_store_never_both_write(ner, tmp_path, capsys):
     one finished set silently replaced the other. The first here stops just before it
     renames its set into place, holding the store's writer lock; the second is refused
     in one line naming it, and the store ends with the first one's set."""
-    import time
-
-    from tests.test_faults import with_fault
+    from tests.test_faults import wait_until_held, with_fault
 
     out = tmp_path / "out"
     gate = tmp_path / "go"
@@ -261,11 +259,7 @@ def test_two_samplers_on_one_store_never_both_write(ner, tmp_path, capsys):
             str(ner), "--seed", "1", "--out", str(out)]
     first = with_fault("os.replace", 2, f"wait:{gate}", *argv, wait=False)
     try:
-        deadline = time.monotonic() + 120
-        while not Path(f"{gate}.ready").exists():
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until_held(first, gate)
         before = snapshot(out)
         capsys.readouterr()
         one_line(sample(ner, out, "2"), capsys.readouterr().err,

@@ -59,8 +59,9 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
 
 def _mixed_cells(records: Records, column: str) -> tuple[str, list[str]] | None:
     """The first cell whose records differ in ``column`` (named, with how many more) and
-    its values, or None."""
-    cells = records.scores.groupby(["task", "language", "k", "arm"])[column].unique()
+    its values, or None; records that do not say (empty or missing) are left out."""
+    scores = records.scores[records.scores[column].fillna("").astype(str) != ""]
+    cells = scores.groupby(["task", "language", "k", "arm"])[column].unique()
     mixed = cells[cells.map(len) > 1]
     if mixed.empty:
         return None
@@ -92,8 +93,7 @@ def mixed_tests(records: Records) -> str | None:
     """One line naming the cells whose records were scored on different test examples or
     with different metrics (a cell's mean would mix them)."""
     for column, what in (("metric", "metrics"), ("test_sha256", "test sets")):
-        scores = records.scores[records.scores[column].fillna("") != ""]
-        mixed = _mixed_cells(Records(scores, records.curves, records.zero_shot), column)
+        mixed = _mixed_cells(records, column)
         if mixed is not None:
             shown = ", ".join(v[:15] for v in mixed[1])
             return f"note: {mixed[0]} mix records scored with different {what} ({shown})"
@@ -103,9 +103,7 @@ def mixed_tests(records: Records) -> str | None:
 def mixed_threads(records: Records) -> str | None:
     """One line naming the cells whose CPU runs ran with different torch thread counts
     (CPU numerics depend on the count; runs that did not record it are left out)."""
-    scores = records.scores[records.scores["torch_threads"] != ""]
-    mixed = _mixed_cells(Records(scores, records.curves, records.zero_shot),
-                         "torch_threads")
+    mixed = _mixed_cells(records, "torch_threads")
     if mixed is None:
         return None
     return (f"note: {mixed[0]} mix CPU runs of {', '.join(mixed[1])} torch threads; CPU "
