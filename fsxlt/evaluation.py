@@ -16,6 +16,10 @@ Metrics (docs/protocol.md#tasks), all reported as fractions in [0, 1]:
   words, which equals micro F1 over words because every word gets exactly
   one tag. seqeval's F1 over the raw tags is recorded as ``seqeval_f1``
   too, for comparison only (it is not XGLUE's POS metric either).
+- ``mlqa_f1`` and ``squad_f1`` (extractive QA): MLQA's and SQuAD v1.1's token
+  F1 of the answer text, exact match beside it (:mod:`fsxlt.qa_metrics`); answers
+  are decoded from the span head's logits over all windows of a context
+  (:mod:`fsxlt.spans`).
 - ``ndcg`` (ranking, XGLUE's WPR): what XGLUE's evaluator computes from the
   prediction file fsxlt writes. Each page's predicted grade (the most
   probable one, the grade the file holds) ranks a query's pages, and
@@ -314,6 +318,13 @@ def _ranking_scores(gold: Sequence[Any], predicted: Sequence[Any],
     return scores
 
 
+def _qa_task_scores(metric: str, gold: Sequence[Any], predicted: Sequence[Any],
+                    inputs: ScoreInputs) -> dict[str, Any]:
+    from fsxlt.qa_metrics import task_scores
+
+    return task_scores(metric, gold, predicted)
+
+
 # a task YAML's ``metric`` -> its scores (fsxlt.tasks.METRICS names the same metrics)
 METRIC_SCORERS: dict[str, Callable[[str, Sequence[Any], Sequence[Any], ScoreInputs],
                                    dict[str, Any]]] = {
@@ -322,6 +333,8 @@ METRIC_SCORERS: dict[str, Callable[[str, Sequence[Any], Sequence[Any], ScoreInpu
     "seqeval_precision": _seqeval_metric_scores,
     "token_accuracy": _token_accuracy_scores,
     "ndcg": _ndcg_scores,
+    "mlqa_f1": _qa_task_scores,
+    "squad_f1": _qa_task_scores,
 }
 
 
@@ -458,6 +471,25 @@ def predict_labels(model: FsxltModel, eval_set: EvalSet, labels: Sequence[str], 
     return [[labels[i] for i in sentence] for sentence in ids]
 
 
+def predict_answers(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> list[str]:
+    """Each question's answer text: the best span over its windows (:mod:`fsxlt.spans`)."""
+    from fsxlt.spans import answers_of, best_spans
+
+    was_training = model.training
+    model.eval()
+    n = len(eval_set.encoded.rows)
+    scores, starts, ends = [0.0] * n, [0] * n, [0] * n
+    try:
+        with torch.inference_mode(), autocast_context(eval_set.device, amp):
+            for batch, rows in zip(eval_set.batches, eval_set.batch_rows, strict=True):
+                best = [t.tolist() for t in best_spans(model(batch), batch["context_mask"])]
+                for slot, row in enumerate(rows):
+                    scores[row], starts[row], ends[row] = (part[slot] for part in best)
+    finally:
+        model.train(was_training)
+    return answers_of(eval_set.encoded, scores, starts, ends)
+
+
 def score_and_predict(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *,
                       amp: bool = True) -> tuple[dict[str, Any], list[Any]]:
     """Predict ``eval_set`` once; the task's scores and the predicted labels.
@@ -465,6 +497,9 @@ def score_and_predict(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *,
     Ranking: the predicted labels are the most probable grades, the ones a
     prediction file holds and the reported nDCG ranks by.
     """
+    if task.is_qa:
+        predicted = predict_answers(model, eval_set, amp=amp)
+        return compute_scores(task, eval_set.encoded.gold, predicted), predicted
     if not task.is_ranking:
         predicted = predict_labels(model, eval_set, task.labels, amp=amp)
         return compute_scores(task, eval_set.encoded.gold, predicted,

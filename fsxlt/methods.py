@@ -107,7 +107,7 @@ from fsxlt.plugins import CLASS_REFERENCE, describe_error
 
 DEFAULT_MODEL = "bert-base-multilingual-cased"
 ENTRY_POINT_GROUP = "fsxlt.methods"
-KINDS = ("classification", "tagging", "multiple_choice")
+KINDS = ("classification", "tagging", "multiple_choice", "extractive_qa")
 
 
 @dataclass(frozen=True)

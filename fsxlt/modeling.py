@@ -13,6 +13,9 @@ One model class, :class:`FsxltModel`, serves every task kind (docs/protocol.md#t
 - **tagging**: dropout and a linear classifier on the hidden state of each
   word's **last** wordpiece. Other pieces and special tokens never reach the
   loss or the metric because only the last-piece positions are gathered.
+- **extractive QA**: a span head, one linear layer from every token's hidden
+  state to a start and an end logit (no dropout, as BERT's SQuAD head); the
+  windows of long contexts and span decoding live in :mod:`fsxlt.spans`.
 
 The model is split at a clean seam: :meth:`FsxltModel.encode` runs the
 encoder and returns *features* (the [CLS] hidden state before the pooler, or
@@ -35,7 +38,7 @@ cos-pooler     cosine matrix W, pooler                       new random W, s=10
 fc-reset-pooler classifier, pooler                           re-initialised
 ============== ============================================= ====================
 
-Tagging models have no pooler, so only ``full`` and ``fc`` apply to them.
+Tagging and QA models have no pooler, so only ``full`` and ``fc`` (and LoRA) apply to them.
 
 Featurisation (:class:`Featurizer`) turns examples into wordpiece ids once.
 Tagging *evaluation* splits a sentence longer than ``max_seq_length``
@@ -131,21 +134,22 @@ class FsxltModel(nn.Module):
 
     def __init__(self, encoder: nn.Module, kind: str, num_labels: int, *, seed: int = 0):
         super().__init__()
-        if kind not in ("classification", "tagging", "multiple_choice"):
+        if kind not in ("classification", "tagging", "multiple_choice", "extractive_qa"):
             raise ValueError(f"unknown task kind {kind!r}")
         config = encoder.config
         self.kind = kind
         self.num_labels = num_labels
         # multiple choice: the classifier scores each (text, candidate) row with one
-        # number; classify() lays the scores out as (examples, candidates) logits
-        self.n_outputs = 1 if kind == "multiple_choice" else num_labels
+        # number; classify() lays the scores out as (examples, candidates) logits.
+        # extractive QA: a start and an end logit per token
+        self.n_outputs = {"multiple_choice": 1, "extractive_qa": 2}.get(kind, num_labels)
         self.hidden_size = int(config.hidden_size)
         self.init_std = float(getattr(config, "initializer_range", 0.02) or 0.02)
         native = getattr(encoder, "pooler", None)
         self.native_pooler = native is not None and isinstance(
             getattr(native, "dense", None), nn.Linear)
         self.pooler: Pooler | None = None
-        if kind != "tagging":
+        if kind not in ("tagging", "extractive_qa"):
             self.pooler = Pooler(self.hidden_size)
             if self.native_pooler:
                 self.pooler.load_state_dict(native.dense.state_dict(prefix="dense."))
@@ -229,6 +233,8 @@ class FsxltModel(nn.Module):
         grad = torch.is_grad_enabled() and self.encoder_trainable
         with torch.set_grad_enabled(grad):
             hidden = self.encoder(**inputs).last_hidden_state
+        if self.kind == "extractive_qa":
+            return hidden
         if self.kind != "tagging" and not positions:
             return hidden[:, 0]
         flat = hidden.reshape(-1, hidden.shape[-1])
@@ -245,6 +251,8 @@ class FsxltModel(nn.Module):
         order, so the one score per row is reshaped to (examples, candidates)
         and a softmax (in the loss) runs over an example's candidates.
         """
+        if self.kind == "extractive_qa":
+            return self.classifier(pooled)  # BERT's span head has no dropout
         logits = self.classifier(self.dropout(pooled))
         if self.kind == "multiple_choice":
             return logits.reshape(-1, self.num_labels)
@@ -262,6 +270,11 @@ class FsxltModel(nn.Module):
         returned) or ``pooled`` (what :meth:`pool` returned) instead, and
         only the parts after that point run.
         """
+        if self.kind == "extractive_qa":
+            from fsxlt.spans import span_logits
+
+            features = batch["features"] if "features" in batch else self.encode(batch)
+            return span_logits(self.head(features), batch["attention_mask"])
         if "pooled" in batch:
             return self.classify(batch["pooled"])
         if "features" in batch:
@@ -332,6 +345,7 @@ class Row:
     positions: list[int] = field(default_factory=list)
     words: list[int] = field(default_factory=list)
     choices: list[tuple[list[int], list[int] | None]] | None = None
+    offsets: list[tuple[int, int] | None] | None = None  # QA: each token's context characters
 
     @property
     def n_sequences(self) -> int:
@@ -349,6 +363,7 @@ class EncodedSplit:
     gold: list[Any]  # str per example, or list[str] per sentence
     word_counts: list[int]
     groups: list[str] | None = None  # ranking: each example's query (nDCG is per query)
+    contexts: list[str] | None = None  # extractive QA: each question's context
 
 
 class Featurizer:
@@ -374,6 +389,7 @@ class Featurizer:
         if self.budget < 1:
             raise FsxltError(f"max_seq_length {self.max_len} leaves no room for wordpieces")
         self.uses_token_types = "token_type_ids" in tokenizer.model_input_names
+        self._qa: Any = None
 
     def _label(self, label: str) -> int:
         if label not in self.label_ids:
@@ -382,6 +398,12 @@ class Featurizer:
 
     def encode(self, examples: Sequence[Example], *, windows: bool = False) -> EncodedSplit:
         """Tokenize ``examples``; ``windows=True`` keeps every word of long sentences."""
+        if self.task.is_qa:
+            if self._qa is None:
+                from fsxlt.spans import QAFeaturizer
+
+                self._qa = QAFeaturizer(self.tokenizer, self.max_len, self.uses_token_types)
+            return self._encode_qa(examples)
         if self.task.is_tagging:
             return self._encode_tagged(examples, windows)
         if self.task.is_multiple_choice:
@@ -393,6 +415,13 @@ class Featurizer:
         """``examples`` as training rows: a long tagging sentence truncated (the study's) or
         cut into windows, one row each, as ``long_sentences`` says."""
         return self.encode(examples, windows=long_sentences == "windows")
+
+    def _encode_qa(self, examples: Sequence[Example]) -> EncodedSplit:
+        """Every window of every question (:mod:`fsxlt.spans`), one row each."""
+        rows = [Row(example=i, **window) for i, window in self._qa.windows(examples)]
+        return EncodedSplit("extractive_qa", rows, len(examples),
+                            [(ex.answers, ex.language) for ex in examples], [1] * len(examples),
+                            contexts=[ex.context for ex in examples])
 
     def blank_window(self, text: str) -> str:
         """The part of a passage around its blank that fits the input (ChID's ``#idiom#``).
@@ -532,6 +561,11 @@ def collate(rows: Sequence[Row], pad_id: int, device: torch.device | str = "cpu"
              "labels": torch.tensor(labels, dtype=torch.long)}
     if types is not None:
         batch["token_type_ids"] = types
+    if rows[0].offsets is not None:  # QA: where the answer may be (the context's tokens)
+        context = torch.zeros((n, length), dtype=torch.bool)
+        for b, row in enumerate(rows):
+            context[b, :len(row.offsets)] = torch.tensor([o is not None for o in row.offsets])
+        batch["context_mask"] = context
     if any(r.positions for r in rows):
         batch["word_index"] = torch.tensor(word_index, dtype=torch.long)
     return {k: v.to(device) for k, v in batch.items()}

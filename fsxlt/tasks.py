@@ -31,16 +31,18 @@ from fsxlt.config_checks import document, mapping, one_of, require
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import parse_yaml
 
-TaskKind = Literal["classification", "tagging", "multiple_choice"]
-KINDS = ("classification", "tagging", "multiple_choice")
-InputKind = Literal["single", "pair", "tokens", "choices"]
+TaskKind = Literal["classification", "tagging", "multiple_choice", "extractive_qa"]
+KINDS = ("classification", "tagging", "multiple_choice", "extractive_qa")
+InputKind = Literal["single", "pair", "tokens", "choices", "question_context"]
 # sampling.sampler -> the task kinds it draws buckets for (fsxlt.sampling.api.SAMPLERS draws)
 SAMPLERS = {"nway-kshot": ("classification",), "minimum-including": ("tagging",),
-            "k-examples": ("multiple_choice",), "k-queries": ("classification",)}
+            "k-examples": ("multiple_choice",), "k-queries": ("classification",),
+            "k-questions": ("extractive_qa",)}
 DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu", "fewclue_json",
-                "fewclue_wsc", "fewclue_chid", "xglue_tsv")
+                "fewclue_wsc", "fewclue_chid", "xglue_tsv", "squad_json")
 COLUMN_ROLES = ("text_a", "text_b", "label")
-METRICS = ("accuracy", "seqeval_f1", "seqeval_precision", "token_accuracy", "ndcg")
+QA_METRICS = ("mlqa_f1", "squad_f1")  # fsxlt.qa_metrics: MLQA's and SQuAD v1.1's F1
+METRICS = ("accuracy", "seqeval_f1", "seqeval_precision", "token_accuracy", "ndcg") + QA_METRICS
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,10 @@ class DataSpec:
     is (``text_a``, ``text_b`` or ``label``; columns of one part are joined);
     ``alternatives`` are the file patterns of other distributions' layouts
     (XGLUE's ``{lang}.{split}``, ``xnli.{split}.tsv``), tried in order after the
-    pattern (see :meth:`locate`).
+    pattern (see :meth:`locate`). ``holdout_paragraphs`` (``data.holdout``, XQuAD's one
+    file per language): that many paragraphs of a file are its ``test`` split and the
+    others every other split (:func:`fsxlt.data.qa.holdout_part`, seeded by
+    ``holdout_seed``).
     """
 
     format: str
@@ -75,6 +80,8 @@ class DataSpec:
     columns: tuple[str, ...] = ()
     alternatives: tuple[str, ...] = ()
     hub_unavailable: str = ""  # why the hub has no copy that loads, and what to use instead
+    holdout_paragraphs: int = 0  # extractive QA: paragraphs held out of every file as test
+    holdout_seed: int = 0
 
     def file_name(self, split: str, language: str) -> str:
         """The file name of ``split`` in ``language`` (the split's own name, else the pattern)."""
@@ -101,6 +108,7 @@ class SamplingSpec:
     k_values: tuple[int, ...]
     n_buckets: int
     seed: int = 0
+    dev_paragraphs: int | None = None  # extractive QA: at most this many paragraphs of dev
 
 
 @dataclass(frozen=True)
@@ -177,6 +185,18 @@ class TaskSpec:
         return self.kind == "tagging"
 
     @property
+    def is_qa(self) -> bool:
+        """Extractive question answering: a question on a paragraph, answered by a span."""
+        return self.kind == "extractive_qa"
+
+    @property
+    def selects_on_remaining(self) -> bool:
+        """Whether runs select models on the examples of the sampled split that are in no
+        bucket (a set's ``dev-remaining.jsonl``): sets drawn from dev, and every extractive
+        QA set (a paragraph-disjoint part of its pool)."""
+        return self.sampling.split == "dev" or self.is_qa
+
+    @property
     def is_ranking(self) -> bool:
         """Relevance grades of (query, page) pairs, scored by nDCG over each query's pages."""
         return self.metric == "ndcg"
@@ -198,8 +218,8 @@ class TaskSpec:
         the tags. Tagging with ``label_unit: entity``: the entity types of the
         BIO tags (``B-PER`` -> ``PER``), each mention counted once.
         """
-        if self.kind == "multiple_choice":
-            return ()  # K examples, no per-label quota
+        if self.kind in ("multiple_choice", "extractive_qa"):
+            return ()  # K examples (questions), no per-label quota
         if self.kind == "tagging" and self.label_unit == "entity":
             types: list[str] = []
             for tag in self.labels:
@@ -339,6 +359,11 @@ def _check_metric(metric: str, kind: str, labels: tuple[str, ...], sampler: str,
     """A ranking task (nDCG) is a classification over numeric relevance grades whose
     buckets are whole queries; the other metrics have no such demands."""
     one_of(metric, METRICS, where, "metric")
+    if (metric in QA_METRICS) != (kind == "extractive_qa"):
+        raise FsxltError(f"{where}: the metrics {' and '.join(QA_METRICS)} go with kind "
+                         "extractive_qa, and only they")
+    if kind == "extractive_qa" and labels:
+        raise FsxltError(f"{where}: an extractive_qa task has no labels (its answers are spans)")
     if (metric == "ndcg") != (sampler == "k-queries"):
         raise FsxltError(f"{where}: metric ndcg and sampler k-queries go together "
                          "(a ranking task's shot is a query with all its pages)")
@@ -372,7 +397,10 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
                    kind, where)
     if kind == "multiple_choice" and raw.get("input") != "choices":
         raise FsxltError(f"{where}: a multiple_choice task needs input: choices")
-    labels = tuple(str(label) for label in require(raw, "labels", where))
+    if (kind == "extractive_qa") != (raw.get("input") == "question_context"):
+        raise FsxltError(f"{where}: input question_context goes with kind extractive_qa")
+    labels = tuple(str(label) for label in (raw.get("labels") or () if kind == "extractive_qa"
+                                            else require(raw, "labels", where)))
     _check_metric(str(require(raw, "metric", where)), kind, labels, sampling["sampler"], where)
     names = {str(k): str(v) for k, v in (raw.get("label_names") or {}).items()}
     if set(names) - set(labels):
@@ -396,21 +424,24 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
                       fields={str(k): str(v) for k, v in (data.get("fields") or {}).items()},
                       columns=_parse_columns(data.get("columns"), data["format"], where),
                       alternatives=tuple(str(p) for p in data.get("alternatives") or ()),
-                      hub_unavailable=str(data.get("hf_unavailable") or "")),
+                      hub_unavailable=str(data.get("hf_unavailable") or ""),
+                      **_holdout(data.get("holdout"), kind, where)),
         sampling=SamplingSpec(
             sampler=sampling["sampler"],
             split=sampling.get("split", "train"),
             k_values=tuple(int(k) for k in sampling.get("k_values", (1, 2, 4, 8))),
             n_buckets=int(sampling.get("n_buckets", 40)),
             seed=int(sampling.get("seed", 0)),
+            dev_paragraphs=None if sampling.get("dev_paragraphs") is None
+            else int(sampling["dev_paragraphs"]),
         ),
         training=TrainingSpec(**training),
         label_unit=str(raw.get("label_unit", "tag")),
         config_path=where,
-        pet=_parse_pet(raw.get("pet"), tuple(str(x) for x in raw["labels"]), raw["input"], where,
+        pet=_parse_pet(raw.get("pet"), labels, raw["input"], where,
                        str(data.get("format") or ""),
                        tuple(str(lang) for lang in raw["languages"]))
-        if kind != "tagging" else None,
+        if kind not in ("tagging", "extractive_qa") else None,
         label_names=names,
         label_aliases=_label_aliases(raw.get("label_aliases"), labels, where),
         source_task=None if raw.get("source_task") is None else str(raw["source_task"]),
@@ -419,6 +450,20 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         benchmark=None if raw.get("benchmark") is None else str(raw["benchmark"]),
         icl=_parse_icl(raw, kind, labels, where),
     )
+
+
+def _holdout(raw: Any, kind: str, where: str) -> dict[str, int]:
+    """``data.holdout: {test_paragraphs: N, seed: S}`` (extractive QA only) as DataSpec
+    fields."""
+    if raw is None:
+        return {}
+    if kind != "extractive_qa":
+        raise FsxltError(f"{where}: data.holdout holds out paragraphs, for extractive_qa tasks")
+    raw = mapping(raw, where, "data.holdout")
+    count = raw.get("test_paragraphs")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise FsxltError(f"{where}: data.holdout.test_paragraphs must be a positive number")
+    return {"holdout_paragraphs": count, "holdout_seed": int(raw.get("seed", 0))}
 
 
 def _parse_icl(raw: dict[str, Any], kind: str, labels: tuple[str, ...], where: str) -> Any:
@@ -441,7 +486,8 @@ def builtin_tasks() -> dict[str, TaskSpec]:
         if not entry.name.endswith(".yaml"):
             continue
         raw = yaml.safe_load(entry.read_text(encoding="utf-8"))
-        if isinstance(raw, dict) and "kind" in raw and "labels" in raw:
+        if isinstance(raw, dict) and "kind" in raw and (
+                "labels" in raw or raw["kind"] == "extractive_qa"):
             spec = parse_task(raw, where=f"configs/{entry.name}")
             tasks[spec.name] = spec
     return tasks

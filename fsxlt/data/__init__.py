@@ -24,6 +24,7 @@ from fsxlt.data.classification import marc_text_b, read_marc_jsonl, read_mldoc, 
 from fsxlt.data.examples import (
     ChoiceExample,
     Example,
+    QAExample,
     Split,
     TaggedSentence,
     TextExample,
@@ -56,7 +57,8 @@ from fsxlt.data.tagging import DOCSTART, is_docstart, read_conll, read_conllu, r
 
 __all__ = [
     "CHID_BLANK", "DOCSTART", "FEWCLUE_ID_KEYS", "FEWCLUE_READERS", "LIST_FIELDS", "NO_LABEL",
-    "READERS", "UNLABELLED_READERS", "WSC_MARKS", "ChoiceExample", "Example", "Skipped", "Split",
+    "QAExample", "READERS", "UNLABELLED_READERS", "WSC_MARKS", "ChoiceExample", "Example",
+    "Skipped", "Split",
     "TaggedSentence", "TextExample", "example_from_dict", "examples_from_hub_rows", "file_format",
     "has_labels", "is_docstart", "load_hub_split", "load_split", "marc_text_b", "mark_spans",
     "read_conll", "read_conllu", "read_examples", "read_fewclue_chid", "read_fewclue_json",

@@ -1,5 +1,6 @@
 """The example types every reader produces (:class:`TextExample`, :class:`TaggedSentence`,
-:class:`ChoiceExample`) and :class:`Split`, the examples of one split with their source.
+:class:`ChoiceExample`, :class:`QAExample`) and :class:`Split`, the examples of one split
+with their source.
 
 Every example carries a stable ``id``: for local files the file name and the 1-based
 line where the example starts (``train-de.tsv:57``), for hub data the dataset, config,
@@ -69,11 +70,52 @@ class ChoiceExample:
         return (self.text, self.choices, self.label)
 
 
-Example = TextExample | TaggedSentence | ChoiceExample
+@dataclass(frozen=True)
+class QAExample:
+    """An extractive-QA example: one question on a paragraph (its ``context``) and its gold
+    answers, each a span of the context (``answers[i]`` starts at character ``starts[i]``).
+
+    ``question_id`` is the question's id in its benchmark (what prediction files are keyed
+    by; XQuAD and MLQA give a question the same id in every language); ``id`` is fsxlt's
+    ``file:question_id``. Questions on one paragraph share its text, which is how buckets
+    keep paragraphs apart (:func:`fsxlt.data.qa.paragraph_of`). ``language`` is the
+    language of the context and its answers (MLQA's metric normalises answers by it).
+    """
+
+    id: str
+    question_id: str
+    context: str
+    question: str
+    answers: tuple[str, ...]
+    starts: tuple[int, ...]
+    title: str = ""
+    language: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "question_id": self.question_id, "title": self.title,
+                "context": self.context, "question": self.question, "language": self.language,
+                "answers": [{"text": text, "answer_start": start}
+                            for text, start in zip(self.answers, self.starts, strict=True)]}
+
+    def content_key(self) -> tuple:
+        return (self.context, self.question, self.answers, self.starts)
+
+
+Example = TextExample | TaggedSentence | ChoiceExample | QAExample
 
 
 def example_from_dict(row: dict[str, Any]) -> Example:
     """Inverse of ``to_dict``; raises ``KeyError``/``TypeError`` on a malformed row."""
+    if "question" in row:
+        answers = row["answers"]
+        if not isinstance(answers, list):
+            raise TypeError("answers must be a list")
+        return QAExample(id=str(row["id"]), question_id=str(row["question_id"]),
+                         context=str(row["context"]), question=str(row["question"]),
+                         answers=tuple(str(a["text"]) for a in answers),
+                         starts=tuple(int(a["answer_start"]) for a in answers),
+                         title=str(row.get("title") or ""),
+                         language=str(row.get("language") or ""))
     if "choices" in row:
         if not isinstance(row["choices"], list):
             raise TypeError("choices must be a list")

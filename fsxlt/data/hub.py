@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from fsxlt.data.classification import marc_text_b
-from fsxlt.data.examples import Example, Split, TaggedSentence, TextExample
+from fsxlt.data.examples import Example, QAExample, Split, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_text
 from fsxlt.tasks import TaskSpec, languages
@@ -18,7 +18,8 @@ def _class_names(features: Any, column: str) -> list[str] | None:
     return list(feature.names) if hasattr(feature, "names") else None
 
 
-def examples_from_hub_rows(task: TaskSpec, rows: Any, source: str) -> list[Example]:
+def examples_from_hub_rows(task: TaskSpec, rows: Any, source: str,
+                           language: str = "") -> list[Example]:
     """Convert a Hugging Face ``datasets.Dataset`` into examples, using the task's column map.
 
     Integer class labels are turned into names with the dataset's
@@ -28,6 +29,8 @@ def examples_from_hub_rows(task: TaskSpec, rows: Any, source: str) -> list[Examp
     cols = hub.columns if hub else {}
     features = getattr(rows, "features", None)
     examples: list[Example] = []
+    if task.is_qa:
+        return _qa_examples(rows, source, language)
     if task.is_tagging:
         names = _class_names(features, cols.get("tags", "tags"))
         for i, row in enumerate(rows):
@@ -61,6 +64,23 @@ def examples_from_hub_rows(task: TaskSpec, rows: Any, source: str) -> list[Examp
     return examples
 
 
+def _qa_examples(rows: Any, source: str, language: str) -> list[Example]:
+    """SQuAD-style hub rows (``id``, ``title``, ``context``, ``question``, ``answers`` with
+    ``text`` and ``answer_start`` lists) as QA examples; ids ``<source>:<question id>``."""
+    examples: list[Example] = []
+    for i, row in enumerate(rows):
+        answers = row.get("answers") or {}
+        texts, starts = list(answers.get("text") or []), list(answers.get("answer_start") or [])
+        if not texts or len(texts) != len(starts):
+            raise FsxltError(f"{source}:{i}: a question without answers (or answer starts)")
+        qid = str(row.get("id") or i)
+        examples.append(QAExample(f"{source}:{qid}", qid, str(row["context"]),
+                                  str(row["question"]), tuple(map(str, texts)),
+                                  tuple(int(s) for s in starts), str(row.get("title") or ""),
+                                  language))
+    return examples
+
+
 def load_hub_split(task: TaskSpec, language: str, split: str) -> Split:
     """Load a split from the Hugging Face hub (or its local cache) via ``datasets``."""
     hub = task.data.hf
@@ -86,6 +106,6 @@ def load_hub_split(task: TaskSpec, language: str, split: str) -> Split:
             f"{err.__class__.__name__}: {first[:200]}; pass local files with --data/--data-dir"
         ) from None
     source = f"hf:{hub.path}/{config}/{hub_split}"
-    examples = examples_from_hub_rows(task, rows, source)
+    examples = examples_from_hub_rows(task, rows, source, language)
     digest = sha256_text("\n".join(json.dumps(e.to_dict(), sort_keys=True) for e in examples))
     return Split(task.name, language, split, examples, source, digest)

@@ -5,12 +5,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from fsxlt.data.classification import read_marc_jsonl, read_mldoc, read_pair_tsv
 from fsxlt.data.examples import Example, Split
 from fsxlt.data.fewclue import FEWCLUE_READERS, Skipped
 from fsxlt.data.hub import load_hub_split
+from fsxlt.data.qa import holdout_part, read_squad_json
 from fsxlt.data.tagging import read_conll, read_conllu, read_xglue_tsv
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import sha256_file
@@ -26,6 +28,7 @@ READERS = {
     "conll": read_conll,
     "conllu": read_conllu,
     "xglue_tsv": read_xglue_tsv,
+    "squad_json": read_squad_json,
     **FEWCLUE_READERS,
 }
 
@@ -38,7 +41,8 @@ def file_format(path: Path, task: TaskSpec) -> str:
 
 
 def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | None = None,
-                  labelled: bool = True, language: str | None = None) -> list[Example]:
+                  labelled: bool = True, language: str | None = None,
+                  split: str | None = None) -> list[Example]:
     """Read every example of a local data file in the task's format.
 
     FewCLUE formats leave out examples without a label of the task and list
@@ -47,7 +51,10 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     read; every example gets the empty label). ``language`` picks its rows
     from a file that holds every language (XNLI 1.0's and XGLUE's layout).
     A tagging file must separate its sentences by blank lines (see
-    :func:`read_conll`'s ``require_breaks``).
+    :func:`read_conll`'s ``require_breaks``). ``split`` names the split the file is read
+    as: a task that holds paragraphs out of its files (XQuAD, ``data.holdout``) keeps the
+    held-out ones for ``test`` and the others for any other split (without a split, the
+    whole file: a file to predict).
     """
     task, path = get_task(task), Path(path)
     fmt = file_format(path, task)
@@ -62,12 +69,22 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
                          "formats only")
     elif fmt in ("conll", "conllu"):
         examples = READERS[fmt](path, task, require_breaks=True)
+    elif fmt == "squad_json":
+        examples = read_squad_json(path, language=language or "")
     else:
         examples = READERS[fmt](path, task)
     if not examples:
         raise DataFormatError(path, "file holds no examples" if not skipped else
                               "file holds no example with a label of the task")
-    return examples
+    return split_part(examples, task, split)
+
+
+def split_part(examples: list[Example], task: TaskSpec, split: str | None) -> list[Example]:
+    """The examples of ``split`` in a file that holds several (see :func:`read_examples`)."""
+    if split is None or not task.data.holdout_paragraphs:
+        return examples
+    return holdout_part(examples, task.data.holdout_paragraphs,  # type: ignore[arg-type]
+                        task.data.holdout_seed, "test" if split == "test" else "pool")
 
 
 def _first_line(example: Example) -> int | None:
@@ -114,7 +131,8 @@ def load_split(task: str | TaskSpec, language: str, split: str, *,
     if path is None and data_dir is not None:
         path = task.data.locate(data_dir, split, language)
     if path is None:
-        return load_hub_split(task, language, split)
+        loaded = load_hub_split(task, language, split)
+        return replace(loaded, examples=split_part(loaded.examples, task, split))
     path = Path(path)
-    examples = read_examples(path, task, language=language)
+    examples = read_examples(path, task, language=language, split=split)
     return Split(task.name, language, split, examples, str(path), sha256_file(path))

@@ -7,19 +7,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsxlt.data import ChoiceExample, Example, Split, TaggedSentence, TextExample, load_split
+from fsxlt.data import (
+    ChoiceExample,
+    Example,
+    QAExample,
+    Split,
+    TaggedSentence,
+    TextExample,
+    load_split,
+    read_examples,
+)
 from fsxlt.errors import FsxltError
 from fsxlt.sampling.samplers import (
     check_k,
     derive_rng,
     k_examples,
     k_queries,
+    k_questions,
     minimum_including,
     nway_kshot,
     present_labels,
     query_of,
     remaining_examples,
     sentence_label_counts,
+    untouched_questions,
 )
 from fsxlt.sampling.store import BucketSet, write_sets
 from fsxlt.tasks import TaskSpec, get_task
@@ -65,6 +76,15 @@ def draw_k_queries(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: i
     return Drawn(examples, k_queries(examples, k, n_buckets, rng, context), list(task.labels))
 
 
+def draw_k_questions(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: int,
+                     context: str) -> Drawn:
+    """Disjoint buckets of exactly K questions on paragraphs no other bucket touches
+    (extractive QA)."""
+    questions = _of_type(split, QAExample)
+    rng = derive_rng(seed, task.name, split.language, k)
+    return Drawn(questions, k_questions(questions, k, n_buckets, rng, context), [])
+
+
 def draw_minimum_including(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: int,
                            context: str) -> Drawn:
     """Independent Minimum-Including buckets, one seeded draw each (tagging); labels that
@@ -87,6 +107,7 @@ SAMPLERS: dict[str, Callable[[TaskSpec, Split, int, int, int, str], Drawn]] = {
     "nway-kshot": draw_nway_kshot,
     "k-examples": draw_k_examples,
     "k-queries": draw_k_queries,
+    "k-questions": draw_k_questions,
     "minimum-including": draw_minimum_including,
 }
 
@@ -113,25 +134,49 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
     check_k(k, n_buckets)
     context = f"{task.name}/{split.language} K={k}"
     drawn = SAMPLERS[task.sampling.sampler](task, split, k, n_buckets, seed, context)
+    held_out = holdout_test(task, split)
     return BucketSet(task=task.name, language=split.language, k=k,
                      sampler=task.sampling.sampler, seed=seed, split=split.split,
                      source_file=Path(split.source).name, source_sha256=split.sha256,
                      labels=drawn.labels, missing_labels=drawn.missing, buckets=drawn.buckets,
                      dev_remaining=dev_remaining(task, split, drawn.pool, drawn.buckets,
-                                                 context))
+                                                 context, seed),
+                     test=held_out,
+                     test_source=None if held_out is None else {
+                         "file": Path(split.source).name, "sha256": split.sha256,
+                         "part": f"the {task.data.holdout_paragraphs} held-out paragraphs"})
+
+
+def holdout_test(task: TaskSpec, split: Split) -> list[Example] | None:
+    """The test split of a task that holds paragraphs out of its one file per language
+    (XQuAD), stored in the set so that runs never read the whole file as test; None for
+    other tasks (their test file is the task's own)."""
+    if not task.data.holdout_paragraphs:
+        return None
+    if split.source.startswith("hf:"):
+        return load_split(task, split.language, "test").examples
+    return read_examples(split.source, task, language=split.language, split="test")
 
 
 def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],
-                  buckets: Sequence[Sequence[Example]], context: str) -> list[Example] | None:
+                  buckets: Sequence[Sequence[Example]], context: str,
+                  seed: int = 0) -> list[Example] | None:
     """The dev examples in no bucket (the set's early-stopping data), or None off a dev split.
+
+    Extractive QA (any split): the questions on paragraphs no bucket touches, at most
+    ``sampling.dev_paragraphs`` paragraphs of them (a seeded choice).
 
     Refused in one line when the buckets leave nothing to select a model on:
     no example at all, or, for a ranking task, no query with two judged pages
     (the only queries nDCG can score).
     """
-    if split.split != "dev":
+    if task.is_qa:
+        remaining = untouched_questions(pool, buckets, task.sampling.dev_paragraphs,
+                                        derive_rng(seed, task.name, split.language, "dev"))
+    elif split.split != "dev":
         return None
-    remaining = remaining_examples(pool, buckets)
+    else:
+        remaining = remaining_examples(pool, buckets)
     source = Path(split.source).name
     if not remaining:
         raise FsxltError(f"{context}: the buckets use every example of {source}, leaving no "

@@ -19,6 +19,11 @@ bucket:
   reported, and its examples must carry labels of the task and occur neither
   in its own dev set nor in the set's test set; every dev file and the test
   file must match their manifest hashes;
+* extractive QA (``k-questions``): exactly K questions per bucket, no
+  paragraph (a context) in two buckets, none of a bucket's paragraphs in the
+  remaining dev set or in the set's test set (XQuAD's held-out paragraphs),
+  and none of the dev set's in the test set; given the source, the remaining
+  dev set holds whole paragraphs that no bucket touches;
 * tagging (Minimum-Including): every label of the set occurs at least K
   times, and the bucket is minimal: no sentence can be removed while every
   label that reaches K still reaches K; a remaining dev set (XGLUE's tagging
@@ -42,7 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsxlt.data import Example, TaggedSentence, read_examples
+from fsxlt.data import Example, QAExample, TaggedSentence, read_examples
+from fsxlt.data.qa import paragraphs
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.sampling.samplers import (
@@ -234,6 +240,55 @@ def _dev_leak(buckets: list[Bucket], remaining: list[Example] | None) -> list[Vi
                       f"buckets (e.g. {leaked[0]})")]
 
 
+def _contexts(examples: list[Example] | None) -> set[str]:
+    return {ex.context for ex in examples or [] if isinstance(ex, QAExample)}
+
+
+def _check_k_questions(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
+                       remaining: list[Example] | None) -> list[Violation]:
+    """Exactly K questions per bucket; paragraphs kept apart between buckets, the remaining
+    dev set and the set's test set (see the module docstring)."""
+    from fsxlt.sampling.store import read_examples_jsonl
+
+    k, found = manifest["k"], []
+    owner: dict[str, int] = {}
+    for bucket in buckets:
+        if len(bucket.examples) != k:
+            found.append(Violation(bucket.index, "count",
+                                   f"{len(bucket.examples)} questions, expected {k}"))
+        for text in _contexts(bucket.examples):
+            other = owner.setdefault(text, bucket.index)
+            if other != bucket.index:
+                found.append(Violation(bucket.index, "overlap", f"paragraph {text[:40]!r} is "
+                                       f"also in bucket {other}"))
+    dev = _contexts(remaining)
+    test_path = directory / manifest["test"]["file"] if manifest.get("test") else None
+    test = _contexts(read_examples_jsonl(test_path)) if test_path and test_path.is_file() \
+        else set()
+    for what, kind, texts in (("remaining dev set", "dev-leak", dev),
+                              ("test set", "test-leak", test)):
+        shared = sorted(set(owner) & texts)
+        if shared:
+            found.append(Violation(None, kind, f"{len(shared)} bucket paragraphs are also in "
+                                   f"the {what} (e.g. {shared[0][:40]!r})"))
+    if dev & test:
+        found.append(Violation(None, "test-leak", f"{len(dev & test)} paragraphs of the "
+                               "remaining dev set are also in the test set"))
+    return found
+
+
+def _qa_remaining_ok(pool: list[Example], buckets: list[Bucket],
+                     remaining: list[Example]) -> bool:
+    """Whether a QA set's remaining dev set is whole paragraphs of the source that no
+    bucket touches, in file order."""
+    used = _contexts([ex for bucket in buckets for ex in bucket.examples])
+    groups = paragraphs([ex for ex in pool if isinstance(ex, QAExample)])
+    kept = _contexts(remaining)
+    expected = [pool[i].id for text, idx in groups.items() if text in kept for i in idx]
+    return not (kept & used) and sorted(expected) == sorted(ex.id for ex in remaining) \
+        and [ex.id for ex in remaining] == [ex.id for ex in pool if ex.id in set(expected)]
+
+
 def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
                  labels: list[str],
                  ) -> tuple[list[Violation], dict[str, dict[str, int]], list[str]]:
@@ -349,7 +404,9 @@ def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
     if remaining is not None and not published:
         used = {ex.id for bucket in buckets for ex in bucket.examples}
         expected = [ex.id for ex in pool if ex.id not in used]
-        if [ex.id for ex in remaining] != expected:
+        qa = any(isinstance(ex, QAExample) for ex in pool)
+        if (not _qa_remaining_ok(pool, buckets, remaining) if qa
+                else [ex.id for ex in remaining] != expected):
             found.append(Violation(None, "dev-remaining",
                                    "the remaining dev set is not the source minus the buckets"))
     return found
@@ -363,7 +420,8 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
     pool = None
     if source is not None:
         source = Path(source)
-        pool = read_examples(source, task, language=manifest["language"])
+        pool = read_examples(source, task, language=manifest["language"],
+                             split=manifest.get("split"))
     violations = _check_integrity(manifest, buckets) + _check_dev_files(directory, manifest)
     label_counts: dict[str, dict[str, int]] = {}
     notes: list[str] = []
@@ -373,6 +431,8 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
         violations += fixed
     elif task.is_multiple_choice:
         violations += _check_k_examples(manifest, buckets, remaining)
+    elif task.is_qa:
+        violations += _check_k_questions(directory, manifest, buckets, remaining)
     elif task.is_ranking:
         violations += _check_k_queries(manifest, buckets, remaining, pool)
     elif task.is_tagging:

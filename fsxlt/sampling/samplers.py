@@ -6,6 +6,8 @@
   examples each, no per-label quota (the labels are candidate positions).
 * :func:`k_queries` (ranking, XGLUE's WPR): disjoint buckets of exactly K
   queries, each with all its judged pages; no per-grade quota.
+* :func:`k_questions` (extractive QA): disjoint buckets of exactly K
+  questions whose paragraphs no other bucket touches.
 * :func:`minimum_including` (tagging, Hou et al. 2020): one bucket in which
   every label occurs at least K times and no sentence can be dropped without
   breaking that. Buckets are drawn independently, so two buckets may share
@@ -25,7 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fsxlt.data import Example, TaggedSentence, TextExample
+from fsxlt.data import Example, QAExample, TaggedSentence, TextExample
+from fsxlt.data.qa import paragraphs
 from fsxlt.errors import FsxltError, InsufficientDataError
 
 
@@ -89,6 +92,53 @@ def k_queries(examples: Sequence[Example], k: int, n_buckets: int, rng: np.rando
         chosen = [queries[int(q)] for q in order[b * k:(b + 1) * k]]
         buckets.append([examples[i] for i in sorted(i for q in chosen for i in pages[q])])
     return buckets
+
+
+# --------------------------------------------------------------------------- extractive QA
+
+def k_questions(examples: Sequence[QAExample], k: int, n_buckets: int,
+                rng: np.random.Generator, context: str = "") -> list[list[QAExample]]:
+    """Draw ``n_buckets`` buckets of exactly ``k`` questions, pairwise disjoint in paragraphs.
+
+    A shot is one question with its paragraph. The paragraphs (in the order they first
+    occur) are put in a random order; each bucket in turn takes the next paragraphs in
+    that order, and of each a random subset of its questions, until it holds ``k``. The
+    questions left over on a paragraph a bucket took are in no bucket and are not dev
+    data either (their paragraph was trained on). A bucket lists its questions in file
+    order.
+    """
+    groups = list(paragraphs(examples).values())
+    order = rng.permutation(len(groups))
+    buckets: list[list[QAExample]] = []
+    cursor = 0
+    for _ in range(n_buckets):
+        chosen: list[int] = []
+        while len(chosen) < k:
+            if cursor == len(groups):
+                raise FsxltError(f"{context}: {n_buckets} buckets of {k} questions on disjoint "
+                                 f"paragraphs need more than the data's {len(groups)} "
+                                 f"paragraphs ({len(examples)} questions); use fewer buckets "
+                                 "or a smaller K")
+            questions = groups[int(order[cursor])]
+            cursor += 1
+            picks = rng.permutation(len(questions))[:k - len(chosen)]
+            chosen.extend(questions[int(i)] for i in picks)
+        buckets.append([examples[i] for i in sorted(chosen)])
+    return buckets
+
+
+def untouched_questions(pool: Sequence[QAExample], buckets: Sequence[Sequence[QAExample]],
+                        max_paragraphs: int | None = None,
+                        rng: np.random.Generator | None = None) -> list[QAExample]:
+    """The pool's questions on paragraphs no bucket touches (file order): the dev set of
+    model selection. With ``max_paragraphs``, a random choice (``rng``) of that many of
+    those paragraphs."""
+    used = {ex.context for bucket in buckets for ex in bucket}
+    free = [idx for text, idx in paragraphs(pool).items() if text not in used]
+    if max_paragraphs is not None and len(free) > max_paragraphs:
+        assert rng is not None, "a random choice needs an rng"
+        free = [free[int(i)] for i in sorted(rng.permutation(len(free))[:max_paragraphs])]
+    return [pool[i] for i in sorted(i for idx in free for i in idx)]
 
 
 # --------------------------------------------------------------------------- classification

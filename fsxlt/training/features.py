@@ -172,7 +172,10 @@ class FeatureCache:
         out = []
         with _frozen_forward(self.model, self.device, self.amp):
             for batch in batches:
-                out.append({"features": self.model.encode(batch), "labels": batch["labels"]})
+                kept = {k: batch[k] for k in ("attention_mask", "context_mask")
+                        if k in batch and self.model.kind == "extractive_qa"}  # span masks
+                out.append({"features": self.model.encode(batch), "labels": batch["labels"],
+                            **kept})
         return out
 
     def _pool(self, encoded: Sequence[Batch]) -> list[Batch]:
