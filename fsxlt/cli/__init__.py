@@ -11,6 +11,7 @@ from fsxlt.cli import evaluate as _evaluate  # noqa: F401
 from fsxlt.cli import icl as _icl  # noqa: F401
 from fsxlt.cli import methods as _methods  # noqa: F401
 from fsxlt.cli import report as _report  # noqa: F401
+from fsxlt.cli import score as _score  # noqa: F401
 from fsxlt.cli import submission as _submission  # noqa: F401
 from fsxlt.cli import sweep as _sweep  # noqa: F401
 from fsxlt.cli import train as _train  # noqa: F401
