@@ -464,7 +464,9 @@ def predict_ids(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> li
 
 def predict_labels(model: FsxltModel, eval_set: EvalSet, labels: Sequence[str], *,
                    amp: bool = True) -> list[Any]:
-    """Like :func:`predict_ids` but with label names."""
+    """Like :func:`predict_ids` but with label names (extractive QA: answer texts)."""
+    if eval_set.encoded.kind == "extractive_qa":
+        return predict_answers(model, eval_set, amp=amp)
     ids = predict_ids(model, eval_set, amp=amp)
     if eval_set.encoded.kind != "tagging":
         return [labels[i] for i in ids]

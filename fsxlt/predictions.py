@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsxlt.data import Example, TaggedSentence
+from fsxlt.data import Example, QAExample, TaggedSentence
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import atomic_write_text, dumps_jsonl, text_lines
 from fsxlt.runs import PREDICTIONS_SUFFIX as SUFFIX
@@ -65,7 +65,10 @@ def prediction_rows(examples: Sequence[Example], predicted: Sequence[Any]) -> li
         raise ValueError(f"{len(examples)} examples but {len(predicted)} predictions")
     rows = []
     for example, guess in zip(examples, predicted, strict=True):
-        if isinstance(example, TaggedSentence):
+        if isinstance(example, QAExample):
+            rows.append({"id": example.id, "question_id": example.question_id,
+                         "gold": list(example.answers), "predicted": guess})
+        elif isinstance(example, TaggedSentence):
             rows.append({"id": example.id, "tokens": list(example.tokens),
                          "gold": list(example.tags), "predicted": list(guess)})
         else:

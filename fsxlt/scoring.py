@@ -44,6 +44,15 @@ fsxlt reports for its runs. No metric is computed here. One scorer per format, i
     are left out of the score, as fsxlt's imported test sets leave them out
     (``unlabelled`` counts them); a prediction for one is allowed. Accuracy.
 
+``xglue`` and ``squad`` for extractive QA (``mlqa``; ``xquad``, ``tydiqa``)
+    XGLUE's MLQA ``<lang>.prediction`` and SQuAD's ``predictions.json``: one JSON object
+    from question id to answer text. The gold file is SQuAD v1.1 JSON; it is scored as
+    MLQA's ``mlqa_evaluation_v1.py`` (``mlqa_f1``) or SQuAD v1.1's ``evaluate-v1.1.py``
+    (``squad_f1``) scores it (:func:`fsxlt.qa_metrics.score_prediction_file`): every
+    question of the gold file counts, one without a prediction scores 0
+    (``unanswered`` counts them) and ids the gold file lacks are ignored
+    (``unknown_ids``). F1 is the score, exact match beside it.
+
 A result holds every metric :func:`~fsxlt.evaluation.compute_scores` returns
 (``metric``, ``score``, ...), ``n`` (the examples, sentences or pages scored) and
 ``unit`` (what ``n`` counts), the task, language and format, and both files' paths
@@ -299,6 +308,30 @@ def score_fewclue(task: TaskSpec, gold: Path, predictions: Path,
     return {**scores, "unit": "examples", "unlabelled": len(skipped)}
 
 
+def score_qa(task: TaskSpec, gold: Path, predictions: Path, language: str) -> dict[str, Any]:
+    """An extractive QA prediction file (question id -> answer text) against a SQuAD v1.1
+    gold file, as MLQA's or SQuAD's evaluator scores it (see the module docstring)."""
+    from fsxlt.qa_metrics import metric_style, score_prediction_file
+
+    read = {}
+    for path, what in ((gold, "gold file"), (predictions, "prediction file")):
+        try:
+            read[what] = json.loads("\n".join(open_lines(path)))
+        except json.JSONDecodeError as err:
+            raise DataFormatError(path, f"the {what} is not JSON ({err.msg})", err.lineno
+                                  ) from None
+    answers = read["prediction file"]
+    if not isinstance(answers, dict) or not all(isinstance(v, str) for v in answers.values()):
+        raise DataFormatError(predictions, "expected one JSON object from question id to "
+                              "answer text")
+    try:
+        scores = score_prediction_file(read["gold file"], answers, language=language,
+                                       style=metric_style(task.metric))
+    except FsxltError as err:
+        raise DataFormatError(gold, str(err)) from None
+    return {"metric": task.metric, "score": scores["f1"], **scores, "unit": "questions"}
+
+
 # --------------------------------------------------------------------------- the registry
 
 # a task YAML's submission_format, or "<submission_format>/<kind>" where a format's files
@@ -307,6 +340,8 @@ SCORERS: dict[str, Scorer] = {
     "xglue/classification": score_xglue,
     "xglue/tagging": score_xglue,
     "fewclue": score_fewclue,
+    "xglue/extractive_qa": score_qa,
+    "squad": score_qa,
 }
 
 
@@ -379,5 +414,9 @@ def summary(result: dict[str, Any]) -> str:
         counts.append(f"{result['n_queries']} queries")
     if result.get("unlabelled"):
         counts.append(f"{result['unlabelled']} unlabelled left out")
+    if result.get("unanswered"):
+        counts.append(f"{result['unanswered']} unanswered")
+    extra = f", exact match {100 * result['exact_match']:.2f}" if "exact_match" in result \
+        else ""
     return (f"{result['task']}/{result['language']}: {result['metric']} "
-            f"{100 * result['score']:.2f} ({', '.join(counts)})")
+            f"{100 * result['score']:.2f}{extra} ({', '.join(counts)})")

@@ -74,7 +74,7 @@ def answer_span(offsets: Sequence[tuple[int, int]], first: int, last_char: int,
                 ) -> tuple[int, int] | None:
     """The (first, last) wordpiece of the characters ``first``..``last_char`` (exclusive) among
     a window's context ``offsets``, or None if the window does not hold them all."""
-    if not offsets or first < offsets[0][0] or last_char > offsets[-1][1]:
+    if not offsets or first < 0 or first < offsets[0][0] or last_char > offsets[-1][1]:
         return None
     start = next((i for i, (_a, b) in enumerate(offsets) if b > first), None)
     end = next((i for i in range(len(offsets) - 1, -1, -1) if offsets[i][0] < last_char), None)
@@ -114,7 +114,7 @@ class QAFeaturizer:
     def _pieces(self, texts: list[str], with_offsets: bool) -> list[tuple[list[int], Any]]:
         if not texts:
             return []
-        enc = self.tokenizer(texts, add_special_tokens=False,
+        enc = self.tokenizer(texts, add_special_tokens=False, verbose=False,
                              return_offsets_mapping=with_offsets)
         return [(list(enc["input_ids"][i]),
                  [tuple(o) for o in enc["offset_mapping"][i]] if with_offsets else None)
@@ -127,8 +127,10 @@ class QAFeaturizer:
         if room < 1:
             raise FsxltError(f"max_seq_length {self.max_len} leaves no room for the context "
                              f"of question {example.question_id}")
-        first = example.starts[0]
-        last_char = first + len(example.answers[0])
+        first, last_char = -1, -1  # a question to predict has no answer to point at
+        if example.answers:
+            first = example.starts[0]
+            last_char = first + len(example.answers[0])
         windows = []
         for start in window_starts(len(ids), room, self.stride):
             piece_ids, piece_offsets = ids[start:start + room], offsets[start:start + room]

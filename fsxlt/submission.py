@@ -30,6 +30,11 @@ The task YAML's ``submission`` names the task as its benchmark spells it and
     reported nDCG ranks by, so XGLUE's evaluator gives the file the score
     fsxlt reports (:mod:`fsxlt.evaluation`).
 
+Extractive QA writes one JSON object from question id to answer text (the
+question ids the input gives): XGLUE's MLQA file ``<bucket>/MLQA/<lang>.prediction``
+(``xglue``), and SQuAD's ``predictions.json`` format as
+``<bucket>/<TASK>/predictions.<lang>.json`` (``squad``: XQuAD, TyDiQA-GoldP).
+
 ``fsxlt submission`` gathers the files of a study's runs into one folder in
 the benchmark's layout (:mod:`fsxlt.cli.submission`).
 """
@@ -65,6 +70,8 @@ def submission_file(task: TaskSpec, bucket: dict[str, Any], language: str = "") 
     name = _bucket_name(bucket)
     if task.submission_format == "xglue":
         return f"{name}/{task.submission or task.name}/{language}.prediction"
+    if task.submission_format == "squad":
+        return f"{name}/{task.submission or task.name}/predictions.{language}.json"
     split = name if not name.isdigit() else str(int(name))
     return f"{task.submission or task.name}_predict_{split}.json"
 
@@ -82,6 +89,9 @@ def read_unlabelled(path: str | Path, task: TaskSpec,
         raise FsxltError(f"task {task.name} has no submission format (the task YAML's "
                          "'submission' key)")
     path = Path(path)
+    if task.is_qa:  # answers, where the file has them, are not used
+        examples = read_examples(path, task, labelled=False, language=language)
+        return examples, [ex.question_id for ex in examples]
     if task.is_tagging:  # XGLUE's tagging test files carry tags; they are not used
         examples = read_examples(path, task, language=language)
         return examples, [ex.id for ex in examples]
@@ -140,6 +150,9 @@ def render_submission(task: TaskSpec, ids: Sequence[Any], labels: Sequence[Any],
     is refused."""
     if len(ids) != len(labels):
         raise ValueError(f"{len(ids)} ids but {len(labels)} predictions")
+    if task.is_qa:
+        return json.dumps(dict(zip(map(str, ids), labels, strict=True)), ensure_ascii=False,
+                          indent=1) + "\n"
     if task.submission_format == "xglue":
         if is_entity_tagging(task):
             labels = [encode_entities(tags, scheme) for tags in labels]

@@ -7,7 +7,8 @@ from (local files or the Hugging Face hub) and the default sampling and
 training hyperparameters of docs/protocol.md. FewCLUE's tasks add ``label_names``
 (descriptions of numeric label ids), ``source_task`` (the English counterpart
 whose checkpoint starts the FS-XLT arm) and ``submission`` (the task's name in
-its benchmark's prediction files; ``submission_format``: fewclue or xglue); ``benchmark``
+its benchmark's prediction files; ``submission_format``: fewclue, xglue or squad, the
+last for extractive QA's SQuAD-style prediction files); ``benchmark``
 names the benchmark a task belongs to (``fewclue``: the task is one of FewCLUE's, which
 ``fsxlt buckets import-fewclue`` imports). The built-in specs live
 in ``configs/<task>.yaml``; a path to another YAML file with the same fields
@@ -66,10 +67,10 @@ class DataSpec:
     is (``text_a``, ``text_b`` or ``label``; columns of one part are joined);
     ``alternatives`` are the file patterns of other distributions' layouts
     (XGLUE's ``{lang}.{split}``, ``xnli.{split}.tsv``), tried in order after the
-    pattern (see :meth:`locate`). ``holdout_paragraphs`` (``data.holdout``, XQuAD's one
-    file per language): that many paragraphs of a file are its ``test`` split and the
-    others every other split (:func:`fsxlt.data.qa.holdout_part`, seeded by
-    ``holdout_seed``).
+    pattern (see :meth:`locate`). ``holdout_paragraphs`` and ``holdout_dev_paragraphs``
+    (``data.holdout``, XQuAD's one file per language): that many paragraphs of a file are
+    its ``test`` and its ``dev`` split, the others its ``train`` split
+    (:func:`fsxlt.data.qa.holdout_part`, seeded by ``holdout_seed``).
     """
 
     format: str
@@ -81,6 +82,7 @@ class DataSpec:
     alternatives: tuple[str, ...] = ()
     hub_unavailable: str = ""  # why the hub has no copy that loads, and what to use instead
     holdout_paragraphs: int = 0  # extractive QA: paragraphs held out of every file as test
+    holdout_dev_paragraphs: int = 0  # ... and as dev (the rest is train)
     holdout_seed: int = 0
 
     def file_name(self, split: str, language: str) -> str:
@@ -321,7 +323,7 @@ def _parse_pet(raw: Any, labels: tuple[str, ...], input_kind: str,
     return PetSpec(pattern=pattern, verbalizers=parsed)
 
 
-SUBMISSION_FORMATS = ("fewclue", "xglue")
+SUBMISSION_FORMATS = ("fewclue", "xglue", "squad")
 
 
 def _submission_format(raw: dict[str, Any], where: str) -> str:
@@ -453,17 +455,21 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
 
 
 def _holdout(raw: Any, kind: str, where: str) -> dict[str, int]:
-    """``data.holdout: {test_paragraphs: N, seed: S}`` (extractive QA only) as DataSpec
-    fields."""
+    """``data.holdout: {test_paragraphs: N, dev_paragraphs: D, seed: S}`` (extractive QA
+    only) as DataSpec fields."""
     if raw is None:
         return {}
     if kind != "extractive_qa":
         raise FsxltError(f"{where}: data.holdout holds out paragraphs, for extractive_qa tasks")
     raw = mapping(raw, where, "data.holdout")
-    count = raw.get("test_paragraphs")
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise FsxltError(f"{where}: data.holdout.test_paragraphs must be a positive number")
-    return {"holdout_paragraphs": count, "holdout_seed": int(raw.get("seed", 0))}
+    counts = {key: raw.get(key, 0) for key in ("test_paragraphs", "dev_paragraphs")}
+    for key, count in counts.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0 \
+                or (key == "test_paragraphs" and count < 1):
+            raise FsxltError(f"{where}: data.holdout.{key} must be a positive number")
+    return {"holdout_paragraphs": counts["test_paragraphs"],
+            "holdout_dev_paragraphs": counts["dev_paragraphs"],
+            "holdout_seed": int(raw.get("seed", 0))}
 
 
 def _parse_icl(raw: dict[str, Any], kind: str, labels: tuple[str, ...], where: str) -> Any:

@@ -13,12 +13,12 @@ context at all is an error naming the file and the question.
 
 A paragraph is a context: questions on one paragraph share its text, so
 :func:`paragraph_of` is the context itself and buckets, dev and test sets are
-kept apart by it. XQuAD ships one file per language; its task holds out a
-fixed part of the paragraphs as the test set (:func:`holdout_part`). The part
-is chosen by the paragraphs' question ids, which XQuAD gives every language
-alike, so it is the same paragraphs in every language: a model trained on
-the other paragraphs (in English, or in any language) never saw a test
-paragraph in any translation.
+kept apart by it. XQuAD ships one file per language; its task cuts each file's
+paragraphs into a test, a dev and a train part (:func:`holdout_part`). The
+parts are chosen by the paragraphs' question ids, which XQuAD gives every
+language alike, so they are the same paragraphs in every language: a model
+trained on the train paragraphs (in English, or in any language) never saw a
+test paragraph in any translation.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from fsxlt.data.examples import QAExample
 from fsxlt.data.lines import open_lines
 from fsxlt.errors import DataFormatError
 
-HOLDOUT_PARTS = ("test", "pool")
+HOLDOUT_PARTS = ("test", "dev", "train")
 
 
 def _load(path: Path) -> Any:
@@ -68,13 +68,15 @@ def _answer_start(context: str, text: str, start: Any, where: str, path: Path) -
     return min(found, key=lambda offset: (abs(offset - given), offset))
 
 
-def _question(qa: Any, context: str, title: str, path: Path, language: str) -> QAExample:
+def _question(qa: Any, context: str, title: str, path: Path, language: str,
+              labelled: bool = True) -> QAExample:
     if not isinstance(qa, dict) or not qa.get("id") or not isinstance(qa.get("question"), str):
         raise DataFormatError(path, f"a question of paragraph {context[:40]!r} has no id or "
                               "question text")
     qid = str(qa["id"])
-    answers = _list(qa.get("answers"), f"question {qid}: answers", path)
-    if not answers:
+    answers = _list(qa.get("answers", [] if not labelled else None),
+                    f"question {qid}: answers", path)
+    if not answers and labelled:
         raise DataFormatError(path, f"question {qid}: no answer (extractive QA needs one)")
     texts, starts = [], []
     for answer in answers:
@@ -89,9 +91,10 @@ def _question(qa: Any, context: str, title: str, path: Path, language: str) -> Q
 
 
 def read_squad_json(path: str | Path, task: Any = None, *, language: str = "",
-                    ) -> list[QAExample]:
+                    labelled: bool = True) -> list[QAExample]:
     """Every question of a SQuAD v1.1 JSON file, in file order (see the module docstring),
-    each marked as in ``language`` (its context's and answers' language).
+    each marked as in ``language`` (its context's and answers' language). ``labelled=False``
+    reads a file to predict: a question may come without answers.
 
     A question id given twice is an error: prediction files are keyed by it.
     """
@@ -110,7 +113,7 @@ def read_squad_json(path: str | Path, task: Any = None, *, language: str = "",
             if not isinstance(context, str) or not context:
                 raise DataFormatError(path, f"a paragraph of {title!r} has no context")
             for qa in _list(paragraph.get("qas"), "qas", path):
-                example = _question(qa, context, title, path, language)
+                example = _question(qa, context, title, path, language, labelled)
                 if example.question_id in seen:
                     raise DataFormatError(path, f"question id {example.question_id} occurs "
                                           "twice")
@@ -138,22 +141,21 @@ def _holdout_rank(question_ids: Sequence[str], seed: int) -> str:
     return hashlib.sha256(f"{seed}:{min(question_ids)}".encode()).hexdigest()
 
 
-def holdout_part(examples: Sequence[QAExample], n_paragraphs: int, seed: int,
+def holdout_part(examples: Sequence[QAExample], n_test: int, n_dev: int, seed: int,
                  part: str) -> list[QAExample]:
-    """The questions of the ``n_paragraphs`` held-out paragraphs (``part="test"``) or of
-    the others (``part="pool"``), in file order.
-
-    The held-out paragraphs are the first ``n_paragraphs`` in the order of
-    :func:`_holdout_rank`, so the choice depends on the seed and the question ids only.
-    """
+    """The questions of one part of a file's paragraphs, in file order: ``test`` (the
+    first ``n_test`` paragraphs in the order of :func:`_holdout_rank`), ``dev`` (the next
+    ``n_dev``) or ``train`` (the rest). The parts depend on the seed and the question ids
+    only."""
     if part not in HOLDOUT_PARTS:
         raise ValueError(f"unknown holdout part {part!r}")
     groups = paragraphs(examples)
     ranked = sorted(groups, key=lambda p: _holdout_rank(
         [examples[i].question_id for i in groups[p]], seed))
-    held = set(ranked[:n_paragraphs])
-    keep = [i for p, idx in groups.items() if (p in held) == (part == "test") for i in idx]
-    return [examples[i] for i in sorted(keep)]
+    bounds = {"test": (0, n_test), "dev": (n_test, n_test + n_dev),
+              "train": (n_test + n_dev, len(ranked))}[part]
+    chosen = set(ranked[bounds[0]:bounds[1]])
+    return [examples[i] for i in sorted(i for p in chosen for i in groups[p])]
 
 
 def squad_json(examples: Sequence[QAExample], version: str = "1.1") -> dict[str, Any]:

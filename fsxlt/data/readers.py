@@ -52,9 +52,9 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     from a file that holds every language (XNLI 1.0's and XGLUE's layout).
     A tagging file must separate its sentences by blank lines (see
     :func:`read_conll`'s ``require_breaks``). ``split`` names the split the file is read
-    as: a task that holds paragraphs out of its files (XQuAD, ``data.holdout``) keeps the
-    held-out ones for ``test`` and the others for any other split (without a split, the
-    whole file: a file to predict).
+    as: a task that cuts its files into parts (XQuAD, ``data.holdout``) keeps the
+    paragraphs of that part (``test``, ``dev``, or ``train`` for any other split;
+    without a split, the whole file: a file to predict).
     """
     task, path = get_task(task), Path(path)
     fmt = file_format(path, task)
@@ -62,15 +62,15 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
         examples = read_pair_tsv(path, task, labelled, language)
         if not examples and language is not None:
             raise DataFormatError(path, f"file holds no example of language {language!r}")
+    elif fmt == "squad_json":
+        examples = read_squad_json(path, language=language or "", labelled=labelled)
     elif fmt in UNLABELLED_READERS:
         examples = UNLABELLED_READERS[fmt](path, task, skipped, labelled)
     elif not labelled:
-        raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE and XGLUE "
-                         "formats only")
+        raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE, XGLUE "
+                         "and SQuAD formats only")
     elif fmt in ("conll", "conllu"):
         examples = READERS[fmt](path, task, require_breaks=True)
-    elif fmt == "squad_json":
-        examples = read_squad_json(path, language=language or "")
     else:
         examples = READERS[fmt](path, task)
     if not examples:
@@ -83,8 +83,9 @@ def split_part(examples: list[Example], task: TaskSpec, split: str | None) -> li
     """The examples of ``split`` in a file that holds several (see :func:`read_examples`)."""
     if split is None or not task.data.holdout_paragraphs:
         return examples
+    part = split if split in ("test", "dev") else "train"
     return holdout_part(examples, task.data.holdout_paragraphs,  # type: ignore[arg-type]
-                        task.data.holdout_seed, "test" if split == "test" else "pool")
+                        task.data.holdout_dev_paragraphs, task.data.holdout_seed, part)
 
 
 def _first_line(example: Example) -> int | None:
