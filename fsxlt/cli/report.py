@@ -33,8 +33,9 @@ def report_cmd(
         int, typer.Option("--ddof", help="std over buckets: 1 sample (default), 0 population.")
     ] = 1,
     expected: Annotated[
-        int, typer.Option("--expected-buckets", help="Buckets per cell; others show (n=…).")
-    ] = 40,
+        int | None, typer.Option("--expected-buckets", help="Buckets per cell; others show "
+                                 "(n=…). Default: each task's n_buckets (40; QA 10).")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     n_boot: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples.")] = 10_000,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Tables only.")] = False,
@@ -82,7 +83,7 @@ def report_cmd(
         write_report,
     )
 
-    if ddof < 0 or expected < 1:
+    if ddof < 0 or (expected is not None and expected < 1):
         raise FsxltError("--ddof must be >= 0 and --expected-buckets >= 1")
     if out is not None:
         check_output_dir(out, "report directory")

@@ -121,7 +121,7 @@ def mixed_long_sentences(records: Records) -> str | None:
 
 
 def report_text(runs_dir: str | Path, fmt: str = "md", *, ddof: int = 1,
-                expected: int = EXPECTED_BUCKETS, warn: Warn | None = None) -> str:
+                expected: int | None = None, warn: Warn | None = None) -> str:
     _check(fmt)
     records = _load(runs_dir, warn)
     return render(aggregate(records, ddof=ddof, expected=expected), records, fmt, ddof=ddof,
@@ -129,7 +129,7 @@ def report_text(runs_dir: str | Path, fmt: str = "md", *, ddof: int = 1,
 
 
 def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof: int = 1,
-                 expected: int = EXPECTED_BUCKETS, plots: bool = True,
+                 expected: int | None = None, plots: bool = True,
                  warn: Warn | None = None) -> list[Path]:
     """Write ``report.<md|tex|csv>``, ``cells.csv`` and (``plots``) ``plots/`` under ``out``."""
     from fsxlt.report.plots import make_plots

@@ -66,14 +66,15 @@ from fsxlt.runs import (
 )
 
 KEY = ["task", "language", "k", "arm", "bucket"]
-SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "dev_score",
+SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "test_exact_match",
+                       "dev_score",
                        "best_epoch", "metric", "fixed", "record", "bucket_sha256",
                        "test_sha256", "fsxlt_version", "torch_threads", "long_sentences"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
 ZERO_COLUMNS = ["task", "language", "source", "start", "where", "in_source", "test_score",
-                "metric"]
+                "metric", "test_exact_match"]
 CHECKPOINT_FORMAT = "fsxlt-checkpoint/1"  # fsxlt.training.checkpoint
 
 
@@ -148,7 +149,8 @@ def load_records(runs_dir: str | Path) -> Records:
                          "where": path.parent.relative_to(root).as_posix(),
                          "in_source": bool(record.get("in_source")),
                          "test_score": float(record["test_score"]),
-                         "metric": record.get("metric")})
+                         "metric": record.get("metric"),
+                         "test_exact_match": exact_match_of(record.get("test"))})
         elif fmt == CHECKPOINT_FORMAT:
             zero += _checkpoint_zero_shot(record, path.parent, root)
         elif (is_complete(record) and isinstance(record.get("bucket"), dict)
@@ -194,6 +196,7 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
     """A finished adapt record's row of ``scores`` (the module docstring's columns)."""
     return dict(zip(KEY, key, strict=True), method=record["method"],
                 source_training=source, test_score=float(record["test_score"]),
+                test_exact_match=exact_match_of(record.get("test")),
                 dev_score=record.get("dev_score"), best_epoch=record.get("best_epoch"),
                 metric=record.get("metric"),
                 fixed=record["bucket"].get("sampler") == FIXED_SAMPLER,
@@ -202,6 +205,12 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
                 bucket_sha256=str(record["bucket"].get("sha256") or ""),
                 test_sha256=_test_sha256(record),
                 long_sentences=record_long_sentences(record))
+
+
+def exact_match_of(scores: Any) -> float:
+    """A test block's exact match (extractive QA's second score), NaN where it has none."""
+    value = scores.get("exact_match") if isinstance(scores, dict) else None
+    return float(value) if _number(value) else float("nan")
 
 
 def _test_sha256(record: dict[str, Any]) -> str:
@@ -230,5 +239,6 @@ def _checkpoint_zero_shot(record: dict[str, Any], directory: Path,
             rows.append({"task": record.get("task"), "language": lang, "source": source,
                          "start": start, "where": where,
                          "in_source": bool(scores.get("in_source")),
-                         "test_score": float(scores["score"]), "metric": record.get("metric")})
+                         "test_score": float(scores["score"]), "metric": record.get("metric"),
+                         "test_exact_match": exact_match_of(scores)})
     return rows

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from fsxlt.errors import FsxltError
 from fsxlt.methods import METHODS, method_label
 from fsxlt.report.records import Records
 from fsxlt.runs import (
@@ -38,6 +39,7 @@ from fsxlt.runs import (
     arm_source,
     arm_strategy,
 )
+from fsxlt.tasks import get_task
 
 EXPECTED_BUCKETS = 40
 FIXED_SPLITS = 5  # FewCLUE: splits 0-4 (its union "all" is shown beside them)
@@ -79,8 +81,19 @@ def arm_order(arm: str) -> tuple:
     return (nosource, rank, base, regime != DEFAULT_REGIME, regime, source, strategy)
 
 
+def task_buckets(task: str, expected: int | None) -> int:
+    """The buckets a cell of ``task`` should have: ``expected`` when given, else the
+    task's ``sampling.n_buckets`` (40 for the study's tasks, 10 for extractive QA)."""
+    if expected is not None:
+        return expected
+    try:
+        return get_task(task).sampling.n_buckets
+    except FsxltError:  # a task YAML that moved: the study's count
+        return EXPECTED_BUCKETS
+
+
 def aggregate(records: Records, *, ddof: int = 1,
-              expected: int = EXPECTED_BUCKETS) -> pd.DataFrame:
+              expected: int | None = None) -> pd.DataFrame:
     """One row per (task, arm, language, k): n, mean, std (points), missing buckets, gain,
     whether its buckets are fixed splits (``fixed``) and its records' ``metric``.
 
@@ -102,8 +115,8 @@ def aggregate(records: Records, *, ddof: int = 1,
     fixed = grouped["fixed"].apply(lambda s: bool(s.astype(bool).any())).reset_index(drop=True)
     cells["fixed"] = fixed.astype(bool)
     cells["metric"] = grouped["metric"].apply(_metric_name).reset_index(drop=True)
-    cells["expected"] = [FIXED_SPLITS if f else 1 if k == 0 else expected  # K=0: one run
-                         for f, k in zip(fixed, cells["k"], strict=True)]
+    cells["expected"] = [FIXED_SPLITS if f else 1 if k == 0 else task_buckets(t, expected)
+                         for f, k, t in zip(fixed, cells["k"], cells["task"], strict=True)]
     cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(n)) - have))
                         for have, n in zip(present, cells["expected"], strict=True)]
     union = {(r.task, r.language, int(r.k), r.arm): 100.0 * r.test_score
@@ -177,7 +190,7 @@ def fmt(value: float | None, signed: bool = False) -> str:
     return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 
-def cell_text(row: pd.Series, expected: int) -> str:
+def cell_text(row: pd.Series, expected: int | None) -> str:
     """``mean ± std``, ``(n=…)`` when buckets are missing, ``; all x`` for a union split."""
     if row["k"] == 0:
         return fmt(row["mean"]) + (IN_SOURCE_MARK if row.get("in_source") else "")
@@ -222,7 +235,7 @@ def latex_escape(text: str) -> str:
     return out.replace("±", "$\\pm$").replace("–", "--").replace("−", "$-$")
 
 
-def fixed_split_table(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS) -> Table | None:
+def fixed_split_table(cells: pd.DataFrame, expected: int | None = None) -> Table | None:
     """FewCLUE's view: one row per arm, one column per task, and the average over tasks.
 
     Only cells on fixed splits (``fixed``: bucket sets of the ``fewclue-fixed``
@@ -302,7 +315,7 @@ def source_tables(zero_shot: pd.DataFrame) -> list[Table]:
     return tables
 
 
-def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS,
+def build_tables(cells: pd.DataFrame, expected: int | None = None,
                  unsourced: frozenset[str] = frozenset()) -> list[Table]:
     """Main, gain, variants-side-by-side and no-source-drop tables, task by task, and the
     FewCLUE overview when runs on fixed splits are there. Titles name each arm's source,
@@ -378,10 +391,12 @@ def build_tables(cells: pd.DataFrame, expected: int = EXPECTED_BUCKETS,
     return tables
 
 
-def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int) -> list[str]:
+def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None) -> list[str]:
+    counts = (str(expected) if expected is not None else "the task's number of buckets "
+              f"({EXPECTED_BUCKETS} for the study's tasks, 10 for extractive QA)")
     lines = [f"Scores in points (x100). std over buckets with ddof={ddof} "
              f"({'sample' if ddof == 1 else 'population' if ddof == 0 else 'custom'} "
-             f"standard deviation); (n=…) marks a bucket count other than {expected} "
+             f"standard deviation); (n=…) marks a bucket count other than {counts} "
              f"({FIXED_SPLITS} for fixed splits such as FewCLUE's)."]
     missing = cells[(cells["k"] > 0) & (cells["missing"] != "")]
     if len(missing):
@@ -416,13 +431,14 @@ def unsourced_arms(records: Records) -> frozenset[str]:
 
 
 def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 1,
-           expected: int = EXPECTED_BUCKETS) -> str:
+           expected: int | None = None) -> str:
     """The whole report as one text in ``fmt_name`` (md, latex or csv)."""
     if fmt_name == "csv":
         return cells_csv(cells)
     several = records.zero_shot.groupby("task")["source"].nunique()
     tables = source_tables(records.zero_shot[records.zero_shot["task"].isin(
         several[several > 1].index)]) + build_tables(cells, expected, unsourced_arms(records))
+    tables += exact_match_tables(records, ddof, expected)
     lines = notes(cells, records, ddof, expected)
     if fmt_name == "md":
         parts = ["# FS-XLT report", "", "\n".join(lines), ""]
@@ -432,6 +448,25 @@ def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 
     parts += [f"% {latex_escape(line)}" for line in lines]
     parts += [t.latex() for t in tables]
     return "\n".join(parts)
+
+
+def exact_match_tables(records: Records, ddof: int, expected: int | None) -> list[Table]:
+    """Extractive QA's second score: each arm's exact match (mean ± std over buckets, K=0
+    the zero-shot one), beside the F1 tables; none for runs without one."""
+    scores = records.scores.dropna(subset=["test_exact_match"])
+    if scores.empty:
+        return []
+    zero = records.zero_shot.dropna(subset=["test_exact_match"])
+    swapped = Records(scores=scores.assign(test_score=scores["test_exact_match"]),
+                      curves=records.curves,
+                      zero_shot=zero.assign(test_score=zero["test_exact_match"]))
+    cells = aggregate(swapped, ddof=ddof, expected=expected)
+    main = [t for t in build_tables(cells, expected, unsourced_arms(records))
+            if t.title.endswith("mean ± std over buckets)")]
+    for table in main:
+        table.title = table.title.replace("(K=0: zero-shot; test,", "(K=0: zero-shot; test "
+                                          "exact match,").replace("(test,", "(test exact match,")
+    return main
 
 
 def render_sources(records: Records, fmt_name: str) -> str:
