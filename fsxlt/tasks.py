@@ -124,6 +124,13 @@ class TrainingSpec:
     adapt_max_epochs: int = 50
     adapt_patience: int = 10
     seed: int = 42
+    source_lr_grid: tuple[float, ...] | None = None  # source-training's, if not lr_grid
+
+    @property
+    def source_lrs(self) -> tuple[float, ...]:
+        """The learning rates source-training searches (``source_lr_grid``, else
+        ``lr_grid``, which adapting searches)."""
+        return self.source_lr_grid or self.lr_grid
 
 
 @dataclass(frozen=True)
@@ -409,8 +416,9 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         raise FsxltError(f"{where}: label_names for labels the task does not have: "
                          f"{', '.join(sorted(set(names) - set(labels)))}")
     training = dict(raw.get("training") or {})
-    if "lr_grid" in training:
-        training["lr_grid"] = tuple(float(x) for x in training["lr_grid"])
+    for key in ("lr_grid", "source_lr_grid"):
+        if key in training:
+            training[key] = tuple(float(x) for x in training[key])
     return TaskSpec(
         name=str(require(raw, "name", where)),
         description=str(raw.get("description", "")),

@@ -220,7 +220,7 @@ def source_train_cmd(
 
     spec = get_task(task)
     source_langs = _source_languages(spec, source_lang, data_dir)
-    check_averaging(average_last, keep, lrs or spec.training.lr_grid)  # before any data loads
+    check_averaging(average_last, keep, lrs or spec.training.source_lrs)  # before any data loads
     long_sentences = check_long_sentences(long_sentences or DEFAULT_LONG_SENTENCES, spec,
                                           "--long-sentences")
     check_source_training(method_class(method))

@@ -231,7 +231,7 @@ def _schedule(task: TaskSpec, lrs: Sequence[float] | None, epochs: int | None,
               long_sentences: str = DEFAULT_LONG_SENTENCES) -> _Schedule:
     """The task's defaults, overridden by what is given, checked."""
     cfg = task.training
-    schedule = _Schedule(lrs=[float(x) for x in (lrs or cfg.lr_grid)],
+    schedule = _Schedule(lrs=[float(x) for x in (lrs or cfg.source_lrs)],
                          epochs=cfg.source_epochs if epochs is None else int(epochs),
                          batch_size=cfg.source_batch_size if batch_size is None
                          else int(batch_size),
