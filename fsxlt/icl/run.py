@@ -150,6 +150,9 @@ def check_task(spec: TaskSpec) -> None:
     if spec.is_tagging:
         raise FsxltError(f"{spec.name}: a tagging task; in-context learning here ranks "
                          "label words and cannot tag words")
+    if spec.is_qa:
+        raise FsxltError(f"{spec.name}: an extractive QA task; in-context learning here ranks "
+                         "label words and cannot extract or generate answers")
     if spec.is_ranking:
         raise FsxltError(f"{spec.name}: a ranking task (nDCG over relevance grades); "
                          "in-context learning here scores classification and multiple choice")

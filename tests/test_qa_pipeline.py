@@ -1,0 +1,154 @@
+"""Extractive QA end to end on the command line: sample, check, source-train, adapt, sweep,
+report, submission and score, on XQuAD's and MLQA's layouts with a tiny BERT."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fsxlt.cli import run_app
+from fsxlt.data.qa import squad_json
+from fsxlt.sampling.store import read_examples_jsonl
+from tests.qa_fixtures import QA_EXTRA, write_mlqa, write_xquad
+from tests.train_fixtures import make_encoder_dir
+
+TRAIN = ["--max-seq-length", "48", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> dict[str, Path]:
+    """XQuAD in en and de, its buckets, and an English source-trained checkpoint."""
+    root = tmp_path_factory.mktemp("qa")
+    paths = {"root": root, "data": write_xquad(root / "data", ("en", "de"), 200),
+             "encoder": make_encoder_dir(root / "enc", extra=QA_EXTRA),
+             "buckets": root / "buckets", "ckpt": root / "ckpt"}
+    assert run_app(["sample", "--task", "xquad", "--lang", "de", "-k", "1", "-k", "2",
+                    "--n-buckets", "3", "--data-dir", str(paths["data"]),
+                    "--out", str(paths["buckets"])]) == 0
+    assert run_app(["source-train", "--task", "xquad", "--data-dir", str(paths["data"]),
+                    "--model", str(paths["encoder"]), "--epochs", "2", "--lr", "1e-3",
+                    "--batch-size", "16", "--target", "de", "--out", str(paths["ckpt"]),
+                    *TRAIN]) == 0
+    return paths
+
+
+def test_buckets_check_and_the_checkpoint_records_f1_and_exact_match(study, capsys):
+    assert run_app(["buckets", "check", str(study["buckets"])]) == 0
+    assert "2 bucket sets checked: 2 ok" in capsys.readouterr().out
+    record = json.loads((study["ckpt"] / "fsxlt_checkpoint.json").read_text())
+    zero = record["zero_shot"]["de"]
+    assert zero["metric"] == "squad_f1" and 0 <= zero["exact_match"] <= zero["f1"] <= 1
+    assert zero["n"] == 360  # the 120 held-out paragraphs, three questions each
+    assert set(record["checkpoints"][0]["dev"]) == {"en", "de"}  # every dev, every epoch
+    assert record["oracle"]["de"]["epoch"] in (1, 2)  # "Don't Use English Dev"'s oracle
+
+
+def test_adapt_scores_f1_and_em_and_its_prediction_file_scores_the_same(study, tmp_path,
+                                                                        capsys):
+    bucket_set = study["buckets"] / "xquad" / "de" / "k2"
+    held_out = squad_json(read_examples_jsonl(bucket_set / "test.jsonl"))
+    gold = tmp_path / "test-de.json"
+    gold.write_text(json.dumps(held_out, ensure_ascii=False), encoding="utf-8")
+    runs = tmp_path / "runs"
+    assert run_app(["adapt", "--task", "xquad", "--lang", "de", "--bucket",
+                    str(bucket_set / "00.json"), "--from", str(study["ckpt"]), "--out",
+                    str(runs), "--lr", "1e-3", "--max-epochs", "2", "--patience", "1",
+                    "--predict", str(gold), "--save-predictions", *TRAIN]) == 0
+    record = json.loads((runs / "xquad/de/k2/full/00.json").read_text())
+    assert record["test"]["n"] == 360 and "exact_match" in record["test"]
+    answers = runs / "xquad/de/k2/full/submission/00/XQuAD/predictions.de.json"
+    assert set(json.loads(answers.read_text())) == {
+        qa["id"] for article in held_out["data"] for p in article["paragraphs"]
+        for qa in p["qas"]}
+    capsys.readouterr()
+    assert run_app(["score", "--task", "xquad", "--lang", "de", str(gold), str(answers),
+                    "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["f1"] == pytest.approx(record["test"]["f1"])
+    assert scored["exact_match"] == pytest.approx(record["test"]["exact_match"])
+    rows = (runs / "xquad/de/k2/full/00.predictions.jsonl").read_text().splitlines()
+    assert json.loads(rows[1])["question_id"] and isinstance(json.loads(rows[1])["gold"], list)
+
+
+def test_sweep_report_submission_and_score(study, tmp_path, capsys):
+    config = tmp_path / "sweep.yaml"
+    config.write_text(f"""name: qa
+out: {tmp_path / "runs"}
+buckets: {study["buckets"]}
+data_dir: {study["data"]}
+start: {study["ckpt"]}
+methods: [full, fc, lora]
+n_buckets: 3
+lrs: [1.0e-3]
+max_epochs: 2
+patience: 1
+max_seq_length: 48
+predict: {study["data"]}/xquad.{{lang}}.json
+tasks:
+  xquad:
+    languages: [de]
+    k: [1, 2]
+""", encoding="utf-8")
+    assert run_app(["sweep", str(config), "--device", "cpu"]) == 0
+    capsys.readouterr()
+    assert run_app(["report", str(tmp_path / "runs")]) == 0
+    report = capsys.readouterr().out
+    assert "Missing buckets" in report and "k1/full: 03 04 05 06 07 08 09" in report
+    assert "xquad: Full FT, source en (K=0: zero-shot; test exact match, mean ± std" in report
+    assert "### xquad: lora, source en (K=0: zero-shot; test exact match" in report
+    sub = tmp_path / "sub"
+    assert run_app(["submission", str(tmp_path / "runs"), "--out", str(sub), "--arm", "full",
+                    "-k", "1", "--bucket", "best-dev"]) == 0
+    assert (sub / "XQuAD" / "predictions.de.json").is_file()
+    capsys.readouterr()
+    assert run_app(["score", "--task", "xquad", "--lang", "de",
+                    str(study["data"] / "xquad.de.json"),
+                    str(sub / "XQuAD" / "predictions.de.json")]) == 0
+    assert capsys.readouterr().out.startswith("xquad/de: squad_f1 ")
+
+
+def test_mlqa_writes_xglues_prediction_file_and_scores_it_with_mlqas_metric(tmp_path, capsys,
+                                                                            study):
+    data = write_mlqa(tmp_path / "mlqa", ("en", "de"), 40)
+    buckets = tmp_path / "buckets"
+    assert run_app(["sample", "--task", "mlqa", "--lang", "de", "-k", "2", "--n-buckets", "2",
+                    "--data-dir", str(data), "--out", str(buckets)]) == 0
+    runs = tmp_path / "runs"
+    test = data / "MLQA_V1/test/test-context-de-question-de.json"
+    assert run_app(["adapt", "--task", "mlqa", "--lang", "de", "--bucket",
+                    str(buckets / "mlqa/de/k2/00.json"), "--from", str(study["encoder"]),
+                    "--data-dir", str(data), "--out", str(runs), "--lr", "1e-3",
+                    "--max-epochs", "1", "--predict", str(test), *TRAIN]) == 0
+    record = json.loads((runs / "mlqa/de/k2/full-nosource/00.json").read_text())
+    assert record["metric"] == "mlqa_f1" and record["test"]["n"] == 120
+    prediction = runs / "mlqa/de/k2/full-nosource/submission/00/MLQA/de.prediction"
+    capsys.readouterr()
+    assert run_app(["score", "--task", "mlqa", "--lang", "de", str(test), str(prediction),
+                    "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["f1"] == pytest.approx(record["test"]["f1"]) and scored["n"] == 120
+
+
+def test_pet_and_icl_refuse_extractive_qa_in_one_line(study, tmp_path, capsys):
+    bucket = study["buckets"] / "xquad" / "de" / "k1"
+    assert run_app(["adapt", "--task", "xquad", "--lang", "de", "--bucket", str(bucket),
+                    "--from", str(study["ckpt"]), "--method", "pet",
+                    "--out", str(tmp_path / "r")]) == 2
+    assert run_app(["icl", "--task", "xquad", "--lang", "de", "--bucket", str(bucket),
+                    "--model", str(study["encoder"]), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: method pet supports classification and multiple_choice tasks, "
+                   "not extractive_qa",
+                   "error: xquad: an extractive QA task; in-context learning here ranks label "
+                   "words and cannot extract or generate answers"]
+
+
+def test_a_broken_prediction_file_is_one_line(study, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('["not", "an", "object"]', encoding="utf-8")
+    assert run_app(["score", "--task", "xquad", "--lang", "de",
+                    str(study["data"] / "xquad.de.json"), str(bad)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {bad}: expected one JSON object from question id to answer text")
