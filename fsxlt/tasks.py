@@ -61,7 +61,9 @@ class DataSpec:
     """How to find and parse a task's data files.
 
     ``files`` names the file of a split where the pattern does not
-    (FewCLUE's test split is ``test_public.json``); ``fields`` maps the
+    (FewCLUE's test split is ``test_public.json``; a ``files`` entry that lists several
+    names: the first, the others being other layouts' names of that split alone,
+    ``file_alternatives``, tried before ``alternatives``); ``fields`` maps the
     example's parts (``text_a``, ``text_b``, ``label``, ...) to the keys of a
     JSON-lines format; ``columns`` says what each column of a headerless TSV
     is (``text_a``, ``text_b`` or ``label``; columns of one part are joined);
@@ -81,6 +83,7 @@ class DataSpec:
     columns: tuple[str, ...] = ()
     alternatives: tuple[str, ...] = ()
     hub_unavailable: str = ""  # why the hub has no copy that loads, and what to use instead
+    file_alternatives: dict[str, tuple[str, ...]] = field(default_factory=dict)
     holdout_paragraphs: int = 0  # extractive QA: paragraphs held out of every file as test
     holdout_dev_paragraphs: int = 0  # ... and as dev (the rest is train)
     holdout_seed: int = 0
@@ -96,8 +99,9 @@ class DataSpec:
         ``.conllu`` twin, or the first of the ``alternatives`` patterns (another
         distribution's layout, e.g. XGLUE's) that exists; the pattern's if none does."""
         primary = Path(data_dir) / self.file_name(split, language)
+        patterns = self.file_alternatives.get(split, ()) + self.alternatives
         candidates = [primary, primary.with_suffix(".conllu")] + [
-            Path(data_dir) / alt.format(split=split, lang=language) for alt in self.alternatives]
+            Path(data_dir) / alt.format(split=split, lang=language) for alt in patterns]
         return next((path for path in candidates if path.is_file()), primary)
 
 
@@ -430,7 +434,11 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         languages=tuple(str(lang) for lang in require(raw, "languages", where)),
         data=DataSpec(format=data["format"], pattern=data.get("pattern", "{split}-{lang}.tsv"),
                       hf=_parse_hub(data.get("hf")),
-                      files={str(k): str(v) for k, v in (data.get("files") or {}).items()},
+                      files={str(k): str(v[0] if isinstance(v, list) else v)
+                             for k, v in (data.get("files") or {}).items()},
+                      file_alternatives={str(k): tuple(map(str, v[1:]))
+                                         for k, v in (data.get("files") or {}).items()
+                                         if isinstance(v, list)},
                       fields={str(k): str(v) for k, v in (data.get("fields") or {}).items()},
                       columns=_parse_columns(data.get("columns"), data["format"], where),
                       alternatives=tuple(str(p) for p in data.get("alternatives") or ()),

@@ -86,7 +86,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options (sizes, model, device, output)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="panx",
-                   help="panx (NER) or a classification task of the registry (xnli, ...)")
+                   help="panx (NER), a classification task of the registry (xnli, ...), or "
+                        "an extractive QA task (xquad, mlqa, tydiqa: scripts/bench_qa.py)")
     p.add_argument("--model", default=None,
                    help="Hugging Face encoder to source-train (default: a config-built tiny BERT)")
     p.add_argument("--hidden", type=int, default=64, help="tiny BERT hidden size")
@@ -732,6 +733,12 @@ def _attention(checkpoint: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--task" in argv and get_task(argv[argv.index("--task") + 1]).is_qa:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_qa  # extractive QA: windows and spans (scripts/bench_qa.py)
+
+        return bench_qa.main(argv)
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

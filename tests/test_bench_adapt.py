@@ -52,3 +52,14 @@ def test_a_mismatch_is_reported(bench):
     assert any("dev curves differ" in p for p in problems)
     assert any("dev score" in p for p in problems)
     assert bench.compare("fc", [a], [dict(a)], 1e-6) == []
+
+
+def test_the_qa_case_gives_the_naive_loops_answers(bench, tmp_path, capsys):
+    out = tmp_path / "qa.json"
+    status = bench.main(["--task", "xquad", "--buckets", "2", "--bucket-size", "3",
+                         "--dev-size", "12", "--test-size", "10", "--epochs", "3",
+                         "--max-seq-length", "64", "--repeat", "12", "--json", str(out)])
+    assert status == 0, capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert result["problems"] == [] and result["windows"] > 12  # long contexts: windows
+    assert result["runs"] == 2 and len(result["test_f1"]) == 2

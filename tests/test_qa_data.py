@@ -44,7 +44,11 @@ def test_each_benchmark_layout_is_found_and_read(tmp_path):
 def test_xglues_mlqa_layout_is_found_too(tmp_path):
     path = write_json(tmp_path / "MLQA" / "MLQA_v1" / "test" / "test-context-es-question-es.json",
                       squad_data(5))
-    assert get_task("mlqa").data.locate(tmp_path, "test", "es") == path
+    spec = get_task("mlqa").data
+    assert spec.locate(tmp_path, "test", "es") == path
+    train = write_json(tmp_path / "squad1.1" / "train-v1.1.json", squad_data(5))
+    assert spec.locate(tmp_path, "train", "en") == train
+    assert spec.locate(tmp_path, "dev", "es").name == "dev-context-es-question-es.json"
 
 
 def test_a_question_keeps_its_id_answers_and_character_offsets(tmp_path):
