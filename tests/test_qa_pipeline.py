@@ -152,3 +152,20 @@ def test_a_broken_prediction_file_is_one_line(study, tmp_path, capsys):
                     str(study["data"] / "xquad.de.json"), str(bad)]) == 2
     assert capsys.readouterr().err.strip() == (
         f"error: {bad}: expected one JSON object from question id to answer text")
+
+
+def test_the_analyses_take_qa_runs_or_refuse_them_in_one_line(study, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert run_app(["adapt", "--task", "xquad", "--lang", "de", "--bucket",
+                    str(study["buckets"] / "xquad" / "de" / "k1"), "--from", str(study["ckpt"]),
+                    "--out", str(runs), "--lr", "1e-3", "--max-epochs", "1", *TRAIN]) == 0
+    assert run_app(["analyze", "overlap", str(study["buckets"]), "--task", "xquad",
+                    "--english", str(study["data"] / "xquad.en.json")]) == 0
+    assert run_app(["analyze", "bucket-features", str(runs),
+                    "--out", str(tmp_path / "bf")]) == 0
+    capsys.readouterr()
+    for what in ("gains", "confusion"):
+        assert run_app(["analyze", what, str(runs), "--task", "xquad", "--lang", "de",
+                        "--k", "1", "--out", str(tmp_path / what)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("xquad is extractive QA" in line for line in err)

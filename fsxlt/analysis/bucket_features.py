@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from fsxlt.analysis.typology import WORD_PATTERN, word_types
-from fsxlt.data import Example, TaggedSentence, read_examples
+from fsxlt.data import Example, TaggedSentence, example_texts, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.report.records import load_records
 from fsxlt.runs import arm_strategy
@@ -64,8 +64,7 @@ def _entropy(counts: Counter[str]) -> float:
 def _length(example: Example) -> int:
     if isinstance(example, TaggedSentence):
         return len(example.tokens)
-    text = f"{example.text_a} {example.text_b or ''}"
-    return len(WORD_PATTERN.findall(text))
+    return sum(len(WORD_PATTERN.findall(text)) for text in example_texts(example))
 
 
 def text_features(task: TaskSpec, examples: list[Example], english_types: set[str] | None,
@@ -75,6 +74,8 @@ def text_features(task: TaskSpec, examples: list[Example], english_types: set[st
         counts: Counter[str] = Counter()
         for sentence in examples:
             counts.update(sentence_label_counts(sentence, task.label_unit))
+    elif task.is_qa:
+        counts = Counter()  # answers are spans: no labels to count
     else:
         counts = Counter(ex.label for ex in examples)
     row = {"n_examples": float(len(examples)),
@@ -182,7 +183,7 @@ def feature_table(runs_dir: str | Path, *, arm: str | None = None,
         row["gain"] = row["score"] - zero[(task.name, row["language"])] \
             if (task.name, row["language"]) in zero else np.nan
         row.update(text_features(task, list(bucket.examples), vocab[key]))
-        if model and record_start:
+        if model and record_start and not task.is_qa:  # QA predicts spans, not labels
             if (record_start, task.name) not in models:
                 models[(record_start, task.name)] = _Model(record_start, task, device)
             dev = ((record.get("data") or {}).get("dev") or {}).get("source")

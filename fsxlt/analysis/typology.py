@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from fsxlt.data import Example, TaggedSentence
+from fsxlt.data import Example, TaggedSentence, example_texts
 from fsxlt.errors import FsxltError
 from fsxlt.sampling.store import find_sets, read_set
 from fsxlt.tasks import languages
@@ -43,9 +43,8 @@ def word_types(examples: Iterable[Example]) -> set[str]:
         if isinstance(ex, TaggedSentence):
             types.update(ex.tokens)
         else:
-            types.update(WORD_PATTERN.findall(ex.text_a))
-            if ex.text_b:
-                types.update(WORD_PATTERN.findall(ex.text_b))
+            for text in example_texts(ex):
+                types.update(WORD_PATTERN.findall(text))
     return types
 
 

@@ -14,6 +14,13 @@ from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text, check_output_dir
 from fsxlt.tasks import get_task
 
+
+def _labelled(task: str, what: str) -> None:
+    """Refuse an extractive QA task in one line: its answers are spans, not labels."""
+    if get_task(task).is_qa:
+        raise FsxltError(f"{what} need predicted labels; {task} is extractive QA, whose "
+                         "answers are spans")
+
 # pandas, scipy and matplotlib are imported inside the commands (quick `fsxlt --help`).
 
 analyze_app = typer.Typer(help="Analyses that explain FS-XLT results.", no_args_is_help=True)
@@ -194,6 +201,8 @@ def gains_command(
     from fsxlt.analysis.plots import improved_bars, jaccard_heatmap
     from fsxlt.predictions import load_adapted, load_zero_shot
 
+    _labelled(task, "the words adapting fixed")
+
     zero = load_zero_shot(runs, task, lang, zero_shot)
     adapted = load_adapted(runs, task, lang, k, method, bucket)
     words = _run_bucket_words(runs, task, lang, k, method, sorted(adapted), buckets)
@@ -233,6 +242,8 @@ def confusion_command(
     from fsxlt.analysis.confusion import confusion_analysis
     from fsxlt.analysis.plots import confusion_heatmaps
     from fsxlt.predictions import load_adapted, load_zero_shot
+
+    _labelled(task, "confusion matrices")
 
     zero = load_zero_shot(runs, task, lang, zero_shot)
     adapted = load_adapted(runs, task, lang, k, method, bucket)
@@ -532,8 +543,9 @@ def bucket_features_command(
 
     Per bucket: examples, mean length, label (entity-type) entropy, mentions,
     word overlap with the English training data, the source model's mean
-    prediction entropy on it and its embedding distance to the dev set. Per
-    (task, language, K) the correlation with the test score; over all cells
+    prediction entropy on it and its embedding distance to the dev set (not for
+    extractive QA, whose buckets have no labels and whose model predicts spans).
+    Per (task, language, K) the correlation with the test score; over all cells
     pooled, with the gain over zero-shot.
 
     Example:

@@ -29,6 +29,7 @@ from fsxlt.data.examples import (
     TaggedSentence,
     TextExample,
     example_from_dict,
+    example_texts,
 )
 from fsxlt.data.fewclue import (
     CHID_BLANK,
@@ -59,7 +60,8 @@ __all__ = [
     "CHID_BLANK", "DOCSTART", "FEWCLUE_ID_KEYS", "FEWCLUE_READERS", "LIST_FIELDS", "NO_LABEL",
     "QAExample", "READERS", "UNLABELLED_READERS", "WSC_MARKS", "ChoiceExample", "Example",
     "Skipped", "Split",
-    "TaggedSentence", "TextExample", "example_from_dict", "examples_from_hub_rows", "file_format",
+    "TaggedSentence", "TextExample", "example_from_dict", "example_texts",
+    "examples_from_hub_rows", "file_format",
     "has_labels", "is_docstart", "load_hub_split", "load_split", "marc_text_b", "mark_spans",
     "read_conll", "read_conllu", "read_examples", "read_fewclue_chid", "read_fewclue_json",
     "read_fewclue_wsc", "read_marc_jsonl", "read_mldoc", "read_pair_tsv", "read_xglue_tsv",

@@ -104,6 +104,19 @@ class QAExample:
 Example = TextExample | TaggedSentence | ChoiceExample | QAExample
 
 
+def example_texts(example: Example) -> tuple[str, ...]:
+    """The running texts of an example (for word counts and overlap): its text(s), a
+    multiple-choice example's text and candidates, a question and its paragraph; a
+    tagged sentence's words joined by spaces."""
+    if isinstance(example, TaggedSentence):
+        return (" ".join(example.tokens),)
+    if isinstance(example, ChoiceExample):
+        return (example.text, *example.choices)
+    if isinstance(example, QAExample):
+        return (example.question, example.context)
+    return (example.text_a,) + ((example.text_b,) if example.text_b else ())
+
+
 def example_from_dict(row: dict[str, Any]) -> Example:
     """Inverse of ``to_dict``; raises ``KeyError``/``TypeError`` on a malformed row."""
     if "question" in row:
