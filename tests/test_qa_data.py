@@ -20,8 +20,14 @@ from fsxlt.sampling.samplers import derive_rng, k_questions, untouched_questions
 from fsxlt.sampling.store import bucket_dir, write_sets
 from fsxlt.spans import answer_span, answers_of, best_spans, window_starts
 from fsxlt.tasks import get_task
-from tests.qa_fixtures import QA_EXTRA, squad_data, write_json, write_mlqa, write_tydiqa, \
-    write_xquad
+from tests.qa_fixtures import (
+    QA_EXTRA,
+    squad_data,
+    write_json,
+    write_mlqa,
+    write_tydiqa,
+    write_xquad,
+)
 from tests.train_fixtures import make_tokenizer
 
 # --------------------------------------------------------------------------- readers
@@ -215,7 +221,7 @@ def test_windows_start_every_stride_and_the_last_reaches_the_end():
     for n, room, stride in ((500, 100, 128), (300, 128, 64), (129, 128, 128)):
         starts = window_starts(n, room, stride)
         assert starts[-1] + room >= n and all(b - a == min(room, stride)
-                                               for a, b in zip(starts, starts[1:]))
+                                               for a, b in zip(starts, starts[1:], strict=False))
 
 
 def test_answer_span_needs_the_whole_answer_in_the_window():
