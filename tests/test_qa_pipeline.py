@@ -58,6 +58,15 @@ def test_adapt_scores_f1_and_em_and_its_prediction_file_scores_the_same(study, t
                     "--predict", str(gold), "--save-predictions", *TRAIN]) == 0
     record = json.loads((runs / "xquad/de/k2/full/00.json").read_text())
     assert record["test"]["n"] == 360 and "exact_match" in record["test"]
+    with_dir = tmp_path / "with-data-dir"  # data_dir's xquad.de.json is read by its parts
+    assert run_app(["adapt", "--task", "xquad", "--lang", "de", "--bucket",
+                    str(bucket_set / "00.json"), "--from", str(study["ckpt"]), "--out",
+                    str(with_dir), "--lr", "1e-3", "--max-epochs", "2", "--patience", "1",
+                    "--data-dir", str(study["data"]), *TRAIN]) == 0
+    again = json.loads((with_dir / "xquad/de/k2/full/00.json").read_text())
+    assert again["data"]["test"]["sha256"] == record["data"]["test"]["sha256"]
+    assert again["data"]["dev"]["sha256"] == record["data"]["dev"]["sha256"]
+    assert again["test"] == record["test"]
     answers = runs / "xquad/de/k2/full/submission/00/XQuAD/predictions.de.json"
     assert set(json.loads(answers.read_text())) == {
         qa["id"] for article in held_out["data"] for p in article["paragraphs"]
@@ -92,6 +101,11 @@ tasks:
     k: [1, 2]
 """, encoding="utf-8")
     assert run_app(["sweep", str(config), "--device", "cpu"]) == 0
+    record = json.loads((tmp_path / "runs/xquad/de/k1/full/00.json").read_text())
+    # selection on the set's untouched paragraphs, the score on the held-out ones: never
+    # the whole file that data_dir names
+    assert record["data"]["dev"]["source"].endswith("xquad/de/k1/dev-remaining.jsonl")
+    assert record["dev"]["n"] == 171 and record["test"]["n"] == 360
     capsys.readouterr()
     assert run_app(["report", str(tmp_path / "runs")]) == 0
     report = capsys.readouterr().out

@@ -104,7 +104,7 @@ class _Model:
             source = Path(path)
             if not source.is_file():
                 raise FsxltError(f"{source}: the run's dev set is not found")
-            examples = read_data_file(source, task, language)
+            examples = read_data_file(source, task, language, "dev")
             self.dev_centres[path] = self.signals(examples)[0].mean(axis=0)
         return self.dev_centres[path]
 

@@ -16,7 +16,7 @@ def read_split(
     if path is not None:
         from fsxlt.sampling.set_files import read_data_file
 
-        return read_data_file(path, task, lang), str(path)
+        return read_data_file(path, task, lang, split), str(path)
     if data_dir is None:
         raise FsxltError(f"no {split} data for {lang}: pass a file or --data-dir")
     loaded = load_split(task, lang, split, data_dir=data_dir)

@@ -136,11 +136,12 @@ def _regime_fields(regime: str, options: dict[str, Any], source_train: Path | No
 
 def _adapt_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:
     """The dev set of a bucket without its own, when ``--dev`` is not given."""
-    if plan.data_dir is not None and spec.sampling.split != "dev":
+    if plan.data_dir is not None and not spec.selects_on_remaining:
         return data_file(spec, plan.data_dir, "dev", lang)
     if files.remaining is not None:
         return files.remaining
-    if spec.sampling.split == "dev":
+    if spec.selects_on_remaining:
         raise FsxltError(f"{files.directory}: no dev-remaining.jsonl beside the bucket; task "
-                         f"{spec.name} samples buckets from dev, so pass --dev FILE explicitly")
+                         f"{spec.name} selects models on the examples of its sampled split "
+                         "that are in no bucket, so pass --dev FILE explicitly")
     raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")

@@ -65,7 +65,7 @@ def _same_test(meta: dict, task: TaskSpec, lang: str, test: Path | None) -> bool
     from fsxlt.sampling.set_files import read_data_file
     from fsxlt.training.loop import examples_digest
 
-    return examples_digest(read_data_file(test, task, lang)) == recorded["sha256"]
+    return examples_digest(read_data_file(test, task, lang, "test")) == recorded["sha256"]
 
 
 def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
@@ -162,10 +162,10 @@ def _untrained_runs(starts: list[tuple[str, bool, tuple[str, ...], TaskPlan]], l
 
 def _shared_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:
     """The dev set of buckets without their own: the remaining dev set, or the task's file."""
-    if spec.sampling.split == "dev":
+    if spec.selects_on_remaining:
         if files.remaining is None:
             raise FsxltError(f"{files.directory}: no remaining dev set (dev-remaining.jsonl); "
-                             f"{plan.task} samples buckets from dev and selects models on the "
-                             "dev examples in no bucket")
+                             f"{plan.task} selects models on the examples of its sampled "
+                             "split that are in no bucket")
         return files.remaining
     return data_file(spec, plan.data_dir, "dev", lang)

@@ -141,8 +141,8 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     try:
         task = first.task_spec  # a task YAML's own spec (its path travels with the run)
         start = start if start is not None else load_start(first.start, task, seed=first.seed)
-        test = (read_data_file(first.test_path, task, first.language) if first.test_path
-                else None)
+        test = (read_data_file(first.test_path, task, first.language, "test")
+                if first.test_path else None)
     except Exception as err:  # every run of the group fails the same way
         for run in runs:
             report(write_error(run, err, "load"))
@@ -156,7 +156,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                                                                       r.max_seq_length)):
         batch = list(batch)
         try:
-            dev = read_data_file(dev_path, task, first.language)
+            dev = read_data_file(dev_path, task, first.language, "dev")
             if engine is not None and engine_max_len == max_len:
                 engine.replace_dev(dev, dev_path)  # same test set: keep it tokenized
             else:
@@ -194,15 +194,16 @@ class SourceSets:
     def __init__(self, task: Any, language: str):
         self.task = task
         self.language = language  # the task's source language: its rows of the files
-        self.examples: dict[str, list] = {}
+        self.examples: dict[tuple[str, str], list] = {}
         self.held = ("", "")  # (train file, dev file) the engine holds; "": none
 
-    def read(self, path: str) -> list | None:
+    def read(self, path: str, split: str) -> list | None:
         if not path:
             return None
-        if path not in self.examples:
-            self.examples[path] = read_data_file(path, self.task, self.language)
-        return self.examples[path]
+        if (path, split) not in self.examples:
+            self.examples[(path, split)] = read_data_file(path, self.task, self.language,
+                                                          split)
+        return self.examples[(path, split)]
 
     def give(self, engine: Any, run: RunSpec) -> None:
         """Make ``engine`` hold the source data ``run`` reads: the train set of a joint
@@ -214,7 +215,7 @@ class SourceSets:
                   run.source_dev_path if run.average_last is not None else dev)
         if wanted == self.held:
             return
-        engine.set_source(self.read(wanted[0]), self.read(wanted[1]),
+        engine.set_source(self.read(wanted[0], "train"), self.read(wanted[1], "dev"),
                           train_source=wanted[0] or None, dev_source=wanted[1] or None)
         self.held = wanted
 

@@ -363,7 +363,7 @@ def load_test(run: IclRun, settings: IclSettings) -> list[Any]:
     bucket set's own test set (fixed splits: FewCLUE's)."""
     from fsxlt.sampling.set_files import read_data_file
 
-    examples = read_data_file(run.test_path, run.task_spec, run.language)
+    examples = read_data_file(run.test_path, run.task_spec, run.language, "test")
     if not examples:
         raise FsxltError(f"{run.test_path}: no test examples")
     return sample_test(examples, settings)

@@ -96,16 +96,17 @@ def named_files(bucket: Path, digest: Digest = text_digest) -> SetFiles:
                     coordinates=(loose.task, loose.language, loose.k))
 
 
-def read_data_file(path: str | Path, task: Any, language: str) -> list[Any]:
+def read_data_file(path: str | Path, task: Any, language: str,
+                   split: str | None = None) -> list[Any]:
     """A dev or test set's examples: a bucket set's own file (fsxlt's JSON lines beside its
     manifest), else a data file in the task's format (``language``'s rows of a file that
-    holds every language)."""
+    holds every language; ``split``'s part of a file that holds several, XQuAD's)."""
     from fsxlt.data import read_examples
 
     path = Path(path)
     if path.suffix == ".jsonl" and (path.parent / MANIFEST).is_file():
         return read_examples_jsonl(path)
-    return read_examples(path, task, language=language)
+    return read_examples(path, task, language=language, split=split)
 
 
 def _entries(directory: Path, manifest: dict[str, Any], n_buckets: int | None,
