@@ -86,7 +86,7 @@ def test_fsxlt_methods_lists_builtins_and_plugins(plugin, capsys):
     lines = {line.split()[0]: line for line in out.splitlines() if not line.startswith(" ")}
     assert set(lines) == {*BUILTIN, "bias-only"}
     assert "fsxlt_bias_only:BiasOnly" in lines["bias-only"]
-    assert " cls+tag+mc " in lines["full"] and " cls+mc " in lines["cos-pooler"]
+    assert " cls+tag+mc+qa " in lines["full"] and " cls+mc " in lines["cos-pooler"]
     assert " cls+mc " in lines["pet"]  # ChID: each candidate at the blank's masks
     assert "--method-opt rank=8" in out
 

@@ -9,7 +9,8 @@ import typer
 
 from fsxlt.cli.app import app
 
-KIND_ABBREVIATIONS = {"classification": "cls", "tagging": "tag", "multiple_choice": "mc"}
+KIND_ABBREVIATIONS = {"classification": "cls", "tagging": "tag", "multiple_choice": "mc",
+                      "extractive_qa": "qa"}
 BROKEN_HEADER = "plug-ins that failed to load (fix or uninstall them):"
 
 
@@ -63,7 +64,7 @@ def methods_cmd() -> None:
     found, broken = discover()
     for name, cls in found.items():
         kinds, summary, origin = plugin_columns(name, cls, BUILTIN, installed)
-        typer.echo(f"{name:<16} {kinds:<11} {summary}{origin}")
+        typer.echo(f"{name:<16} {kinds:<13} {summary}{origin}")
         for option in cls.options:
             typer.echo(f"{'':<16} {'':<11}   --method-opt {option.name}="
                        f"{format_default(option.default)}  {option.help}")
