@@ -80,6 +80,7 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.data import Example, Skipped, has_labels, read_examples, source_ids
+from fsxlt.data.fewclue import json_rows
 from fsxlt.data.lines import open_lines
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.evaluation import compute_scores
@@ -231,19 +232,7 @@ def _gold_table(gold: Path, task: TaskSpec,
 
 
 def _json_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
-    for line_no, line in enumerate(open_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(path, f"invalid JSON ({err.msg})", line_no) from None
-        if not isinstance(row, dict):
-            raise DataFormatError(path, "expected a JSON object ({\"id\": ..., \"label\": "
-                                  "...})", line_no)
-        rows.append((line_no, row))
-    return rows
+    return list(json_rows(path, 'a JSON object ({"id": ..., "label": ...})'))
 
 
 def _fewclue_label(task: TaskSpec, row: dict[str, Any], path: Path, line_no: int) -> str:

@@ -28,8 +28,10 @@ class Skipped(list):
     """
 
 
-def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of every non-blank line of a JSON-lines file."""
+def json_rows(path: Path, expected: str = "a JSON object",
+              ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every non-blank line of a JSON-lines file; a line that is
+    not JSON, or not an object (``expected`` says what it should be), is a file:line error."""
     for line_no, line in enumerate(open_lines(path), start=1):
         if not line.strip():
             continue
@@ -38,7 +40,7 @@ def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         except json.JSONDecodeError as err:
             raise DataFormatError(path, f"invalid JSON ({err.msg})", line_no) from None
         if not isinstance(row, dict):
-            raise DataFormatError(path, "expected a JSON object", line_no)
+            raise DataFormatError(path, f"expected {expected}", line_no)
         yield line_no, row
 
 
@@ -115,7 +117,7 @@ def read_fewclue_json(path: Path, task: TaskSpec, skipped: Skipped | None = None
     """FewCLUE's single-text and pair tasks: one JSON object per line, keys in ``data.fields``."""
     fields = task.data.fields
     examples = []
-    for line_no, row in _json_rows(path):
+    for line_no, row in json_rows(path):
         text_a = _text_field(row, fields.get("text_a", "sentence"), path, line_no)
         text_b = (_text_field(row, fields["text_b"], path, line_no)
                   if task.input == "pair" else None)
@@ -199,7 +201,7 @@ def read_fewclue_wsc(path: Path, task: TaskSpec, skipped: Skipped | None = None,
     the model reads (see :func:`mark_spans` for what a span must be).
     """
     examples = []
-    for line_no, row in _json_rows(path):
+    for line_no, row in json_rows(path):
         text = _string_field(row, "text", path, line_no)
         marked = mark_spans(text, _wsc_spans(row, path, line_no), path, line_no)
         label = _fewclue_label(task, row, "label", path, line_no, skipped, labelled)
@@ -224,7 +226,7 @@ def read_fewclue_chid(path: Path, task: TaskSpec, skipped: Skipped | None = None
                       labelled: bool = True) -> list[ChoiceExample]:
     """ChID: ``content`` with one ``#idiom#`` blank, ``candidates`` and the ``answer`` position."""
     examples = []
-    for line_no, row in _json_rows(path):
+    for line_no, row in json_rows(path):
         content = _string_field(row, "content", path, line_no)
         if content.count(CHID_BLANK) != 1:
             raise DataFormatError(path, f"content must hold exactly one {CHID_BLANK} blank, "
@@ -270,4 +272,4 @@ def source_ids(path: str | Path, task: TaskSpec) -> dict[int, Any]:
     named = task.data.fields.get("id")
     keys = (named, *(k for k in FEWCLUE_ID_KEYS if k != named)) if named else FEWCLUE_ID_KEYS
     path = Path(path)
-    return {line_no: _row_id(row, keys, path, line_no) for line_no, row in _json_rows(path)}
+    return {line_no: _row_id(row, keys, path, line_no) for line_no, row in json_rows(path)}
