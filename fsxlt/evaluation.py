@@ -499,10 +499,7 @@ def score_and_predict(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *,
     Ranking: the predicted labels are the most probable grades, the ones a
     prediction file holds and the reported nDCG ranks by.
     """
-    if task.is_qa:
-        predicted = predict_answers(model, eval_set, amp=amp)
-        return compute_scores(task, eval_set.encoded.gold, predicted), predicted
-    if not task.is_ranking:
+    if not task.is_ranking:  # extractive QA too: predict_labels gives its answer texts
         predicted = predict_labels(model, eval_set, task.labels, amp=amp)
         return compute_scores(task, eval_set.encoded.gold, predicted,
                               gold_entities=eval_set.gold_entities()), predicted

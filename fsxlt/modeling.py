@@ -65,6 +65,7 @@ from torch.nn import functional as F
 
 from fsxlt.data import CHID_BLANK, ChoiceExample, Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
+from fsxlt.spans import QAFeaturizer, span_logits
 from fsxlt.tasks import TaskSpec
 
 COS_SCALE = 10.0
@@ -271,8 +272,6 @@ class FsxltModel(nn.Module):
         only the parts after that point run.
         """
         if self.kind == "extractive_qa":
-            from fsxlt.spans import span_logits
-
             features = batch["features"] if "features" in batch else self.encode(batch)
             return span_logits(self.head(features), batch["attention_mask"])
         if "pooled" in batch:
@@ -389,7 +388,8 @@ class Featurizer:
         if self.budget < 1:
             raise FsxltError(f"max_seq_length {self.max_len} leaves no room for wordpieces")
         self.uses_token_types = "token_type_ids" in tokenizer.model_input_names
-        self._qa: Any = None
+        self._qa = QAFeaturizer(tokenizer, self.max_len, self.uses_token_types) \
+            if task.is_qa else None
 
     def _label(self, label: str) -> int:
         if label not in self.label_ids:
@@ -399,10 +399,6 @@ class Featurizer:
     def encode(self, examples: Sequence[Example], *, windows: bool = False) -> EncodedSplit:
         """Tokenize ``examples``; ``windows=True`` keeps every word of long sentences."""
         if self.task.is_qa:
-            if self._qa is None:
-                from fsxlt.spans import QAFeaturizer
-
-                self._qa = QAFeaturizer(self.tokenizer, self.max_len, self.uses_token_types)
             return self._encode_qa(examples)
         if self.task.is_tagging:
             return self._encode_tagged(examples, windows)

@@ -77,13 +77,11 @@ import re
 import string
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from fsxlt.errors import FsxltError
-
-QA_METRICS = ("mlqa_f1", "squad_f1")
-"""Metric names a task YAML may use for extractive QA."""
+from fsxlt.tasks import QA_METRICS  # the metric names a task YAML may use for QA
 
 STYLES = ("mlqa", "squad")
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
@@ -217,6 +215,23 @@ def best_over_golds(
     return max(fn(prediction, gold, language, style) for gold in golds)
 
 
+def _summed(items: Iterable[tuple[str, Sequence[str], str]], style: str,
+            ) -> tuple[float, float]:
+    """Summed best F1 and best exact match of (prediction, gold answers, language) triples."""
+    total_f1 = total_em = 0.0
+    for prediction, golds, language in items:
+        total_f1 += best_over_golds(f1, prediction, golds, language, style)
+        total_em += best_over_golds(exact_match, prediction, golds, language, style)
+    return total_f1, total_em
+
+
+def _check_aligned(golds: Sequence[Any], predicted: Sequence[str]) -> None:
+    if len(golds) != len(predicted):
+        raise ValueError(f"{len(golds)} questions but {len(predicted)} predictions")
+    if len(golds) == 0:
+        raise ValueError("no questions to score")
+
+
 def qa_scores(
     golds: Sequence[Sequence[str]], predicted: Sequence[str], *, language: str, style: str
 ) -> dict[str, Any]:
@@ -227,14 +242,9 @@ def qa_scores(
     print the same means multiplied by 100.
     """
     _check_style_and_language(language, style)
-    if len(golds) != len(predicted):
-        raise ValueError(f"{len(golds)} questions but {len(predicted)} predictions")
-    if len(golds) == 0:
-        raise ValueError("no questions to score")
-    total_f1 = total_em = 0.0
-    for question_golds, prediction in zip(golds, predicted, strict=True):
-        total_f1 += best_over_golds(f1, prediction, question_golds, language, style)
-        total_em += best_over_golds(exact_match, prediction, question_golds, language, style)
+    _check_aligned(golds, predicted)
+    total_f1, total_em = _summed(((prediction, question_golds, language) for question_golds,
+                                  prediction in zip(golds, predicted, strict=True)), style)
     n = len(golds)
     return {"f1": total_f1 / n, "exact_match": total_em / n, "n": n}
 
@@ -294,17 +304,14 @@ def score_prediction_file(
         raise FsxltError("malformed QA dataset: it has no questions")
     if not isinstance(predictions, Mapping):
         raise FsxltError("QA predictions must be an object mapping question ids to answers")
-    total_f1 = total_em = 0.0
-    unanswered = 0
-    for qid, golds in questions:
-        if qid not in predictions:
-            unanswered += 1
-            continue
-        prediction = predictions[qid]
-        if not isinstance(prediction, str):
-            raise FsxltError(f"QA prediction for question {qid!r} is not a string")
-        total_f1 += best_over_golds(f1, prediction, golds, language, style)
-        total_em += best_over_golds(exact_match, prediction, golds, language, style)
+    wrong = next((qid for qid, _ in questions
+                  if qid in predictions and not isinstance(predictions[qid], str)), None)
+    if wrong is not None:
+        raise FsxltError(f"QA prediction for question {wrong!r} is not a string")
+    answered = [(predictions[qid], golds, language) for qid, golds in questions
+                if qid in predictions]  # a question without a prediction scores 0
+    total_f1, total_em = _summed(answered, style)
+    unanswered = len(questions) - len(answered)
     known = {qid for qid, _ in questions}
     n = len(questions)
     return {
@@ -323,16 +330,10 @@ def task_scores(metric: str, gold: Sequence[tuple[Sequence[str], str]],
     the ``score``, exact match beside it (fractions). Questions are normalised by their own
     language (MLQA's style), so a set mixing languages is scored as the scripts score
     each language's file."""
-    style = metric_style(metric)
-    if len(gold) != len(predicted):
-        raise ValueError(f"{len(gold)} questions but {len(predicted)} predictions")
-    if not gold:
-        raise ValueError("no questions to score")
-    total_f1 = total_em = 0.0
-    for (golds, language), prediction in zip(gold, predicted, strict=True):
-        _check_style_and_language(language, style)
-        total_f1 += best_over_golds(f1, prediction, golds, language, style)
-        total_em += best_over_golds(exact_match, prediction, golds, language, style)
+    _check_aligned(gold, predicted)
+    total_f1, total_em = _summed(((prediction, golds, language) for (golds, language),
+                                  prediction in zip(gold, predicted, strict=True)),
+                                 metric_style(metric))
     n = len(gold)
     return {"metric": metric, "score": total_f1 / n, "f1": total_f1 / n,
             "exact_match": total_em / n, "n": n}

@@ -42,9 +42,10 @@ MAX_ANSWER_TOKENS = 30
 N_BEST = 20
 
 
-def pair_template(tokenizer: Any) -> tuple[list[int], list[int], list[int], list[int]]:
-    """The special tokens around a (question, context) pair: prefix, middle and suffix ids,
-    and the token type of each of the three parts plus the two texts (0/1 per part)."""
+def pair_template(tokenizer: Any) -> tuple[list[tuple[int, int]], list[tuple[int, int]],
+                                          list[tuple[int, int]], int, int]:
+    """How the tokenizer lays out a (question, context) pair: the (id, token type) of each
+    special token before, between and after the two texts, and each text's token type."""
     first, second = tokenizer("a", add_special_tokens=False)["input_ids"], \
         tokenizer("b", add_special_tokens=False)["input_ids"]
     enc = tokenizer("a", "b")
@@ -55,9 +56,9 @@ def pair_template(tokenizer: Any) -> tuple[list[int], list[int], list[int], list
                  if ids[i:i + len(second)] == second), None)
     if at_a is None or at_b is None:
         raise FsxltError("cannot locate the special tokens of this tokenizer's text pairs")
-    prefix, middle, suffix = ids[:at_a], ids[at_a + len(first):at_b], ids[at_b + len(second):]
-    part_types = [types[0] if prefix else 0, types[at_a], types[at_b], types[-1]]
-    return prefix, middle, suffix, part_types
+    pieces = list(zip(ids, types, strict=True))
+    return (pieces[:at_a], pieces[at_a + len(first):at_b], pieces[at_b + len(second):],
+            types[at_a], types[at_b])
 
 
 def window_starts(n_tokens: int, room: int, stride: int = DOC_STRIDE) -> list[int]:
@@ -92,7 +93,11 @@ class QAFeaturizer:
         self.max_len = max_len
         self.stride = stride
         self.uses_token_types = uses_token_types
-        self.prefix, self.middle, self.suffix, self.part_types = pair_template(tokenizer)
+        prefix, middle, suffix, self.question_type, self.context_type = \
+            pair_template(tokenizer)
+        self.prefix, self.prefix_types = [i for i, _ in prefix], [t for _, t in prefix]
+        self.middle, self.middle_types = [i for i, _ in middle], [t for _, t in middle]
+        self.suffix, self.suffix_types = [i for i, _ in suffix], [t for _, t in suffix]
 
     def windows(self, examples: Sequence[Example]) -> list[tuple[int, dict[str, Any]]]:
         """Every window of every question: (question's position, the window's
@@ -136,12 +141,9 @@ class QAFeaturizer:
             piece_ids, piece_offsets = ids[start:start + room], offsets[start:start + room]
             span = answer_span(piece_offsets, first, last_char)
             labels = [0, 0] if span is None else [len(head) + span[0], len(head) + span[1]]
-            types = None
-            if self.uses_token_types:
-                p, q, m, c = self.part_types[0], self.part_types[1], self.part_types[1], \
-                    self.part_types[2]
-                types = ([p] * len(self.prefix) + [q] * len(question) + [m] * len(self.middle)
-                         + [c] * (len(piece_ids) + len(self.suffix)))
+            types = (self.prefix_types + [self.question_type] * len(question)
+                     + self.middle_types + [self.context_type] * len(piece_ids)
+                     + self.suffix_types) if self.uses_token_types else None
             windows.append({"input_ids": head + piece_ids + self.suffix, "token_type_ids": types,
                             "labels": labels,
                             "offsets": [None] * len(head) + piece_offsets

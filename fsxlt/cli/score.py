@@ -20,14 +20,14 @@ def score_cmd(
         typer.Argument(metavar="GOLD",
                        help="The task's labelled file in its data format (XGLUE: "
                        "xglue.nc.de.test, de.test, de/test_2k.tsv, xnli.test.tsv; FewCLUE: "
-                       "test_public.json)."),
+                       "test_public.json; QA: the SQuAD v1.1 JSON file predicted)."),
     ],
     predictions: Annotated[
         Path,
         typer.Argument(metavar="PRED",
                        help="The prediction file, as fsxlt adapt --predict and fsxlt "
                        "submission write it (<TASK>/<lang>.prediction, "
-                       "<task>_predict_<x>.json)."),
+                       "<task>_predict_<x>.json, <TASK>/predictions.<lang>.json)."),
     ],
     task: Annotated[str, typer.Option("--task", help="Task name or task YAML.")],
     lang: Annotated[
@@ -49,6 +49,9 @@ def score_cmd(
     seqeval entity F1 (NER, IOB1 or IOB2 alike) or seqeval precision (POS).
     FewCLUE (eprstmt, ocnli, chid, ...): JSON lines {"id": ..., "label": ...}
     (ChID: "answer"), matched to GOLD's examples by id; accuracy.
+    Extractive QA (mlqa, xquad, tydiqa): one JSON object from question id to
+    answer text, scored as MLQA's or SQuAD v1.1's evaluator scores it (F1 and
+    exact match; every question of GOLD counts, an unanswered one scores 0).
 
     Refused in one line: a missing file, another number of lines, sentences
     or words than GOLD has (both counts named), a label that is not the
@@ -62,6 +65,8 @@ def score_cmd(
       fsxlt score --task xglue-ner --lang de XGLUE/NER/de.test sub/NER/de.prediction --json
       fsxlt score --task ocnli FewCLUE/datasets/ocnli/test_public.json \\
           sub/ocnlif_predict_0.json
+      fsxlt score --task mlqa --lang de MLQA_V1/test/test-context-de-question-de.json \\
+          sub/MLQA/de.prediction
     """
     from fsxlt.scoring import prediction_format, score_file, summary
 

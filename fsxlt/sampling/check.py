@@ -48,7 +48,6 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.data import Example, QAExample, TaggedSentence, read_examples
-from fsxlt.data.qa import paragraphs
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.sampling.samplers import (
@@ -281,12 +280,11 @@ def _qa_remaining_ok(pool: list[Example], buckets: list[Bucket],
                      remaining: list[Example]) -> bool:
     """Whether a QA set's remaining dev set is whole paragraphs of the source that no
     bucket touches, in file order."""
-    used = _contexts([ex for bucket in buckets for ex in bucket.examples])
-    groups = paragraphs([ex for ex in pool if isinstance(ex, QAExample)])
     kept = _contexts(remaining)
-    expected = [pool[i].id for text, idx in groups.items() if text in kept for i in idx]
-    return not (kept & used) and sorted(expected) == sorted(ex.id for ex in remaining) \
-        and [ex.id for ex in remaining] == [ex.id for ex in pool if ex.id in set(expected)]
+    if kept & _contexts([ex for bucket in buckets for ex in bucket.examples]):
+        return False
+    return [ex.id for ex in remaining] == [ex.id for ex in pool
+                                           if isinstance(ex, QAExample) and ex.context in kept]
 
 
 def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
