@@ -86,6 +86,16 @@ def check_long_sentences(value: str, task: TaskSpec, where: str = "long_sentence
                          f"{task.kind}, whose inputs are truncated")
     return value
 
+
+def check_label_all_tokens(value: bool, task: TaskSpec, where: str = "label_all_tokens",
+                           ) -> bool:
+    """``value`` as a ``label_all_tokens`` setting for ``task``, or a one-line error: true
+    only for tagging (every wordpiece of a word scored with its label)."""
+    if value and not task.is_tagging:
+        raise FsxltError(f"{where} labels every wordpiece of a word (tagging); {task.name} "
+                         f"is {task.kind}")
+    return bool(value)
+
 # --------------------------------------------------------------------------- heads
 
 class Pooler(nn.Module):
@@ -333,8 +343,9 @@ class Row:
 
     For tagging, ``positions`` are the sequence positions of the last
     wordpiece of each scored word, ``words`` the indices of those words in
-    their sentence and ``labels`` their label ids. For classification,
-    ``labels`` holds the one label id.
+    their sentence and ``labels`` their label ids (training rows of
+    ``label_all_tokens``: every wordpiece of each word, each with the word's
+    index and label). For classification, ``labels`` holds the one label id.
     """
 
     example: int
@@ -407,10 +418,15 @@ class Featurizer:
         return self._encode_text(examples)
 
     def training_rows(self, examples: Sequence[Example],
-                      long_sentences: str = DEFAULT_LONG_SENTENCES) -> EncodedSplit:
+                      long_sentences: str = DEFAULT_LONG_SENTENCES,
+                      label_all_tokens: bool = False) -> EncodedSplit:
         """``examples`` as training rows: a long tagging sentence truncated (the study's) or
-        cut into windows, one row each, as ``long_sentences`` says."""
-        return self.encode(examples, windows=long_sentences == "windows")
+        cut into windows, one row each, as ``long_sentences`` says; ``label_all_tokens``
+        scores every wordpiece of a word with its label (tagging), not just the last."""
+        windows = long_sentences == "windows"
+        if check_label_all_tokens(label_all_tokens, self.task):
+            return self._encode_tagged(examples, windows, all_pieces=True)
+        return self.encode(examples, windows=windows)
 
     def _encode_qa(self, examples: Sequence[Example]) -> EncodedSplit:
         """Every window of every question (:mod:`fsxlt.spans`), one row each."""
@@ -478,7 +494,8 @@ class Featurizer:
         return EncodedSplit("classification", rows, len(texts), [ex.label for ex in texts],
                             [1] * len(texts), groups)
 
-    def _encode_tagged(self, examples: Sequence[Example], windows: bool) -> EncodedSplit:
+    def _encode_tagged(self, examples: Sequence[Example], windows: bool,
+                       all_pieces: bool = False) -> EncodedSplit:
         sentences = [ex for ex in examples if isinstance(ex, TaggedSentence)]
         if len(sentences) != len(examples):
             raise FsxltError(f"task {self.task.name} expects tagged sentences, got text examples")
@@ -499,16 +516,18 @@ class Featurizer:
             labels = [self._label(tag) for tag in sentence.tags]
             for start, stop in self._windows(pieces, windows):
                 row_ids = list(self.prefix)
-                positions = []
+                positions, words = [], []
                 for word in range(start, stop):
                     row_ids.extend(pieces[word])
-                    positions.append(len(row_ids) - 1)
+                    scored = len(pieces[word]) if all_pieces else 1  # last piece, or all
+                    positions.extend(range(len(row_ids) - scored, len(row_ids)))
+                    words.extend([word] * scored)
                 row_ids.extend(self.suffix)
                 rows.append(Row(example=i, input_ids=row_ids,
                                 token_type_ids=[0] * len(row_ids) if self.uses_token_types
                                 else None,
-                                labels=labels[start:stop], positions=positions,
-                                words=list(range(start, stop))))
+                                labels=[labels[word] for word in words], positions=positions,
+                                words=words))
         return EncodedSplit("tagging", rows, len(sentences), [list(s.tags) for s in sentences],
                             [len(s.tokens) for s in sentences])
 

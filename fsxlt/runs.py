@@ -73,6 +73,9 @@ DEFAULT_SOURCE = "en"      # the study's source; its arms carry no mark
 STRATEGY_MARK = "~"        # full~diverse: adapted on buckets a selection strategy built
 REGIME_MARK = "+"          # full+joint: trained on the source data beside the bucket
 DEFAULT_REGIME = "sequential"  # the study's regime (adapt on the bucket alone): no mark
+# regime names of earlier versions, as records of them are filed: 0.2's "joint-mixup"
+# put source and bucket rows in one batch, what is now called joint-concat
+LEGACY_REGIMES = {"joint-mixup": "joint-concat"}
 ADAPT_WRITER = "fsxlt adapt"
 
 
@@ -116,10 +119,15 @@ def arm_of(record: dict[str, Any]) -> str:
 
 
 def record_regime(record: dict[str, Any]) -> str:
-    """The training regime of an adapt record (``sequential`` for one that names none)."""
+    """The training regime of an adapt record as its arm names it (``sequential`` for one
+    that names none; multi with its languages, ``multi-ar-de-zh``)."""
     regime = record.get("regime")
-    return str(regime.get("name") or DEFAULT_REGIME) if isinstance(regime, dict) \
-        else DEFAULT_REGIME
+    if not isinstance(regime, dict):
+        return DEFAULT_REGIME
+    name = str(regime.get("name") or DEFAULT_REGIME)
+    if name == "multi":  # the languages that trained together: multi-ar-de-zh
+        return "-".join(("multi", *sorted(regime.get("languages") or ())))
+    return LEGACY_REGIMES.get(name, name)
 
 
 def source_name(source_languages: Sequence[str] | None) -> str:

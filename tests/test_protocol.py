@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 import fsxlt.training.adapt as adapt_module
+import fsxlt.training.steps as steps_module
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
 from fsxlt.execution import adapt_plan, expand, load_config, parse_config
@@ -29,6 +30,9 @@ NLI = ["entailment", "neutral", "contradiction"]
 # The identity hashes of the two runs of adapt_runs() with the study's protocol, computed
 # with fsxlt before adapting had protocol options: they must never change.
 DEFAULT_HASHES = ["run:3cf0a01b8ba97ebb", "run:6229234af6a1d3fa"]
+# what a record's protocol block says of the study's optimizer and tagging loss
+STUDY_TRAINING = {"optimizer": {"name": "adam", "weight_decay": 0.0, "warmup": 0.0,
+                                "schedule": "constant"}, "label_all_tokens": False}
 
 
 def adapt_runs(tmp_path: Path, **kwargs):
@@ -86,7 +90,8 @@ def test_a_default_record_keeps_its_config_hash_and_says_its_protocol(engine):
     }
     assert record["config_hash"] == config_hash(old_config)
     assert record["protocol"] == {"batch_size": None, "steps_per_epoch": 1,
-                                  "patience_from": "start", "long_sentences": "truncate"}
+                                  "patience_from": "start", "long_sentences": "truncate",
+                                  **STUDY_TRAINING}
     assert all(run["optimizer_steps"] == run["stopped_epoch"] for run in record["runs"])
     assert "patience_from_epoch" not in record["runs"][0]
     explicit = engine.adapt(bucket, lrs=[1e-3], max_epochs=3, patience=2, batch_size=None,
@@ -103,11 +108,11 @@ class StepCounter:
 
     def __init__(self, monkeypatch):
         self.sizes: list[int] = []
-        make, train = adapt_module.make_optimizer, adapt_module.train_step
+        make, train = adapt_module.make_optimizer, steps_module.train_step
         self.steps = 0
 
-        def counted_optimizer(model, lr):
-            optimizer = make(model, lr)
+        def counted_optimizer(model, lr, *settings):
+            optimizer = make(model, lr, *settings)
             step = optimizer.step
 
             def counted_step(*args, **kwargs):
@@ -122,7 +127,7 @@ class StepCounter:
             return train(model, batches, optimizer, **kwargs)
 
         monkeypatch.setattr(adapt_module, "make_optimizer", counted_optimizer)
-        monkeypatch.setattr(adapt_module, "train_step", sized_step)
+        monkeypatch.setattr(steps_module, "train_step", sized_step)
 
 
 @pytest.mark.parametrize("method", ["full", "fc"])
@@ -135,7 +140,8 @@ def test_mini_batches_take_several_steps_per_epoch(engine, method, monkeypatch):
     assert counter.steps == run["optimizer_steps"] == 6  # ceil(10 / 4) = 3 per epoch
     assert counter.sizes == [4, 4, 2, 4, 4, 2]
     assert record["protocol"] == {"batch_size": 4, "steps_per_epoch": 3,
-                                  "patience_from": "start", "long_sentences": "truncate"}
+                                  "patience_from": "start", "long_sentences": "truncate",
+                                  **STUDY_TRAINING}
 
 
 def test_the_study_protocol_takes_one_step_per_epoch(engine, monkeypatch):
@@ -352,7 +358,7 @@ def test_adapt_records_the_protocol_and_refuses_a_record_of_another(fewclue_stor
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record["protocol"] == {"batch_size": 3, "steps_per_epoch": 3,
                                   "patience_from": "first-improvement",
-                                  "long_sentences": "truncate"}
+                                  "long_sentences": "truncate", **STUDY_TRAINING}
     assert record["run"]["identity"]["batch_size"] == 3
     assert record["runs"][0]["optimizer_steps"] == 3 * record["runs"][0]["stopped_epoch"]
     assert run_app([*argv, *mini]) == 0

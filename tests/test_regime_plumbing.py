@@ -30,7 +30,7 @@ from tests.sweep_fixtures import build_study, sweep_config, write_config
 from tests.test_protocol import DEFAULT_HASHES, adapt_runs
 from tests.train_fixtures import nli_data, write_pairs
 
-REGIMES = ("sequential", "joint", "joint-mixup", "joint-macro")
+REGIMES = ("sequential", "joint", "joint-concat", "joint-macro", "mixup")
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_a_record_is_filed_under_its_regime():
     record = {"method": "full", "model": {"source_training": True, "start": {}},
               "bucket": {}}
     assert arm_of(record) == "full"
-    assert arm_of({**record, "regime": {"name": "joint-mixup"}}) == "full+joint-mixup"
+    assert arm_of({**record, "regime": {"name": "joint-mixup"}}) == "full+joint-concat"  # 0.2
 
 
 def test_reports_title_and_order_regime_arms():
@@ -153,8 +153,8 @@ def test_candidates_and_source_files_enter_the_identity(study, tmp_path):
 
 def test_a_task_may_set_its_own_regimes(study, tmp_path):
     config = small_config(study, tmp_path / "runs", joint=joint(study))
-    config["tasks"]["xnli"]["regimes"] = ["joint-mixup"]
-    assert {run.arm for run in expand(parse_config(config)).runs} == {"full+joint-mixup"}
+    config["tasks"]["xnli"]["regimes"] = ["joint-concat"]
+    assert {run.arm for run in expand(parse_config(config)).runs} == {"full+joint-concat"}
 
 
 def test_dry_run_lists_the_regime_arms(study, tmp_path, capsys):

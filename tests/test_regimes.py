@@ -81,7 +81,7 @@ def test_joint_mixer_batches(seed):
     # the pool (100 source + 30 bucket copies) is run through before it is reshuffled
     first_pass = drawn[:130]
     assert sorted(map(str, first_pass)) == sorted(map(str, source + target * 10))
-    mixup = JointMixer(Regime("joint-mixup", batch_size=8, steps_per_epoch=3), source, target,
+    mixup = JointMixer(Regime("joint-concat", batch_size=8, steps_per_epoch=3), source, target,
                        seed)
     for step in mixup.epoch():
         assert len(step) == 1 and step[0][0][-3:] == target and len(step[0][0]) == 11
@@ -109,7 +109,7 @@ def test_regime_options_are_checked():
 
 # --------------------------------------------------------------------------- joint runs
 
-@pytest.mark.parametrize("name", ["joint", "joint-mixup", "joint-macro"])
+@pytest.mark.parametrize("name", ["joint", "joint-concat", "joint-macro"])
 def test_joint_runs_train_on_source_and_bucket(engine, name):
     regime = Regime(name, batch_size=4, steps_per_epoch=3, target_repeat=2)
     record = engine.adapt(bucket(), lrs=LR, max_epochs=2, patience=5, regime=regime)

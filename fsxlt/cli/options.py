@@ -79,3 +79,31 @@ PatienceFrom = Annotated[
                  "first-improvement (from the first epoch whose dev score beats the first "
                  "epoch's)."),
 ]
+OptimizerName = Annotated[
+    str | None,
+    typer.Option("--optimizer", help="adam (default: the study's; no weight decay, constant "
+                 "learning rate) or adamw (decoupled weight decay, the peer study's)."),
+]
+WeightDecay = Annotated[
+    float | None,
+    typer.Option("--weight-decay", help="Weight decay of every weight except biases and "
+                 "LayerNorm/layer_norm weights; default 0 (the peer study: 0.01 with "
+                 "--optimizer adamw)."),
+]
+Warmup = Annotated[
+    float | None,
+    typer.Option("--warmup", help="Warm the learning rate up linearly from 0 over this "
+                 "fraction of all training steps, in [0, 1); default 0 (the peer: 0.1)."),
+]
+Schedule = Annotated[
+    str | None,
+    typer.Option("--schedule", help="Learning rate after the warm-up: constant (default) or "
+                 "linear (down to 0 at the last step: steps per epoch x epochs, "
+                 "transformers' get_linear_schedule_with_warmup)."),
+]
+LabelAllTokens = Annotated[
+    bool,
+    typer.Option("--label-all-tokens", help="Tagging: train on every wordpiece of a word, "
+                 "each with the word's label (the peer study's), not only its last piece "
+                 "(the study's); dev and test still score each word's last piece."),
+]

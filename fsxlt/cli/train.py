@@ -13,17 +13,22 @@ from fsxlt.cli.options import (
     BatchSize,
     DataDir,
     Device,
+    LabelAllTokens,
     LongSentences,
     Lrs,
     MaxEpochs,
     MaxSeqLength,
     MethodName,
     MethodOpts,
+    OptimizerName,
     Patience,
     PatienceFrom,
     Replace,
+    Schedule,
     Seed,
     SelectStart,
+    Warmup,
+    WeightDecay,
 )
 from fsxlt.data import Example, has_labels, load_split
 from fsxlt.errors import FsxltError
@@ -183,11 +188,24 @@ def source_train_cmd(
         typer.Option(
             "--keep",
             help="Which candidate the checkpoint holds: selected (by --select; default), last "
-            "(one --lr), average-last (one --lr, needs --average-last) or average-lrs "
-            "(needs --average-last).",
+            "(one --lr), average-last (one --lr, needs --average-last), average-lrs "
+            "(needs --average-last), oracle (the selected one, and per --target with a dev "
+            "set the epoch best on that dev set as its own checkpoint OUT/oracle-<lang>) or "
+            "average-seeds (the mean of one training per --seeds; see --seed-weights).",
         ),
     ] = "selected",
+    seeds: Annotated[list[int] | None, typer.Option(
+        "--seeds", min=0, help="--keep average-seeds: train once per seed (repeatable, two or "
+        "more; not with --seed) and keep the mean of their weights.")] = None,
+    seed_weights: Annotated[str | None, typer.Option(
+        "--seed-weights", help="--keep average-seeds: which weights of each seed the mean "
+        "takes: selected (by --select over its lr grid; default) or last (one --lr).")] = None,
     long_sentences: LongSentences = None,
+    optimizer: OptimizerName = None,
+    weight_decay: WeightDecay = None,
+    warmup: Warmup = None,
+    schedule: Schedule = None,
+    label_all_tokens: LabelAllTokens = False,
 ) -> None:
     """Source-train over the lr grid; keep the checkpoint with the best source dev score.
 
@@ -207,22 +225,45 @@ def source_train_cmd(
           --target zh --target ar --out ckpt/panx-en-de-es
       fsxlt source-train --task panx --data-dir data/panx --target de \\
           --average-last 3 --keep average-lrs --out ckpt/panx-avg
+      fsxlt source-train --task panx --data-dir data/panx --target de --target zh \\
+          --keep oracle --out ckpt/panx-mbert    # also ckpt/panx-mbert/oracle-de, oracle-zh
+      fsxlt source-train --task panx --data-dir data/panx --target de --lr 2e-5 \\
+          --seeds 1 --seeds 2 --seeds 3 --keep average-seeds --out ckpt/panx-seeds
 
-    With --average-last the summary lists every candidate's dev and target test
-    scores; --keep picks which one is saved (and scores zero-shot). A tagging
-    sentence longer than --max-seq-length is truncated for training (the study's)
-    unless --long-sentences windows; the checkpoint records which, and so does
-    every record adapted from it.
+    With --average-last the summary lists every candidate's dev and target test scores;
+    --keep picks which one is saved (and scores zero-shot); --keep oracle also saves each
+    target's best epoch on its dev set (OUT/oracle-<lang>), --keep average-seeds the mean of
+    the seeds' --seed-weights. A tagging sentence longer than --max-seq-length is truncated
+    for training (the study's) unless --long-sentences windows; the checkpoint records
+    which, and so does every record adapted from it. Adam with a constant learning rate is
+    the study's optimizer; --optimizer adamw --weight-decay 0.01 --warmup 0.1 --schedule
+    linear is the peer study's (Schmidt et al. 2022), and --label-all-tokens (tagging)
+    trains on every wordpiece of a word; the checkpoint records both:
+
+    \b
+      fsxlt source-train --task panx --data-dir data/panx --target de --optimizer adamw \\
+          --weight-decay 0.01 --warmup 0.1 --schedule linear --label-all-tokens \\
+          --out ckpt/panx-peer
     """
-    from fsxlt.modeling import DEFAULT_LONG_SENTENCES, check_long_sentences, quiet_transformers
-    from fsxlt.training import save_checkpoint, source_train
+    from fsxlt.modeling import (
+        DEFAULT_LONG_SENTENCES,
+        check_label_all_tokens,
+        check_long_sentences,
+        quiet_transformers,
+    )
+    from fsxlt.training import source_train
     from fsxlt.training.candidates import check_averaging
+    from fsxlt.training.optim import flag_settings
+    from fsxlt.training.seed_average import check_seeds
 
     spec = get_task(task)
     source_langs = _source_languages(spec, source_lang, data_dir)
     check_averaging(average_last, keep, lrs or spec.training.source_lrs)  # before any data loads
+    check_seeds(seeds, seed, keep, seed_weights, lrs or spec.training.source_lrs)
     long_sentences = check_long_sentences(long_sentences or DEFAULT_LONG_SENTENCES, spec,
                                           "--long-sentences")
+    settings = flag_settings(optimizer, weight_decay, warmup, schedule)
+    label_all_tokens = check_label_all_tokens(label_all_tokens, spec, "--label-all-tokens")
     check_source_training(method_class(method))
     get_method(method, spec.kind).check_start(spec, model)  # before any model loads
     out = check_output_dir(out, "checkpoint directory")
@@ -237,29 +278,14 @@ def source_train_cmd(
                                _lang_files(target_test, "--target-test"), data_dir, sources)
     quiet_transformers()
     result = source_train(
-        spec,
-        train,
-        source_dev,
-        model_name=model,
-        source_languages=source_langs,
-        select=select,
-        target_dev=tdev,
-        target_test=ttest,
-        sources=sources,
-        lrs=lrs,
-        epochs=epochs,
-        batch_size=batch_size,
-        seed=seed,
-        max_seq_length=max_seq_length,
-        device=device,
-        checkpoint_test_scores=checkpoint_test_scores,
-        progress=True,
-        method=method,
-        average_last=average_last,
-        keep=keep,
-        long_sentences=long_sentences,
-    )
-    save_checkpoint(out, result.model, result.tokenizer, result.record, overwrite=overwrite)
+        spec, train, source_dev, model_name=model, source_languages=source_langs,
+        select=select, target_dev=tdev, target_test=ttest, sources=sources, lrs=lrs,
+        epochs=epochs, batch_size=batch_size, seed=seed, max_seq_length=max_seq_length,
+        device=device, checkpoint_test_scores=checkpoint_test_scores, progress=True,
+        method=method, average_last=average_last, keep=keep, long_sentences=long_sentences,
+        optimizer=settings, label_all_tokens=label_all_tokens,
+        seeds=seeds, seed_weights=seed_weights)
+    result.save(out, overwrite=overwrite)  # with the oracle starts, OUT/oracle-<lang>
     _print_source_result(result, source_langs == ["en"] and select == "source-dev", out)
 
 
@@ -312,8 +338,9 @@ def _print_source_result(result: Any, english: bool, out: Path) -> None:
     """The selected checkpoint and its zero-shot scores, one line each."""
     sel = result.record["selection"]
     on = "English" if english else "+".join(sel["languages"])
+    seed = f" seed {sel['seed']}" if "seed" in sel else ""  # over the seeds averaged
     typer.echo(
-        f"selected lr {sel['lr']:g} epoch {sel['epoch']} "
+        f"selected lr {sel['lr']:g} epoch {sel['epoch']}{seed} "
         f"({on} dev {100 * sel['dev_score']:.2f}) in {result.wall_time_s:.1f}s; wrote {out}"
     )
     if "keep" in sel:
@@ -323,6 +350,15 @@ def _print_source_result(result: Any, english: bool, out: Path) -> None:
         _print_scores(f"zero-shot {lang} {what}", scores)
     if "candidates" in result.record:
         _print_candidates(result.record["candidates"]["models"], sel.get("kept"))
+    for oracle in result.oracles:
+        _print_oracle(oracle.record, out / oracle.name)
+
+
+def _print_oracle(record: dict[str, Any], where: Path) -> None:
+    """An oracle start's line: its language, lr and epoch, dev score."""
+    start = record["oracle_start"]
+    typer.echo(f"oracle {start['language']}: lr {start['lr']:g} epoch {start['epoch']} "
+               f"({start['language']} dev {100 * start['dev_score']:.2f}); wrote {where}")
 
 
 def _print_candidates(models: list[dict[str, Any]], kept: str | None) -> None:
@@ -397,6 +433,11 @@ def adapt_cmd(
     batch_size: BatchSize = None,
     patience_from: PatienceFrom = None,
     long_sentences: LongSentences = None,
+    optimizer: OptimizerName = None,
+    weight_decay: WeightDecay = None,
+    warmup: Warmup = None,
+    schedule: Schedule = None,
+    label_all_tokens: LabelAllTokens = False,
     max_seq_length: MaxSeqLength = None,
     device: Device = "auto",
     save_predictions: Annotated[
@@ -410,8 +451,9 @@ def adapt_cmd(
     replace: Replace = False,
     regime: Annotated[str, typer.Option(
         "--regime", help="Training regime: sequential (the bucket alone; the study's), "
-        "joint, joint-mixup or joint-macro (the source language's training data beside "
-        "the bucket; needs --source-train). A joint run's arm is e.g. full+joint.")
+        "joint, joint-concat, joint-macro, mixup or multi (the source language's training "
+        "data beside the bucket; needs --source-train). Such a run's arm is e.g. "
+        "full+mixup, full+multi-ar-de-zh.")
     ] = "sequential",
     source_train: Annotated[Path | None, typer.Option(
         "--source-train", help="The source language's train file, in the task's format "
@@ -422,9 +464,22 @@ def adapt_cmd(
     joint_steps: Annotated[int | None, typer.Option(
         "--joint-steps", min=1, help="Joint regimes: optimizer steps per epoch (between two "
         "dev scores); default 20.")] = None,
+    joint_epoch: Annotated[str | None, typer.Option(
+        "--joint-epoch", help="Joint regimes: what an epoch is: steps (--joint-steps "
+        "steps; default) or source-pass (one pass over the source data).")] = None,
+    target_batch_size: Annotated[int | None, typer.Option(
+        "--target-batch-size", min=1, help="joint-concat, joint-macro, mixup: bucket rows "
+        "per step, cycling through the bucket (default: the whole bucket every step).")
+    ] = None,
     target_repeat: Annotated[int | None, typer.Option(
         "--target-repeat", min=1, help="joint: copies of the bucket in the shuffled pool "
         "beside the source data; default 100.")] = None,
+    mixup_alpha: Annotated[float | None, typer.Option(
+        "--mixup-alpha", help="mixup: λ ~ Beta(alpha, alpha); default 0.4.")] = None,
+    multi_lang: Annotated[list[str] | None, typer.Option(
+        "--multi-lang", help="multi: a target language trained together with --lang "
+        "(repeatable); its bucket of the same K and index comes from the set beside "
+        "--bucket's (<root>/<task>/<lang>/k<K>).")] = None,
     average_last: Annotated[int | None, typer.Option(
         "--average-last", help="Also keep candidate models: the average of the last N "
         "epochs' weights and the last epoch (per lr) and the average over the lrs; the "
@@ -442,7 +497,11 @@ def adapt_cmd(
     settings is already in --out is skipped (and said so), a finished record of
     other settings is refused unless --replace. Starting from a pretrained
     encoder (not an fsxlt checkpoint) files the run under the -nosource arm; a
-    joint regime (--regime) under its own arm (full+joint, full+joint-nosource).
+    joint regime (--regime) under its own arm (full+joint, full+mixup-nosource).
+    --optimizer adamw --weight-decay 0.01 --warmup 0.1 --schedule linear trains as
+    the peer study (Schmidt et al. 2022) does (the schedule spans steps per epoch x
+    --max-epochs steps) and --label-all-tokens scores every wordpiece of a tagged word
+    in training; records name both, and their identity holds them when not the defaults.
 
     Example:
 
@@ -456,8 +515,15 @@ def adapt_cmd(
       fsxlt adapt --task xnli --lang de --bucket buckets/xnli/de/k8 --from ckpt/xnli-mbert \\
           --regime joint --source-train data/xnli/train-en.tsv --average-last 3 \\
           --source-dev data/xnli/dev-en.tsv --data-dir data/xnli --out runs
+      fsxlt adapt --task panx --lang zh --bucket buckets/panx/zh/k16 --from ckpt/panx-mbert \\
+          --regime mixup --source-train data/panx/train-en.tsv --joint-batch-size 16 \\
+          --target-batch-size 16 --joint-epoch source-pass --data-dir data/panx --out runs
+      fsxlt adapt --task panx --lang de --bucket buckets/panx/de/k8 --from ckpt/panx-peer \\
+          --optimizer adamw --weight-decay 0.01 --warmup 0.1 --schedule linear \\
+          --label-all-tokens --data-dir data/panx --out runs
     """
     from fsxlt.execution import adapt_plan
+    from fsxlt.training.optim import flag_settings
 
     if save_predictions and no_test:
         raise FsxltError("--save-predictions saves test predictions; it cannot go with --no-test")
@@ -470,9 +536,13 @@ def adapt_cmd(
                       data_dir=data_dir, batch_size=batch_size, patience_from=patience_from,
                       regime=regime, source_train=source_train, source_dev=source_dev,
                       average_last=average_last, long_sentences=long_sentences,
+                      optimizer=flag_settings(optimizer, weight_decay, warmup, schedule),
+                      label_all_tokens=label_all_tokens,
                       regime_options={
                           "batch_size": joint_batch_size, "steps_per_epoch": joint_steps,
-                          "target_repeat": target_repeat})
+                          "target_repeat": target_repeat, "epoch": joint_epoch,
+                          "target_batch_size": target_batch_size, "alpha": mixup_alpha,
+                          "languages": list(multi_lang) if multi_lang else None})
     failed = _run_adapt(runs, out, replace=replace, save_predictions=save_predictions,
                         device=device)
     if failed:

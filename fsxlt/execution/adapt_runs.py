@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan, parse_patience_from
@@ -14,6 +14,9 @@ from fsxlt.execution.spec import Hashes, RunSpec, build_run
 from fsxlt.runs import DEFAULT_REGIME, is_checkpoint
 from fsxlt.sampling.set_files import SetFiles, named_files
 from fsxlt.tasks import TaskSpec, get_task
+
+if TYPE_CHECKING:
+    from fsxlt.training.optim import OptimizerSettings
 
 
 def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
@@ -26,13 +29,14 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                batch_size: int | None = None, patience_from: str | None = None,
                regime: str = DEFAULT_REGIME, regime_options: dict[str, Any] | None = None,
                source_train: Path | None = None, source_dev: Path | None = None,
-               average_last: int | None = None,
-               long_sentences: str | None = None) -> list[RunSpec]:
+               average_last: int | None = None, long_sentences: str | None = None,
+               optimizer: OptimizerSettings | None = None,
+               label_all_tokens: bool = False) -> list[RunSpec]:
     """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
     bucket file), built as a sweep builds them, so both write the same records.
 
-    ``batch_size`` / ``patience_from`` / ``long_sentences``: the adapting protocol (None:
-    the study's).
+    ``batch_size`` / ``patience_from`` / ``long_sentences`` / ``optimizer`` /
+    ``label_all_tokens``: the adapting protocol (None, False: the study's).
     ``regime`` (:mod:`fsxlt.training.regimes`) with its ``regime_options`` and, for a joint
     one, the ``source_train`` file; ``average_last`` N keeps candidate models (the average
     of the last N epochs, the last epoch and, given ``source_dev``, the best epoch on it).
@@ -40,8 +44,6 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
     train) or the set's remaining dev examples (tasks sampled from dev).
     """
-    from fsxlt.modeling import DEFAULT_LONG_SENTENCES, check_long_sentences
-
     spec = get_task(task)
     spec.check_language(language)
     training = spec.training
@@ -64,9 +66,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                         else int(max_seq_length)),
         no_source=None, method_options={method: dict(method_options)} if method_options else {},
         select_start=select_start, predict=str(predict) if predict is not None else None,
-        batch_size=batch_size, patience_from=parse_patience_from(patience_from, "--patience-from"),
-        long_sentences=check_long_sentences(long_sentences or DEFAULT_LONG_SENTENCES, spec,
-                                            "--long-sentences"),
+        **_protocol_fields(spec, batch_size, patience_from, long_sentences, optimizer,
+                           label_all_tokens),
         **_regime_fields(regime, regime_options or {}, source_train, source_dev, average_last))
     if plan.regimes != (DEFAULT_REGIME,) and batch_size is not None:
         raise FsxltError(f"--batch-size (the mini-batch protocol) is for the sequential "
@@ -98,28 +99,50 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     return runs
 
 
+def _protocol_fields(spec: TaskSpec, batch_size: int | None, patience_from: str | None,
+                     long_sentences: str | None, optimizer: OptimizerSettings | None,
+                     label_all_tokens: bool) -> dict[str, Any]:
+    """``fsxlt adapt``'s adapting protocol as TaskPlan fields, each checked (the optimizer
+    None when it is the study's Adam)."""
+    from fsxlt.modeling import DEFAULT_LONG_SENTENCES, check_label_all_tokens, check_long_sentences
+
+    return {"batch_size": batch_size,
+            "patience_from": parse_patience_from(patience_from, "--patience-from"),
+            "long_sentences": check_long_sentences(long_sentences or DEFAULT_LONG_SENTENCES,
+                                                   spec, "--long-sentences"),
+            "optimizer": None if optimizer is None or optimizer.is_default else optimizer,
+            "label_all_tokens": check_label_all_tokens(label_all_tokens, spec,
+                                                       "--label-all-tokens")}
+
+
+# the command line's name of a regime option
+CLI_NAMES = {"batch_size": "joint-batch-size", "steps_per_epoch": "joint-steps",
+             "epoch": "joint-epoch", "target_repeat": "target-repeat",
+             "target_batch_size": "target-batch-size", "alpha": "mixup-alpha",
+             "languages": "multi-lang"}
+
+
 def _regime_fields(regime: str, options: dict[str, Any], source_train: Path | None,
                    source_dev: Path | None, average_last: int | None) -> dict[str, Any]:
     """``fsxlt adapt``'s regime and candidates as TaskPlan fields, each checked: a regime
     it knows with settings it takes, the source train file a joint regime needs (and
     only it), average_last >= 1 and a source dev file only beside it."""
-    from fsxlt.training.regimes import parse_regime
+    from fsxlt.training.regimes import OPTION_REGIMES, inapplicable, parse_regime
 
     options = {key: value for key, value in options.items() if value is not None}
     parsed = parse_regime(regime, None, "--regime")
     if not parsed.is_sequential:
-        parse_regime(regime, options, f"--regime {regime}")
-        if options.get("target_repeat") is not None and parsed.name != "joint":
-            raise FsxltError(f"--target-repeat is the joint regime's (copies of the bucket "
-                             f"in its pool); --regime {regime} takes the whole bucket in "
-                             "every step")
+        parsed = parse_regime(regime, options, f"--regime {regime}")
+        for key in inapplicable(parsed, options):
+            raise FsxltError(f"--{CLI_NAMES[key]} is for regime(s) "
+                             f"{', '.join(OPTION_REGIMES[key])}, not --regime {regime}")
         if source_train is None:
             raise FsxltError(f"--regime {regime} trains on the source data beside the bucket; "
                              "pass --source-train FILE (the source language's train file)")
     elif options or source_train is not None:
-        raise FsxltError("--source-train, --joint-batch-size, --joint-steps and "
-                         "--target-repeat set a joint regime; pass --regime joint (or "
-                         "joint-mixup, joint-macro)")
+        raise FsxltError("--source-train and the --joint-*, --target-*, --mixup-alpha and "
+                         "--multi-lang options set a joint regime; pass --regime joint (or "
+                         "joint-concat, joint-macro, mixup, multi)")
     if average_last is not None and average_last < 1:
         raise FsxltError(f"--average-last must be at least 1, got {average_last}")
     if source_dev is not None and average_last is None:

@@ -26,19 +26,25 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
     long_sentences: truncate        # a bucket sentence longer than max_seq_length: truncated
                                     # (the study's) or windows (each window a training row;
                                     # tagging tasks)
+    optimizer: null                 # null: Adam, constant lr (the study's); or {name: adamw,
+                                    # weight_decay: 0.01, warmup: 0.1, schedule: linear}
+    label_all_tokens: false         # true (tagging): train on every wordpiece of a word
     no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
                                     # it may set its own lrs, max_epochs, patience,
-                                    # batch_size, patience_from and long_sentences
+                                    # batch_size, patience_from, long_sentences,
+                                    # optimizer and label_all_tokens
     icl: null                       # or {model: NAME_OR_DIR, arms: [{}, {calibrate: true}]}:
                                     # in-context learning arms on the same buckets, and at
                                     # K=0 (fsxlt.execution.icl_config); methods: [] runs
                                     # them alone
     regimes: [sequential]           # training regimes: sequential (the bucket alone), joint,
-                                    # joint-mixup, joint-macro (the source data beside it);
+                                    # joint-concat, joint-macro, mixup (the source data too);
                                     # each (method, regime) is an arm: full, full+joint
     joint: null                     # the joint regimes' settings: {source_train: PATH (the
                                     # source language's train file, required), batch_size: 32,
-                                    # steps_per_epoch: 20, target_repeat: 100}
+                                    # steps_per_epoch: 20, target_repeat: 100,
+                                    # epoch: steps|source-pass, target_batch_size: N,
+                                    # alpha: 0.4 (mixup)}
     average_last: null              # N: also keep the average of the last N epochs' weights
                                     # (and the last epoch, per lr) as candidate models
     source_dev: null                # PATH: the source language's dev file, whose best epoch is
@@ -47,7 +53,8 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
       xnli: {languages: [de, fr], k: [1, 2, 4, 8]}
       marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
 
-``batch_size``, ``patience_from`` and ``long_sentences`` are the adapting protocol
+``batch_size``, ``patience_from``, ``long_sentences``, ``optimizer``
+(:mod:`fsxlt.training.optim`) and ``label_all_tokens`` are the adapting protocol
 (:class:`fsxlt.training.protocol.Protocol`); a run's identity holds them only
 when they are not the study's defaults, so existing records keep theirs.
 Likewise ``regimes`` (:mod:`fsxlt.training.regimes`): a sequential run's
@@ -75,7 +82,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsxlt.config_checks import (
     as_list,
@@ -94,13 +101,17 @@ from fsxlt.fileio import parse_yaml
 from fsxlt.runs import DEFAULT_REGIME
 from fsxlt.tasks import TaskSpec, get_task
 
+if TYPE_CHECKING:
+    from fsxlt.training.optim import OptimizerSettings
+
 SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed",
             "max_epochs", "patience", "max_seq_length", "no_source_training",
             "method_options", "select_start", "predict", "batch_size", "patience_from",
-            "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences")
+            "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences",
+            "optimizer", "label_all_tokens")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
-                      "long_sentences")
+                      "long_sentences", "optimizer", "label_all_tokens")
 
 TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
@@ -130,6 +141,8 @@ class TaskPlan:
     batch_size: int | None = None   # the adapting protocol (fsxlt.training.protocol.Protocol)
     patience_from: str = "start"
     long_sentences: str = "truncate"  # a long bucket sentence: truncated or in windows
+    optimizer: OptimizerSettings | None = None  # None: the study's Adam, constant lr
+    label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
     icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
     regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # training regimes (fsxlt.training.regimes)
     regime_options: dict[str, Any] = field(default_factory=dict)  # joint: less source_train
@@ -300,13 +313,15 @@ def _protocol(merged: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, A
             "max_seq_length": pick("max_seq_length", training.max_seq_length, 8),
             "batch_size": _batch_size(merged["batch_size"], where),
             "patience_from": parse_patience_from(merged["patience_from"], where),
-            "long_sentences": parse_long_sentences(merged["long_sentences"], spec, where)}
+            "long_sentences": parse_long_sentences(merged["long_sentences"], spec, where),
+            "optimizer": parse_optimizer_settings(merged["optimizer"], where),
+            "label_all_tokens": parse_label_all_tokens(merged["label_all_tokens"], spec, where)}
 
 
 def _regimes(merged: dict[str, Any], where: str, task: str) -> dict[str, Any]:
     """The training regimes of a task, their settings (``joint``), ``average_last`` and
     ``source_dev``, as TaskPlan fields; each regime checked with its settings."""
-    from fsxlt.training.regimes import parse_regime
+    from fsxlt.training.regimes import OPTION_REGIMES, parse_regime
 
     names = tuple(dict.fromkeys(
         text(x, where, "regimes") or "" for x in as_list(merged["regimes"], where, "regimes")))
@@ -319,10 +334,11 @@ def _regimes(merged: dict[str, Any], where: str, task: str) -> dict[str, Any]:
     if (options or source_train is not None) and not joined:
         raise FsxltError(f"{where}: joint sets the joint regimes, but regimes has none of "
                          "them (regimes: [sequential, joint] runs both)")
-    if options.get("target_repeat") is not None and "joint" not in joined:
-        raise FsxltError(f"{where}: joint.target_repeat is the joint regime's (copies of the "
-                         f"bucket in its pool); {', '.join(joined)} take the whole bucket in "
-                         "every step")
+    for key, value in options.items():
+        users = OPTION_REGIMES.get(key)
+        if value is not None and users and not set(users) & set(joined):
+            raise FsxltError(f"{where}: joint.{key} is for regime(s) {', '.join(users)}; "
+                             f"regimes has {', '.join(joined)}")
     if joined and source_train is None:
         raise FsxltError(f"{where}: regimes {', '.join(joined)} train on the source data "
                          "beside the bucket; give its file as joint: {source_train: PATH}")
@@ -370,6 +386,23 @@ def parse_long_sentences(value: Any, spec: TaskSpec, where: str) -> str:
                                 f"{where}: long_sentences")
 
 
+def parse_optimizer_settings(value: Any, where: str) -> OptimizerSettings | None:
+    """``optimizer``: null (Adam, constant lr: the study's) or a mapping of
+    :func:`fsxlt.training.optim.parse_optimizer`; None when it is the study's."""
+    from fsxlt.training.optim import parse_optimizer
+
+    settings = parse_optimizer(value, where)
+    return None if settings.is_default else settings
+
+
+def parse_label_all_tokens(value: Any, spec: TaskSpec, where: str) -> bool:
+    """``label_all_tokens``: false (the default, the study's) or true (tagging tasks)."""
+    from fsxlt.modeling import check_label_all_tokens
+
+    return check_label_all_tokens(flag(value, where, "label_all_tokens"), spec,
+                                  f"{where}: label_all_tokens")
+
+
 def _arm_settings(raw: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, Any]:
     """The settings an arm (no_source_training) gives itself, as TaskPlan fields."""
     out: dict[str, Any] = {}
@@ -384,6 +417,10 @@ def _arm_settings(raw: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, 
         out["patience_from"] = parse_patience_from(raw["patience_from"], where)
     if raw.get("long_sentences") is not None:
         out["long_sentences"] = parse_long_sentences(raw["long_sentences"], spec, where)
+    if raw.get("optimizer") is not None:
+        out["optimizer"] = parse_optimizer_settings(raw["optimizer"], where)
+    if raw.get("label_all_tokens") is not None:
+        out["label_all_tokens"] = parse_label_all_tokens(raw["label_all_tokens"], spec, where)
     return out
 
 

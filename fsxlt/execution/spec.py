@@ -67,9 +67,12 @@ class RunSpec:
     batch_size: int | None = None  # the adapting protocol (None, "start": the study's)
     patience_from: str = "start"
     long_sentences: str = "truncate"  # a long bucket sentence: truncated (the study's) or windows
+    optimizer: str = ""            # OptimizerSettings.describe() as sorted JSON ("": the study's)
+    label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
     regime: str = DEFAULT_REGIME   # the training regime (fsxlt.training.regimes)
     regime_options: str = "{}"     # its settings (Regime.changes() less the name), sorted JSON
     source_train_path: str = ""    # the joint regimes' source train file
+    companion_buckets: str = "{}"  # multi: the other languages' buckets, {lang: path} JSON
     source_dev_path: str = ""      # the source dev file of the source-dev candidate
     average_last: int | None = None  # candidates: the average of the last N epochs
     task_ref: str = ""             # the task YAML of a task that came from one
@@ -91,8 +94,27 @@ class RunSpec:
 
     @property
     def arm(self) -> str:
+        regime = regime_label({"regime": self.regime, "regime_options": self.regime_options},
+                              self.language)
         return arm_name(self.method, self.source_training, self.select_start,
-                        self.source_languages, self.strategy, self.regime)
+                        self.source_languages, self.strategy, regime)
+
+    def load_companions(self) -> dict[str, Any]:
+        """A multi run's other buckets, each checked against its planned hash."""
+        from fsxlt.sampling.store import read_bucket
+
+        out = {}
+        for lang, (path, sha) in json.loads(self.companion_buckets).items():
+            out[lang] = read_bucket(path)
+            if out[lang].sha256 != sha:
+                raise FsxltError(f"{path} changed since the sweep was planned")
+        return out
+
+    def load_optimizer(self) -> Any:
+        """The :class:`~fsxlt.training.optim.OptimizerSettings` this run trains with."""
+        from fsxlt.training.optim import OptimizerSettings
+
+        return OptimizerSettings(**json.loads(self.optimizer or "{}"))
 
     def load_regime(self) -> Any:
         """The :class:`~fsxlt.training.regimes.Regime` this run trains in."""
@@ -207,6 +229,43 @@ def regime_settings(plan: TaskPlan, regime: str, hashes: Hashes, adapting: bool 
     return identity, fields
 
 
+def regime_label(fields: dict[str, Any], lang: str) -> str:
+    """How a run's arm names its regime (multi with the languages that train together)."""
+    from fsxlt.training.regimes import parse_regime
+
+    name = fields.get("regime", DEFAULT_REGIME)
+    if name == DEFAULT_REGIME:
+        return name
+    return parse_regime(name, json.loads(fields["regime_options"])).with_language(lang).label
+
+
+def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int,
+                      bucket: Path | None, hashes: Hashes) -> dict[str, tuple[str, str]]:
+    """A multi run's other buckets: the same K and bucket index in each other language,
+    from the set beside the run's own (``<root>/<task>/<lang>/k<K>``), with their hashes."""
+    from fsxlt.sampling.set_files import set_files
+    from fsxlt.sampling.store import MANIFEST, bucket_dir
+    from fsxlt.training.regimes import parse_regime
+
+    if regime != "multi" or bucket is None:
+        return {}
+    languages = parse_regime(regime, plan.regime_options, plan.task).languages
+    root = Path(bucket).parent.parent.parent.parent
+    out = {}
+    for other in sorted(set(languages) - {lang}):
+        plan.spec.check_language(other)
+        directory = bucket_dir(root, plan.task, other, k)
+        if not (directory / MANIFEST).is_file():
+            raise FsxltError(f"{directory}: no bucket set for {plan.task}/{other}/k{k}, which "
+                             f"regime multi trains beside {lang}")
+        found = [path for i, _name, path, _dev in set_files(directory, hashes.text).buckets
+                 if i == index]
+        if not found:
+            raise FsxltError(f"{directory}: no bucket {index} for regime multi's {other}")
+        out[other] = (str(found[0]), hashes.text(found[0]))
+    return out
+
+
 def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str,
               start: str, source_training: bool, bucket: Path | None, dev: Path,
               test: Path | None, out: Path, hashes: Hashes, sweep: str | None,
@@ -234,6 +293,10 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         identity["patience_from"] = plan.patience_from
     if plan.long_sentences != "truncate" and bucket is not None:
         identity["long_sentences"] = plan.long_sentences
+    if plan.optimizer is not None and not plan.optimizer.is_default and bucket is not None:
+        identity["optimizer"] = plan.optimizer.describe()
+    if plan.label_all_tokens and bucket is not None:
+        identity["label_all_tokens"] = True
     predict = Path(plan.predict.replace("{lang}", lang)) if plan.predict else None
     if predict is not None:
         if not predict.is_file():
@@ -241,9 +304,13 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         identity["predict"] = hashes.file(predict)
     regime_identity, regime_fields = regime_settings(plan, regime, hashes, bucket is not None)
     identity.update(regime_identity)
+    companions = companion_buckets(plan, regime, lang, k, index, bucket, hashes)
+    if companions:
+        identity["companions"] = {other: sha for other, (_path, sha) in companions.items()}
+        regime_fields["companion_buckets"] = json.dumps(companions, sort_keys=True)
     sources = hashes.sources(start) if source_training else ()
     arm = arm_name(method.name, source_training, plan.select_start, sources, strategy,
-                   regime_fields.get("regime", DEFAULT_REGIME))
+                   regime_label(regime_fields, lang))
     stem = name or bucket_name(index)
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start,
@@ -264,4 +331,7 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
                    batch_size=plan.batch_size, patience_from=plan.patience_from,
                    long_sentences=plan.long_sentences, task_ref=plan.task_ref,
+                   optimizer=json.dumps(plan.optimizer.describe(), sort_keys=True)
+                   if plan.optimizer is not None else "",
+                   label_all_tokens=plan.label_all_tokens,
                    **regime_fields)

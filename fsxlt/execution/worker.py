@@ -91,7 +91,10 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
                               predict=unlabelled[0] if unlabelled else None,
                               batch_size=run.batch_size, patience_from=run.patience_from,
                               long_sentences=run.long_sentences,
-                              regime=run.load_regime(), average_last=run.average_last)
+                              optimizer=run.load_optimizer(),
+                              label_all_tokens=run.label_all_tokens,
+                              regime=run.load_regime(), average_last=run.average_last,
+                              companions=run.load_companions())
         record["bucket"]["path"] = run.bucket_path
     if arm_of(record) != run.arm:  # the facts the run was filed by must be the record's
         raise FsxltError(f"the run was planned as arm {run.arm} but its record says "

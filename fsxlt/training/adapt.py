@@ -33,7 +33,8 @@ Adam step each (ceil(bucket / N) steps; the order is drawn from the run's
 seed); ``patience_from="first-improvement"`` starts the patience count only at
 the first epoch whose dev score beats the first scored epoch's (until then the
 run goes on, at most ``max_epochs``); ``long_sentences="windows"`` trains on
-every window of a long bucket sentence instead of truncating it.
+every window of a long bucket sentence instead of truncating it; ``optimizer`` and
+``label_all_tokens`` train with the peer's AdamW schedule and tagging loss (:class:`Protocol`).
 Records carry the protocol (``protocol``) and each run its optimizer steps;
 the record's ``config_hash`` includes the protocol only when it is not the
 default, so the study's records keep their hashes.
@@ -58,9 +59,8 @@ in every step, ``feature_point`` for the cache.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -79,7 +79,7 @@ from fsxlt.evaluation import (
     score_and_predict,
 )
 from fsxlt.methods import Method, get_method
-from fsxlt.modeling import Featurizer, check_long_sentences, collate
+from fsxlt.modeling import Featurizer, check_label_all_tokens, check_long_sentences, collate
 from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import EpochKeeper, RunKept, check_average_last, score_candidates
@@ -93,10 +93,9 @@ from fsxlt.training.loop import (
     restore,
     seed_all,
     snapshot,
-    train_step,
     versions,
-    weighted_step,
 )
+from fsxlt.training.optim import OptimizerSettings
 from fsxlt.training.protocol import (
     Protocol,
     adapt_settings,
@@ -105,14 +104,15 @@ from fsxlt.training.protocol import (
     regime_identity,
 )
 from fsxlt.training.records import bucket_facts, long_sentence_facts
-from fsxlt.training.regimes import JointMixer, Regime, Step
+from fsxlt.training.regimes import Regime
 from fsxlt.training.starts import bind_to_start
+from fsxlt.training.steps import RunSteps, method_key
 
 SEQUENTIAL = Regime()  # the study's regime: the bucket alone
 STUDY = Protocol()  # the study's protocol: one step per epoch on the whole bucket
 
 
-class AdaptEngine:
+class AdaptEngine(RunSteps):
     """Holds tokenized dev/test data and the starting weights; adapts bucket after bucket."""
 
     # a method's change that its next run may keep (LoRA's wrapped encoder) stays; False:
@@ -209,7 +209,7 @@ class AdaptEngine:
         own = {"dev": self.dev, "test": self.test, "source-dev": self.source_dev}[split]
         examples = {"dev": self.dev_examples, "test": self.test_examples,
                     "source-dev": self.source_dev_examples}[split]
-        key = (_method_key(method), split)
+        key = (method_key(method), split)
         if own is None:
             return None
         if key not in self.custom:
@@ -219,10 +219,12 @@ class AdaptEngine:
         return self.custom[key] or own
 
     def _bucket_rows(self, examples: Sequence[Example], method: Method | None = None,
-                     long_sentences: str = STUDY.long_sentences) -> list:
+                     long_sentences: str = STUDY.long_sentences,
+                     label_all_tokens: bool = False) -> list:
         """The bucket's training rows, as ``method`` encodes them, else the task's way."""
         encoded = method.encode(self.featurizer, examples) if method is not None else None
-        rows = (encoded or self.featurizer.training_rows(examples, long_sentences)).rows
+        rows = (encoded or self.featurizer.training_rows(examples, long_sentences,
+                                                         label_all_tokens)).rows
         if not rows:
             raise FsxltError("the bucket holds no examples")
         return list(rows)
@@ -240,47 +242,9 @@ class AdaptEngine:
         """The whole bucket as the micro-batches of one step (the study's protocol)."""
         return self._micro_batches(self._bucket_rows(examples, method))
 
-    def _epoch_steps(self, rows: Sequence[Any], protocol: Protocol,
-                     generator: torch.Generator) -> list[list[dict[str, torch.Tensor]]]:
-        """One epoch of mini-batches: the bucket shuffled by ``generator``, cut into
-        ``protocol.batch_size`` rows; each step's micro-batches, as the method reads them."""
-        size = int(protocol.batch_size or len(rows))
-        order = torch.randperm(len(rows), generator=generator).tolist()
-        return [self._as_batches([rows[i] for i in order[at:at + size]])
-                for at in range(0, len(rows), size)]
-
     def _as_batches(self, rows: Sequence[Any]) -> list[dict[str, torch.Tensor]]:
         """Training rows as the micro-batches of one step, as the active method reads them."""
         return self.features.bucket_batches(self._micro_batches(rows), self.features.active)
-
-    def _source_train_rows(self, method: Method, long_sentences: str) -> list:
-        """The source training set's rows, made once per engine, method and setting."""
-        assert self.source_train is not None
-        key = f"{_method_key(method)}:{long_sentences}"
-        if key not in self.source_rows:
-            self.source_rows[key] = self._bucket_rows(self.source_train, method, long_sentences)
-        return self.source_rows[key]
-
-    def _epoch_maker(self, rows: Sequence[Any], method: Method, protocol: Protocol,
-                     regime: Regime, seed: int) -> Callable[[], list[Step]]:
-        """What one epoch trains on, step by step, under ``regime`` and ``protocol``."""
-        if not regime.is_sequential:
-            source = self._source_train_rows(method, protocol.long_sentences)
-            mixer = JointMixer(regime, source, rows, seed)
-            return lambda: [[(self._as_batches(group), weight) for group, weight in step]
-                            for step in mixer.epoch()]
-        if protocol.batch_size is None:  # the study's: one step on the whole bucket
-            whole = self._as_batches(rows)
-            return lambda: [[(whole, 1.0)]]
-        order = torch.Generator().manual_seed(seed)  # mini-batch order; global RNG untouched
-        return lambda: [[(batches, 1.0)] for batches in self._epoch_steps(rows, protocol, order)]
-
-    def _train_on(self, step: Step, optimizer: torch.optim.Optimizer, method: Method) -> float:
-        """One optimizer step; one group of weight 1 is the study's :func:`train_step`."""
-        if len(step) == 1 and step[0][1] == 1.0:
-            return train_step(self.model, step[0][0], optimizer, amp=self.amp,
-                              loss_fn=method.loss)
-        return weighted_step(self.model, step, optimizer, amp=self.amp, loss_fn=method.loss)
 
     def _reset(self, method: str | Method, seed: int) -> list[str]:
         """Undo the last run's method, restore the start, let ``method`` prepare the model."""
@@ -311,6 +275,7 @@ class AdaptEngine:
              max_epochs: int, patience: int, select_start: bool = False,
              dev_set: EvalSet | None = None, protocol: Protocol = STUDY,
              regime: Regime = SEQUENTIAL, keeper: EpochKeeper | None = None,
+             companions: dict[str, list] | None = None,
              ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """One learning rate: train, score dev after every epoch, keep the best epoch.
 
@@ -324,9 +289,10 @@ class AdaptEngine:
         began = time.perf_counter()
         trainable = self._reset(method, seed)
         dev_set = dev_set or self.dev
-        next_epoch = self._epoch_maker(rows, method, protocol, regime, seed)
+        next_epoch = self._epoch_maker(rows, method, protocol, regime, seed, companions)
         seed_all(seed)
-        optimizer = make_optimizer(self.model, lr)
+        optimizer = make_optimizer(self.model, lr, protocol.optimizer,
+                                   next_epoch.steps_per_epoch * max_epochs)
         epochs: list[dict[str, Any]] = []
         best_score, best_epoch, best_dev = float("-inf"), 0, None
         best_state = snapshot(self.model, trainable)
@@ -361,6 +327,8 @@ class AdaptEngine:
                    p.numel() for p in self.model.parameters() if p.requires_grad),
                "optimizer_steps": n_steps,
                "wall_time_s": round(time.perf_counter() - began, 3)}
+        if not regime.is_sequential:  # the regime's steps, not the bucket's
+            run["steps_per_epoch"] = next_epoch.steps_per_epoch
         if protocol.patience_from == "first-improvement":
             run["patience_from_epoch"] = counting  # None: never improved, ran max_epochs
         return run, best_state
@@ -375,8 +343,10 @@ class AdaptEngine:
               predict: Sequence[Example] | None = None,
               batch_size: int | None = None, patience_from: str = "start",
               regime: str | Regime = "sequential",
-              average_last: int | None = None,
-              long_sentences: str = STUDY.long_sentences) -> dict[str, Any]:
+              average_last: int | None = None, long_sentences: str = STUDY.long_sentences,
+              optimizer: OptimizerSettings | None = None, label_all_tokens: bool = False,
+              companions: dict[str, Bucket | Sequence[Example]] | None = None,
+              ) -> dict[str, Any]:
         """Adapt on one bucket over a learning-rate grid; return the run record (a dict).
 
         ``method`` is a name (built-in or installed plug-in), a
@@ -390,28 +360,37 @@ class AdaptEngine:
         and drop the key, so saved records stay small. ``predict``: examples
         of an unlabelled file; the record's ``predict`` then holds the
         selected model's label for each (``fsxlt.submission`` writes them).
-        ``batch_size``, ``patience_from``, ``long_sentences``: the :class:`Protocol`
-        (defaults: the study's); the record's ``protocol`` says which one ran. ``regime``: a name of
+        ``batch_size``, ``patience_from``, ``long_sentences``, ``optimizer``
+        (:class:`~fsxlt.training.optim.OptimizerSettings`), ``label_all_tokens``: the
+        :class:`Protocol` (defaults: the study's); the record's ``protocol`` says which one
+        ran. ``regime``: a name of
         :data:`~fsxlt.training.regimes.REGIMES` or a :class:`Regime` (joint ones need
         :meth:`set_source`'s training set). ``average_last`` N: the record's
         ``candidates`` (:mod:`fsxlt.training.candidates`) keep the dev and test scores
         of the last epoch, the mean of the last N epochs, the mean over the lr grid and,
-        with a source dev set, the best epoch on it.
+        with a source dev set, the best epoch on it. ``companions``: the buckets of the
+        other target languages a ``multi`` regime trains on, by language.
         """
         began = time.perf_counter()
         task = self.task
         method = get_method(method, task.kind, method_options)
         lrs, seed, max_epochs, patience = adapt_settings(task, lrs, seed, max_epochs, patience)
-        protocol = Protocol(batch_size, patience_from, check_long_sentences(long_sentences, task))
-        regime = check_regime(regime, protocol, self.source_train is not None)
+        protocol = Protocol(batch_size, patience_from, check_long_sentences(long_sentences, task),
+                            optimizer or STUDY.optimizer,
+                            check_label_all_tokens(label_all_tokens, task))
+        regime = check_regime(regime, protocol, self.source_train is not None, task, method)
         average_last = check_average_last(average_last)
         examples, bucket_info = bucket_facts(bucket, self.task.name, self.language)
         bind_to_start(method, task, self.language, self.start)
-        rows = self._bucket_rows(examples, method, protocol.long_sentences)
+        rows = self._bucket_rows(examples, method, protocol.long_sentences,
+                                 protocol.label_all_tokens)
         dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
+        regime, companion_rows, companion_info = self._companions(
+            regime, companions or {}, method, protocol)
         settings = {"method": method, "lrs": lrs, "seed": seed, "max_epochs": max_epochs,
                     "patience": patience, "select_start": select_start, "protocol": protocol,
-                    "regime": regime, "average_last": average_last}
+                    "regime": regime, "average_last": average_last,
+                    "companions": companion_rows, "companion_info": companion_info}
         runs, kept, selected = self._grid(rows, settings, dev_set)
         test, predicted = None, None
         if test_set and predictions:  # the same as score(), keeping the labels
@@ -450,7 +429,8 @@ class AdaptEngine:
                 lambda: score(self.model, source_dev, self.task, amp=self.amp)["score"])
             run, state = self._run(rows, method, lr, settings["seed"], settings["max_epochs"],
                                    settings["patience"], settings["select_start"], dev_set,
-                                   settings["protocol"], settings["regime"], keeper)
+                                   settings["protocol"], settings["regime"], keeper,
+                                   settings["companions"])
             runs.append(run)
             if keeper is not None:
                 kept.append(keeper.finish(lr))
@@ -491,13 +471,13 @@ class AdaptEngine:
             "max_seq_length": self.featurizer.max_len, "start": self.start.info["id"],
             "dev": self.dev_info["sha256"] if self.dev_info else None,
             "test": self.test_info["sha256"] if self.test_info else None,
-            "batch": protocol.batch_size or "bucket", "optimizer": "adam",
+            "batch": protocol.batch_size or "bucket", "optimizer": protocol.optimizer.name,
             **({} if protocol.is_default else {"protocol": protocol.changes()}),
             **regime_identity(settings["regime"], settings["average_last"], self.source_train_info,
-                              self.source_dev_info),
+                              self.source_dev_info, settings["companion_info"]),
         }
         extra = regime_facts(settings["regime"], settings["average_last"], self.source_train_info,
-                             self.source_dev_info)
+                             self.source_dev_info, settings["companion_info"])
         extra.update(long_sentence_facts(self.task, self.start, protocol.long_sentences))
         return {
             "format": RUN_FORMAT,
@@ -505,10 +485,8 @@ class AdaptEngine:
             "bucket": bucket_info, "method": method.name, "method_info": method.describe(),
             "select_start": select_start, "lrs": lrs, "seed": seed,
             "max_epochs": max_epochs, "patience": patience,
-            "protocol": {"batch_size": protocol.batch_size,
-                         "steps_per_epoch": protocol.steps_per_epoch(n_rows),
-                         "patience_from": protocol.patience_from,
-                         "long_sentences": protocol.long_sentences},
+            "protocol": {**protocol.record(n_rows),
+                         **{key: runs[0][key] for key in ("steps_per_epoch",) if key in runs[0]}},
             **self._record_context(), "runs": runs,
             "selected_lr": selected["lr"], "best_epoch": selected["best_epoch"],
             "start_selected": selected["best_epoch"] == 0,
@@ -586,15 +564,10 @@ class AdaptEngine:
 
     def _extra_set(self, method: Method, examples: Sequence[Example]) -> EvalSet:
         """An unlabelled file's examples as ``method`` reads them, tokenized once per engine."""
-        key = (_method_key(method), "predict:" + examples_digest(examples))
+        key = (method_key(method), "predict:" + examples_digest(examples))
         if key not in self.custom:
             encoded = method.encode(self.featurizer, examples) or self.featurizer.encode(
                 examples, windows=True)
             self.custom[key] = make_eval_set(encoded, self.featurizer.pad_id, self.device,
                                              max_tokens=self.eval_max_tokens)
         return self.custom[key]
-
-
-def _method_key(method: Method) -> str:
-    """A method and its options: the key of its own encodings of a data set."""
-    return f"{method.name}:{json.dumps(method.config, sort_keys=True)}"

@@ -24,7 +24,10 @@ copies), and after the grid ``last@LR``, ``average-last-N@LR`` and
 ``average-lrs`` are scored on every dev set and target test set beside the
 checkpoint its selection protocol picked; ``keep`` says which becomes the
 saved checkpoint: ``selected``, ``last`` (one lr), ``average-last`` (one lr)
-or ``average-lrs``. Memory: N copies of the weights plus one per lr.
+or ``average-lrs``. Memory: N copies of the weights plus one per lr. Two more
+keep rules save something beside the grid's selected checkpoint: ``oracle``
+(:mod:`fsxlt.training.oracle`) and ``average-seeds``
+(:mod:`fsxlt.training.seed_average`).
 """
 
 from __future__ import annotations
@@ -137,7 +140,12 @@ def score_candidates(model: FsxltModel, selected: dict[str, Any], kept: Sequence
 
 # --------------------------------------------------------------------------- source-training
 
-KEEP_RULES = ("selected", "last", "average-last", "average-lrs")
+KEEP_RULES = ("selected", "last", "average-last", "average-lrs", "oracle", "average-seeds")
+# the keep rules that save something beside the grid's candidates: ``oracle`` (one more
+# checkpoint per target language, :mod:`fsxlt.training.oracle`) and ``average-seeds`` (the
+# mean of one run per seed, :mod:`fsxlt.training.seed_average`); the grid itself keeps
+# its selected checkpoint
+BESIDE_THE_GRID = ("oracle", "average-seeds")
 
 # a scorer scores the model as it is now: ({dev lang: score}, {test lang: score}), 0-1 floats
 Scorer = Callable[[], tuple[dict[str, float], dict[str, float]]]
@@ -170,6 +178,11 @@ def check_averaging(average_last: int | None, keep: str, lrs: Sequence[float]) -
     if keep not in KEEP_RULES:
         raise FsxltError(f"unknown keep rule {keep!r}; valid: {', '.join(KEEP_RULES)}")
     average_last = check_average_last(average_last)
+    if keep == "average-seeds" and average_last is not None:
+        raise FsxltError("keep average-seeds averages each seed's selected or last weights; "
+                         "it cannot go with average_last (--average-last)")
+    if keep in BESIDE_THE_GRID:
+        return Averaging(average_last, "selected")
     if keep in ("average-last", "average-lrs") and average_last is None:
         raise FsxltError(f"keep {keep} needs averaging: give average_last N (--average-last N)")
     grid = ", ".join(f"{lr:g}" for lr in lrs)

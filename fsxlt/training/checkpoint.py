@@ -7,6 +7,7 @@ its pooler, plus the tokenizer) and an fsxlt model::
     DIR/config.json, model.safetensors, tokenizer files   the encoder (AutoModel loads it)
     DIR/fsxlt_head.safetensors                            pooler + classifier weights
     DIR/fsxlt_checkpoint.json                             task, labels, the source-run record
+    DIR/oracle-<lang>/                                    (--keep oracle) a checkpoint each
 
 Anything else given as a starting point is taken as a Hugging Face encoder
 name or directory and gets a freshly initialised (seeded) head: the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from fsxlt.fileio import atomic_write_json, read_json, staged_dir
 from fsxlt.modeling import FsxltModel, build_model
 from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
 from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.training.loop import restore, snapshot
 
 CHECKPOINT_FORMAT = "fsxlt-checkpoint/1"
 HEAD_FILE = "fsxlt_head.safetensors"
@@ -230,20 +233,42 @@ def _saved_modules(head: dict[str, torch.Tensor], own: set[str],
 
 
 def save_checkpoint(out_dir: str | Path, model: FsxltModel, tokenizer: Any,
-                    record: dict[str, Any], *, overwrite: bool = False) -> Path:
-    """Write a checkpoint directory atomically (staged beside it, then renamed)."""
-    from safetensors.torch import save_file
+                    record: dict[str, Any], *, overwrite: bool = False,
+                    inside: Mapping[str, tuple[dict[str, torch.Tensor], dict[str, Any]]]
+                    | None = None) -> Path:
+    """Write a checkpoint directory atomically (staged beside it, then renamed).
 
+    ``inside``: more checkpoints written in folders of it (folder name -> (weights,
+    record)), each the model with those weights (e.g. the oracle starts,
+    ``oracle-<lang>``); the model holds its own weights again afterwards.
+    """
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise FsxltError(f"{out_dir} exists and is not empty; pass --overwrite to replace it")
     with staged_dir(out_dir) as staging:
-        try:
-            model.encoder_for_saving().save_pretrained(staging)
-        finally:
-            model.detach_pooler()
-        tokenizer.save_pretrained(staging)
-        head = {k: v.detach().to("cpu").contiguous() for k, v in model.head_state_dict().items()}
-        save_file(head, str(staging / HEAD_FILE), metadata={"format": "pt"})
-        atomic_write_json(staging / CHECKPOINT_FILE, dict(record, format=CHECKPOINT_FORMAT))
+        _write_checkpoint(staging, model, tokenizer, record)
+        if inside:
+            own = snapshot(model, device="cpu")
+            try:
+                for name, (state, inner) in inside.items():
+                    restore(model, state)
+                    _write_checkpoint(staging / name, model, tokenizer, inner)
+            finally:
+                restore(model, own)
     return out_dir
+
+
+def _write_checkpoint(directory: Path, model: FsxltModel, tokenizer: Any,
+                      record: dict[str, Any]) -> None:
+    """The files of one checkpoint (encoder, tokenizer, head, record) in ``directory``."""
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        model.encoder_for_saving().save_pretrained(directory)
+    finally:
+        model.detach_pooler()
+    tokenizer.save_pretrained(directory)
+    head = {k: v.detach().to("cpu").contiguous() for k, v in model.head_state_dict().items()}
+    save_file(head, str(directory / HEAD_FILE), metadata={"format": "pt"})
+    atomic_write_json(directory / CHECKPOINT_FILE, dict(record, format=CHECKPOINT_FORMAT))

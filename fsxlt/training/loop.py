@@ -15,6 +15,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.evaluation import autocast_context
 from fsxlt.fileio import sha256_text
 from fsxlt.modeling import FsxltModel
+from fsxlt.training.optim import OptimizerSettings, build_optimizer
 
 
 def seed_all(seed: int) -> None:
@@ -22,10 +23,12 @@ def seed_all(seed: int) -> None:
     torch.manual_seed(int(seed))
 
 
-def make_optimizer(model: FsxltModel, lr: float) -> torch.optim.Optimizer:
-    """Adam, default betas and epsilon, no weight decay, constant learning rate."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.Adam(params, lr=float(lr), weight_decay=0.0)
+def make_optimizer(model: FsxltModel, lr: float, settings: OptimizerSettings | None = None,
+                   total_steps: int | None = None) -> torch.optim.Optimizer:
+    """The study's optimizer (Adam, default betas and epsilon, no weight decay, constant
+    learning rate), or what ``settings`` says (:mod:`fsxlt.training.optim`: AdamW, weight
+    decay, a warm-up and linear decay over ``total_steps``, stepped by the optimizer)."""
+    return build_optimizer(model, lr, settings or OptimizerSettings(), total_steps)
 
 
 def summed_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

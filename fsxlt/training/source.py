@@ -10,12 +10,12 @@ was itself a source are marked ``in_source`` (they are not zero-shot).
 
 For every learning rate of the grid (each a separate run from the same
 pretrained weights and the same seed): ``epochs`` epochs over the English
-training data in shuffled batches of ``batch_size`` (Adam, default betas, no
-weight decay, constant lr). A training sentence longer than
-``max_seq_length`` wordpieces is truncated (the study's) or, with
-``long_sentences="windows"`` (tagging), cut into windows that are each a
-training row; dev and test sets are always scored in windows, every word of
-them. After every epoch the checkpoint is scored on the
+training data in shuffled batches of ``batch_size`` (Adam, default betas, no weight
+decay, constant lr; or ``optimizer``, :mod:`fsxlt.training.optim`). A training
+sentence longer than ``max_seq_length`` wordpieces is truncated (the study's) or,
+with ``long_sentences="windows"`` (tagging), cut into windows that are each a
+training row; dev and test sets are always scored in windows, every word of them.
+After every epoch the checkpoint is scored on the
 English dev set and on every configured target dev set (and, optionally, the
 target test sets); all these scores are recorded, so that the oracle
 protocol (select by target dev) can be reported later next to the standard
@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -42,13 +43,15 @@ from fsxlt.modeling import (
     DEFAULT_LONG_SENTENCES,
     Featurizer,
     FsxltModel,
+    check_label_all_tokens,
     check_long_sentences,
     collate,
 )
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import CandidateCollector, check_averaging
-from fsxlt.training.checkpoint import load_start, resolve_device
+from fsxlt.training.checkpoint import load_start, resolve_device, save_checkpoint
 from fsxlt.training.loop import (
+    average_states,
     config_hash,
     data_info,
     make_optimizer,
@@ -58,6 +61,16 @@ from fsxlt.training.loop import (
     train_step,
     versions,
 )
+from fsxlt.training.optim import OptimizerSettings
+from fsxlt.training.oracle import (
+    OracleKeeper,
+    OracleStart,
+    as_oracle_record,
+    check_oracle,
+    link_to_selected,
+    oracle_config,
+)
+from fsxlt.training.seed_average import SeedMember, SeedPlan, check_seeds, seed_average_record
 from fsxlt.training.starts import bind_to_start
 
 SOURCE_FORMAT = "fsxlt-source-run/1"
@@ -76,6 +89,13 @@ class SourceResult:
     tokenizer: Any
     record: dict[str, Any]
     wall_time_s: float = 0.0
+    oracles: list[OracleStart] = field(default_factory=list)  # keep oracle: one per target
+
+    def save(self, out_dir: str | Path, *, overwrite: bool = False) -> Path:
+        """Write the checkpoint (atomically) with its oracle starts in ``oracle-<lang>/``."""
+        return save_checkpoint(out_dir, self.model, self.tokenizer, self.record,
+                               overwrite=overwrite,
+                               inside={o.name: (o.state, o.record) for o in self.oracles})
 
 
 SELECTIONS = ("source-dev", "all-dev")
@@ -90,6 +110,8 @@ class _Schedule:
     batch_size: int
     seed: int
     long_sentences: str = DEFAULT_LONG_SENTENCES  # training rows of a long sentence
+    optimizer: OptimizerSettings = OptimizerSettings()  # the study's Adam, constant lr
+    label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
 
 
 @dataclass
@@ -132,6 +154,7 @@ class _Training:
     test_every_checkpoint: bool
     bar: Any
     collector: CandidateCollector | None = None  # the candidates beside the selected one
+    oracles: OracleKeeper | None = None  # keep oracle: the best epoch per target language
 
 
 @dataclass
@@ -157,7 +180,10 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
                  amp: bool = True, checkpoint_test_scores: bool = False,
                  progress: bool = False, method: str = "full",
                  average_last: int | None = None, keep: str = "selected",
-                 long_sentences: str = DEFAULT_LONG_SENTENCES) -> SourceResult:
+                 long_sentences: str = DEFAULT_LONG_SENTENCES,
+                 seeds: Sequence[int] | None = None,
+                 seed_weights: str | None = None, optimizer: OptimizerSettings | None = None,
+                 label_all_tokens: bool = False) -> SourceResult:
     """Source-train ``model_name`` on ``train``; select by the source ``dev`` score.
 
     ``source_languages`` (default: the task's, English) are the languages of
@@ -186,44 +212,140 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     ``average-lrs`` (the averages need ``average_last``); its scores become
     the record's ``zero_shot``. See :mod:`fsxlt.training.candidates`.
 
+    ``keep="oracle"``: also ``oracles``, per target language its dev set's best epoch
+    (:mod:`fsxlt.training.oracle`; :meth:`SourceResult.save` writes them). ``keep=
+    "average-seeds"``: one training per ``seeds``, the model the mean of their
+    ``seed_weights`` (``selected`` or ``last``; :mod:`fsxlt.training.seed_average`).
+
     ``long_sentences``: how a training sentence longer than ``max_seq_length``
     becomes training rows, ``truncate`` (the study's) or ``windows`` (tagging: one
-    row per window); the record (and so the checkpoint) says which.
+    row per window); the record (and so the checkpoint) says which, and its ``optimizer``
+    and ``label_all_tokens`` (tagging: every wordpiece of a word scored in training).
     """
     task = get_task(task)
-    schedule = _schedule(task, lrs, epochs, batch_size, seed, long_sentences)
-    averaging = check_averaging(average_last, keep, schedule.lrs)
+    schedule = replace(_schedule(task, lrs, epochs, batch_size, seed, long_sentences),
+                       optimizer=optimizer or OptimizerSettings(),
+                       label_all_tokens=check_label_all_tokens(label_all_tokens, task))
+    check_averaging(average_last, keep, schedule.lrs)
+    plan = check_seeds(seeds, seed, keep, seed_weights, schedule.lrs)
     sources_langs = list(source_languages or [task.source_language])
     data = _Data(train, _source_dev(train, dev, sources_langs, select), dict(target_dev or {}),
                  dict(target_test or {}), dict(sources or {}), sources_langs, select)
+    check_oracle(keep, data.target_dev)
+    request = _Request(task, data, model_name, schedule, max_seq_length, device, amp,
+                       checkpoint_test_scores, progress, method, average_last, keep)
+    if plan is None:
+        return _run(request).result
+    return _average_seeds(request, plan)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One source-training's choices, checked (one per seed when averaging seeds)."""
+
+    task: TaskSpec
+    data: _Data
+    model_name: str
+    schedule: _Schedule
+    max_seq_length: int | None
+    device: str | torch.device | None
+    amp: bool
+    checkpoint_test_scores: bool
+    progress: bool
+    method: str
+    average_last: int | None
+    keep: str
+
+
+@dataclass
+class _Run:
+    """A finished source-training: its result and what scored it (to score more)."""
+
+    result: SourceResult
+    training: _Training
+    search: _Search
+
+
+def _run(request: _Request) -> _Run:
+    """One source-training over the lr grid (one seed)."""
+    task, schedule, data = request.task, request.schedule, request.data
+    averaging = check_averaging(request.average_last, request.keep, schedule.lrs)
     began = time.perf_counter()
-    device = resolve_device(device)
-    start = load_start(model_name, task, seed=schedule.seed)
+    device = resolve_device(request.device)
+    start = load_start(request.model_name, task, seed=schedule.seed)
     model = start.model.to(device)
-    featurizer = Featurizer(start.tokenizer, task, max_seq_length)
-    trainer = get_method(method, task.kind)
+    featurizer = Featurizer(start.tokenizer, task, request.max_seq_length)
+    trainer = get_method(request.method, task.kind)
     check_source_training(type(trainer))
-    bind_to_start(trainer, task, sources_langs[0], start)
-    rows, sets = _inputs(task, trainer, featurizer, device, data, schedule.long_sentences)
+    bind_to_start(trainer, task, data.languages[0], start)
+    rows, sets = _inputs(task, trainer, featurizer, device, data, schedule.long_sentences,
+                         schedule.label_all_tokens)
     steps_per_epoch = (len(rows) + schedule.batch_size - 1) // schedule.batch_size
     bar = tqdm(total=len(schedule.lrs) * schedule.epochs * steps_per_epoch,
-               disable=not progress, desc=f"source-train {task.name}", unit="step")
-    training = _Training(task, model, trainer, featurizer, device, amp, schedule, sets,
-                         checkpoint_test_scores, bar)
+               disable=not request.progress, desc=f"source-train {task.name}", unit="step")
+    training = _Training(task, model, trainer, featurizer, device, request.amp, schedule, sets,
+                         request.checkpoint_test_scores, bar)
     training.collector = CandidateCollector(averaging, lambda: _scores(training))
+    if request.keep == "oracle":
+        training.oracles = OracleKeeper([lang for lang, ex in data.target_dev.items() if ex])
     try:  # closed before an interrupt reaches the command line, which then says so
         search = _search(training, rows)
     finally:
         bar.close()
     assert search.best is not None and search.best_state is not None
+    oracles = _oracle_starts(training, search, data, request.model_name)
     restore(model, search.best_state)  # the masked-LM head too: best_state holds every weight
     if averaging.active:
         _keep_candidate(training, search, data)
-    record = _record(training, search, data, model_name)
+    record = _record(training, search, data, request.model_name)
     if averaging.active:
         _add_candidates(record, training.collector)
-    return SourceResult(model, start.tokenizer, record,
-                        wall_time_s=round(time.perf_counter() - began, 3))
+    if oracles:
+        link_to_selected(oracles, record)
+    result = SourceResult(model, start.tokenizer, record,
+                          wall_time_s=round(time.perf_counter() - began, 3), oracles=oracles)
+    return _Run(result, training, search)
+
+
+def _oracle_starts(training: _Training, search: _Search, data: _Data,
+                   model_name: str) -> list[OracleStart]:
+    """Each target language's oracle start (keep oracle), its record scored with the model
+    holding its weights; the model holds the last of them afterwards."""
+    if training.oracles is None:
+        return []
+    grid = _oracle(search.checkpoints, data.target_dev)
+    starts = []
+    for lang, best in training.oracles.best.items():
+        assert (best.lr, best.epoch) == (grid[lang]["lr"], grid[lang]["epoch"])
+        restore(training.model, best.state)
+        record = _record(training, search, data, model_name, oracle_config(lang))
+        starts.append(OracleStart(lang, best.state, as_oracle_record(record, lang, grid[lang])))
+    return starts
+
+
+def _average_seeds(request: _Request, plan: SeedPlan) -> SourceResult:
+    """One training per seed, then the mean of their kept weights, scored and recorded."""
+    members: list[SeedMember] = []
+    run: _Run | None = None
+    for seed in plan.seeds:
+        run = None  # the previous seed's model goes before the next one loads
+        run = _run(replace(request, schedule=replace(request.schedule, seed=seed),
+                           keep=plan.member_keep))
+        members.append(SeedMember(seed, snapshot(run.training.model, device="cpu"),
+                                  run.result.record, run.result.wall_time_s))
+    assert run is not None
+    training, model = run.training, run.training.model
+    for member in members:
+        restore(model, member.state)
+        member.dev, member.test = _scores(training)
+    restore(model, average_states([member.state for member in members]))
+    scores = _scores(training)
+    record = _record(training, run.search, request.data, request.model_name, plan.config())
+    record = seed_average_record(record, members, plan, scores,
+                                 lambda checkpoints: _oracle(checkpoints,
+                                                             request.data.target_dev))
+    return SourceResult(model, run.result.tokenizer, record,
+                        wall_time_s=round(sum(m.wall_time_s for m in members), 3))
 
 
 def _schedule(task: TaskSpec, lrs: Sequence[float] | None, epochs: int | None,
@@ -259,7 +381,8 @@ def _source_dev(train: Sequence[Example], dev: Sequence[Example] | dict[str, Seq
 
 
 def _inputs(task: TaskSpec, trainer: Any, featurizer: Featurizer, device: torch.device,
-            data: _Data, long_sentences: str) -> tuple[list, _EvalSets]:
+            data: _Data, long_sentences: str, label_all_tokens: bool = False,
+            ) -> tuple[list, _EvalSets]:
     """The training rows (long sentences as ``long_sentences`` says) and the evaluation
     sets (long sentences in windows), each made once."""
 
@@ -272,7 +395,7 @@ def _inputs(task: TaskSpec, trainer: Any, featurizer: Featurizer, device: torch.
         return made
 
     rows = (trainer.encode(featurizer, data.train)
-            or featurizer.training_rows(data.train, long_sentences)).rows
+            or featurizer.training_rows(data.train, long_sentences, label_all_tokens)).rows
     dev_sets = {lang: eval_set(examples) for lang, examples in data.source_dev.items()}
     for lang, examples in data.target_dev.items():
         if lang not in dev_sets:
@@ -306,7 +429,8 @@ def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tu
     returns this run's best (selection score, epoch)."""
     model, schedule = training.model, training.schedule
     order_gen = torch.Generator().manual_seed(schedule.seed)
-    optimizer = make_optimizer(model, lr)
+    optimizer = make_optimizer(model, lr, schedule.optimizer,
+                               schedule.epochs * -(-len(rows) // schedule.batch_size))
     run_best = (float("-inf"), 0)
     for epoch in range(1, schedule.epochs + 1):
         order = torch.randperm(len(rows), generator=order_gen).tolist()
@@ -321,6 +445,8 @@ def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tu
         search.checkpoints.append(entry)
         if training.collector is not None:
             training.collector.epoch_done(model)
+        if training.oracles is not None:
+            training.oracles.epoch_done(model, entry)
         en = entry["selection_score"]
         training.bar.set_postfix(lr=lr, epoch=epoch, dev=round(en, 4))
         if en > run_best[0]:
@@ -400,8 +526,8 @@ def _beyond_the_study(data: _Data, task: TaskSpec) -> bool:
             or len(data.source_dev) > 1)
 
 
-def _config(training: _Training, model_name: str, data: _Data,
-            read: dict[str, Any]) -> dict[str, Any]:
+def _config(training: _Training, model_name: str, data: _Data, read: dict[str, Any],
+            extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """What determines the checkpoint; its hash is the record's ``config_hash``."""
     task, trainer, schedule = training.task, training.trainer, training.schedule
     config = {"task": task.name, "labels": list(task.labels), "encoder": model_name,
@@ -411,6 +537,8 @@ def _config(training: _Training, model_name: str, data: _Data,
               "max_seq_length": training.featurizer.max_len,
               **({} if schedule.long_sentences == DEFAULT_LONG_SENTENCES
                  else {"long_sentences": schedule.long_sentences}),
+              **({"optimizer": schedule.optimizer.changes()} if schedule.optimizer.changes()
+                 else {}), **({"label_all_tokens": True} if schedule.label_all_tokens else {}),
               "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
                            {lang: d["sha256"] for lang, d in v.items()})
                        for k, v in read.items() if k != "source_dev"}}
@@ -419,6 +547,7 @@ def _config(training: _Training, model_name: str, data: _Data,
                       source_dev={lang: d["sha256"] for lang, d in read["source_dev"].items()})
     if training.collector is not None:
         config.update(training.collector.averaging.config())  # nothing when the defaults
+    config.update(extra or {})  # an oracle start's language and rule; the seeds averaged
     return config
 
 
@@ -429,12 +558,15 @@ def _oracle(checkpoints: list[dict[str, Any]], target_dev: dict[str, Any]) -> di
         top = max(checkpoints, key=lambda c, lang=lang: c["dev"][lang])
         oracle[lang] = {"lr": top["lr"], "epoch": top["epoch"], "dev_score": top["dev"][lang],
                         "test_score": top.get("test", {}).get(lang)}
+        if "seed" in top:  # several seeds' checkpoints (keep average-seeds)
+            oracle[lang]["seed"] = top["seed"]
     return oracle
 
 
-def _record(training: _Training, search: _Search, data: _Data,
-            model_name: str) -> dict[str, Any]:
-    """The source-run record of the selected checkpoint (its metadata)."""
+def _record(training: _Training, search: _Search, data: _Data, model_name: str,
+            config_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The source-run record of the weights the model holds (its metadata; the selected
+    checkpoint's unless ``config_extra`` says what else they are)."""
     task, model, amp, sets = training.task, training.model, training.amp, training.sets
     schedule, best, languages = training.schedule, search.best, data.languages
     assert best is not None
@@ -451,8 +583,8 @@ def _record(training: _Training, search: _Search, data: _Data,
         "source_languages": languages, "lrs": schedule.lrs,
         "epochs": schedule.epochs,
         "batch_size": schedule.batch_size, "seed": schedule.seed,
-        "max_seq_length": training.featurizer.max_len,
-        "long_sentences": schedule.long_sentences,
+        "max_seq_length": training.featurizer.max_len, "optimizer": schedule.optimizer.describe(),
+        "long_sentences": schedule.long_sentences, "label_all_tokens": schedule.label_all_tokens,
         "data": read, "checkpoints": search.checkpoints, "lr_results": search.lr_results,
         "selection": {"protocol": _protocol(data),
                       "languages": sets.selecting,
@@ -461,5 +593,5 @@ def _record(training: _Training, search: _Search, data: _Data,
         "zero_shot": zero_shot, "oracle": _oracle(search.checkpoints, data.target_dev),
         "device": training.device.type, "torch_threads": torch.get_num_threads(),
         "versions": versions(),
-        "config_hash": config_hash(_config(training, model_name, data, read)),
+        "config_hash": config_hash(_config(training, model_name, data, read, config_extra)),
     }
