@@ -293,3 +293,21 @@ def test_ray_executor_gives_the_same_report(study, reference, tmp_path):
     assert len(result.completed) == N_RUNS and not result.failed
     write_report(runs, tmp_path / "report", "md", expected=N_BUCKETS)
     same_tree(reference / "report", tmp_path / "report")
+
+
+def test_the_dont_stop_preset_runs_the_peer_s_protocol(tmp_path, monkeypatch):
+    from fsxlt.training.optim import PEER
+
+    monkeypatch.chdir(tmp_path)
+    for task in ("panx", "xnli"):
+        (tmp_path / "data" / task).mkdir(parents=True)
+        (tmp_path / "data" / task / "train-en.tsv").write_text("", encoding="utf-8")
+    preset = load_config(REPO / "configs/sweeps/dont-stop.yaml")
+    for plan in preset.tasks:
+        assert plan.regimes == ("sequential", "joint-macro", "mixup", "multi")
+        assert plan.regime_options == {"batch_size": 16, "target_batch_size": 16,
+                                       "epoch": "source-pass", "alpha": 0.4,
+                                       "languages": list(plan.languages)}
+        assert plan.optimizer == PEER and plan.lrs == (2e-5,)
+        assert plan.max_epochs == plan.patience == 10 and plan.average_last == 1
+        assert plan.label_all_tokens == (plan.task == "panx")
