@@ -73,7 +73,7 @@ DEFAULT_SOURCE = "en"      # the study's source; its arms carry no mark
 STRATEGY_MARK = "~"        # full~diverse: adapted on buckets a selection strategy built
 REGIME_MARK = "+"          # full+joint: trained on the source data beside the bucket
 DEFAULT_REGIME = "sequential"  # the study's regime (adapt on the bucket alone): no mark
-# regime names of earlier versions, as records of them are filed: 0.2's "joint-mixup"
+# regime names of earlier versions, as records of them are filed: 0.2's and 0.3's "joint-mixup"
 # put source and bucket rows in one batch, what is now called joint-concat
 LEGACY_REGIMES = {"joint-mixup": "joint-concat"}
 ADAPT_WRITER = "fsxlt adapt"

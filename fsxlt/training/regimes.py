@@ -10,7 +10,7 @@ pretrained encoder, as the training regimes of Schmidt et al. (2022) do:
   ``batch_size`` (a new shuffle when the pool runs out). Loss: the mean over the batch.
 - ``joint-concat``: every step trains on ``batch_size`` source rows and the bucket's
   rows (the whole bucket, or ``target_batch_size`` of them) in one batch. Loss: the
-  mean over the batch (the peer's ``micro`` reduction). fsxlt 0.2 called it
+  mean over the batch (the peer's ``micro`` reduction). fsxlt 0.2 and 0.3 called it
   ``joint-mixup``; records of that name are read as ``joint-concat``
   (:data:`LEGACY_NAMES`).
 - ``joint-macro``: the batches of ``joint-concat``; loss: the mean of the source
@@ -108,7 +108,7 @@ class Regime:
 
     def changes(self) -> dict[str, Any]:
         """What identifies a run's regime: nothing for the sequential one. Settings that
-        0.2 did not have enter only when they are not their default (its hashes stay)."""
+        0.3 did not have enter only when they are not their default (its hashes stay)."""
         if self.is_sequential:
             return {}
         out: dict[str, Any] = {"name": self.name, "batch_size": self.batch_size}
@@ -118,7 +118,8 @@ class Regime:
             out["epoch"] = self.epoch
         if self.name == "joint":
             out["target_repeat"] = self.target_repeat
-        if self.target_batch_size is not None:
+        if self.target_batch_size is not None and self.name in OPTION_REGIMES[
+                "target_batch_size"]:
             out["target_batch_size"] = self.target_batch_size
         if self.mixes:
             out["alpha"] = float(self.alpha)
@@ -252,7 +253,7 @@ class JointMixer:
         self.stream = _Stream(pool, generator)
         targets = _targets(regime, self.bucket, companions or {}, language)
         # each language's own order: generators apart from the source's, so the source
-        # order is the same with or without cycling (and as in 0.2 without it)
+        # order is the same with or without cycling (and as in 0.3 without it)
         self.targets = [(rows, _Stream(rows, torch.Generator().manual_seed(int(seed) + 1 + i)))
                         for i, rows in enumerate(targets)]
         self.pairs = PairDrawer(regime.alpha, int(seed) + 2, units) if regime.mixes else None
