@@ -65,7 +65,7 @@ def test_source_train_records_every_checkpoint_and_selects_by_english_dev(xnli_s
     assert record["oracle"]["de"]["test_score"] == oracle["test"]["de"]
     assert set(record["zero_shot"]) == {"de"}
     assert record["lr_results"][0]["lr"] == 1e-3
-    assert set(record["versions"]) == {"fsxlt", "torch", "transformers"}
+    assert set(record["versions"]) == {"fsxlt", "fsxlt_code", "python", "torch", "transformers"}
 
 
 def test_saved_checkpoint_reloads_to_the_same_model(xnli_source):

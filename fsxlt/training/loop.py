@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -155,10 +158,29 @@ def examples_digest(examples: Sequence[Example]) -> str:
 
 
 def versions() -> dict[str, str]:
+    """What ran: fsxlt's version and a content hash of its code (so two records of the
+    same version but different code, e.g. a working tree between releases, differ),
+    Python's, torch's and transformers' versions."""
+    import platform
+
     import transformers
 
-    return {"fsxlt": __version__, "torch": torch.__version__,
+    return {"fsxlt": __version__, "fsxlt_code": code_digest(),
+            "python": platform.python_version(), "torch": torch.__version__,
             "transformers": transformers.__version__}
+
+
+@functools.cache
+def code_digest() -> str:
+    """A content hash of the fsxlt package's own files (``.py`` and ``.yaml``, by path)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*")
+                       if p.suffix in (".py", ".yaml") and p.is_file()
+                       and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return "sha256:" + digest.hexdigest()[:16]
 
 
 def config_hash(config: dict[str, Any]) -> str:
