@@ -137,3 +137,37 @@ def test_the_engine_refuses_a_multi_run_without_its_buckets(tmp_path):
     with pytest.raises(FsxltError, match="trains de, fr together; buckets given for de"):
         engine.adapt(nli_data(3, seed=1), lrs=[1e-3], max_epochs=1,
                      regime=Regime("multi", languages=("fr",)))
+
+
+def test_a_multi_step_s_loss_is_the_mean_of_each_language_s_mean(tmp_path):
+    """weighted_step over a multi step = mean over languages of each one's mean loss."""
+    import torch
+    from torch.nn import functional as F
+
+    from fsxlt.training.loop import weighted_step
+    from tests.train_fixtures import make_encoder_dir
+
+    engine = AdaptEngine.from_start("xnli", "de", str(make_encoder_dir(tmp_path / "enc")),
+                                    dev=nli_data(4, seed=3), device="cpu")
+    source = engine._bucket_rows(nli_data(5, seed=7, source="en"))
+    buckets = {lang: engine._bucket_rows(nli_data(n, seed=s, source=lang))
+               for lang, n, s in (("ar", 2, 11), ("de", 3, 12), ("zh", 4, 13))}
+    mixer = JointMixer(Regime("multi", batch_size=5, steps_per_epoch=1,
+                              languages=("ar", "zh")), source, buckets["de"], 0,
+                       companions={"ar": buckets["ar"], "zh": buckets["zh"]}, language="de")
+    step = engine._step_batches(next(mixer.epoch()))
+    state = {k: v.clone() for k, v in engine.model.state_dict().items()}
+    torch.manual_seed(0)
+    optimizer = torch.optim.SGD(engine.model.parameters(), lr=0.0)
+    loss = weighted_step(engine.model, step, optimizer, amp=False)
+    engine.model.load_state_dict(state)
+    torch.manual_seed(0)  # the same dropout masks: the same forward passes in the same order
+    engine.model.train()
+    means = []
+    with torch.no_grad():
+        for batches, _weight in step:
+            logits = torch.cat([engine.model(b) for b in batches])
+            labels = torch.cat([b["labels"] for b in batches])
+            means.append(float(F.cross_entropy(logits, labels)))
+    assert len(means) == 4  # the source and three target languages
+    assert loss == pytest.approx(sum(means) / 4, rel=1e-5)
