@@ -171,3 +171,10 @@ def test_a_multi_step_s_loss_is_the_mean_of_each_language_s_mean(tmp_path):
             means.append(float(F.cross_entropy(logits, labels)))
     assert len(means) == 4  # the source and three target languages
     assert loss == pytest.approx(sum(means) / 4, rel=1e-5)
+
+
+def test_reports_title_a_multi_arm_with_its_languages():
+    from fsxlt.report.tables import arm_label
+
+    assert arm_label("full+multi-ar-de-zh") == "Full FT, multi (ar, de, zh) training"
+    assert arm_label("full+mixup-nosource") == "Full FT, mixup training, no source-training"

@@ -47,6 +47,14 @@ FORMATS = ("md", "latex", "csv")
 IN_SOURCE_MARK = "*"  # a K=0 score on a language the start was trained on: not zero-shot
 
 
+def regime_title(regime: str) -> str:
+    """A regime as titles name it: ``multi-ar-de-zh`` -> ``multi (ar, de, zh)``."""
+    name, _, languages = regime.partition("-")
+    if name == "multi" and languages:
+        return f"multi ({', '.join(languages.split('-'))})"
+    return regime
+
+
 def arm_label(arm: str, *, name_source: bool = False) -> str:
     """``Full FT``, ``Full FT, source de``, ``Full FT, no source-training``, and
     ``, diverse buckets`` for runs on a selection strategy's buckets, ``, joint training``
@@ -56,7 +64,7 @@ def arm_label(arm: str, *, name_source: bool = False) -> str:
     arm, regime = arm_regime(arm)
     arm, strategy = arm_strategy(arm)
     suffix = f", {strategy} buckets" if strategy else ""
-    trained = "" if regime == DEFAULT_REGIME else f", {regime} training"
+    trained = "" if regime == DEFAULT_REGIME else f", {regime_title(regime)} training"
     if source is None:
         base = arm[: -len(NOSOURCE_SUFFIX)]
         return f"{method_label(base)}{trained}, no source-training{suffix}"
