@@ -113,7 +113,8 @@ def test_joint_settings_without_a_joint_regime_are_refused(tmp_path):
     source.write_text("a\tb\tentailment\n", encoding="utf-8")
     with pytest.raises(FsxltError, match="joint sets the joint regimes, but regimes has none"):
         parse_config(sweep(tmp_path, joint={"source_train": str(source), "batch_size": 4}))
-    with pytest.raises(FsxltError, match="joint.target_repeat is the joint regime's"):
+    with pytest.raises(FsxltError, match="joint.target_repeat is for regime.s. joint; regimes "
+                                         "has joint-macro"):
         parse_config(sweep(tmp_path, regimes=["joint-macro"],
                            joint={"source_train": str(source), "target_repeat": 5}))
     both = parse_config(sweep(tmp_path, regimes=["joint", "joint-macro"],
