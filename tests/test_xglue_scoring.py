@@ -210,13 +210,13 @@ def encoder(tmp_path_factory) -> Path:
 @pytest.fixture()
 def no_training(monkeypatch):
     """Fails the test if any training step is taken."""
-    import fsxlt.training.adapt
     import fsxlt.training.source
+    import fsxlt.training.steps
 
     def refuse(*args, **kwargs):
         raise AssertionError("trained on a run that has no test score")
 
-    monkeypatch.setattr(fsxlt.training.adapt, "train_step", refuse)
+    monkeypatch.setattr(fsxlt.training.steps, "train_step", refuse)
     monkeypatch.setattr(fsxlt.training.source, "train_step", refuse)
 
 
