@@ -125,8 +125,9 @@ def record_regime(record: dict[str, Any]) -> str:
     if not isinstance(regime, dict):
         return DEFAULT_REGIME
     name = str(regime.get("name") or DEFAULT_REGIME)
-    if name == "multi":  # the languages that trained together: multi-ar-de-zh
-        return "-".join(("multi", *sorted(regime.get("languages") or ())))
+    if name == "multi":  # the languages that trained together: multi-ar-de-zh (multi3-...)
+        return "-".join((f"multi{regime.get('multi_epochs') or ''}",
+                         *sorted(regime.get("languages") or ())))
     return LEGACY_REGIMES.get(name, name)
 
 

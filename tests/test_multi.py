@@ -178,3 +178,29 @@ def test_reports_title_a_multi_arm_with_its_languages():
 
     assert arm_label("full+multi-ar-de-zh") == "Full FT, multi (ar, de, zh) training"
     assert arm_label("full+mixup-nosource") == "Full FT, mixup training, no source-training"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_multi_stage_recipe_trains_the_own_language_after_its_multi_epochs(seed):
+    source = list(range(20))
+    buckets = {"ar": ["a0", "a1"], "de": ["d0", "d1", "d2"]}
+    regime = Regime("multi", batch_size=4, steps_per_epoch=3, languages=("ar", "de"),
+                    multi_epochs=2)
+    assert regime.with_language("de").label == "multi2-ar-de"
+    assert regime.changes()["multi_epochs"] == 2
+    runs = {lang: JointMixer(regime, source, buckets[lang], seed,
+                             companions={o: buckets[o] for o in buckets if o != lang},
+                             language=lang) for lang in buckets}
+    epochs = {lang: [list(mixer.epoch()) for _ in range(4)] for lang, mixer in runs.items()}
+    assert epochs["ar"][:2] == epochs["de"][:2]  # the multi stage: one model for both
+    for lang, own in buckets.items():
+        for step in epochs[lang][0]:
+            assert [w for _, w in step] == [1 / 3] * 3
+        for epoch in epochs[lang][2:]:
+            for step in epoch:
+                assert [w for _, w in step] == [0.5, 0.5] and step[1][0] == own
+    from fsxlt.report.tables import arm_label
+
+    assert arm_label("full+multi2-ar-de") == \
+        "Full FT, multi (ar, de) for 2 epochs, then joint-macro training"
+    assert arm_regime("full+multi2-ar-de") == ("full", "multi2-ar-de")

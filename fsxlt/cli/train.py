@@ -480,6 +480,9 @@ def adapt_cmd(
         "--multi-lang", help="multi: a target language trained together with --lang "
         "(repeatable); its bucket of the same K and index comes from the set beside "
         "--bucket's (<root>/<task>/<lang>/k<K>).")] = None,
+    multi_epochs: Annotated[int | None, typer.Option(
+        "--multi-epochs", min=1, help="multi: the multi-stage recipe: multi for N epochs, "
+        "then the source and --lang alone (joint-macro's steps).")] = None,
     average_last: Annotated[int | None, typer.Option(
         "--average-last", help="Also keep candidate models: the average of the last N "
         "epochs' weights and the last epoch (per lr) and the average over the lrs; the "
@@ -542,7 +545,8 @@ def adapt_cmd(
                           "batch_size": joint_batch_size, "steps_per_epoch": joint_steps,
                           "target_repeat": target_repeat, "epoch": joint_epoch,
                           "target_batch_size": target_batch_size, "alpha": mixup_alpha,
-                          "languages": list(multi_lang) if multi_lang else None})
+                          "languages": list(multi_lang) if multi_lang else None,
+                          "multi_epochs": multi_epochs})
     failed = _run_adapt(runs, out, replace=replace, save_predictions=save_predictions,
                         device=device)
     if failed:

@@ -119,7 +119,7 @@ def _protocol_fields(spec: TaskSpec, batch_size: int | None, patience_from: str 
 CLI_NAMES = {"batch_size": "joint-batch-size", "steps_per_epoch": "joint-steps",
              "epoch": "joint-epoch", "target_repeat": "target-repeat",
              "target_batch_size": "target-batch-size", "alpha": "mixup-alpha",
-             "languages": "multi-lang"}
+             "languages": "multi-lang", "multi_epochs": "multi-epochs"}
 
 
 def _regime_fields(regime: str, options: dict[str, Any], source_train: Path | None,

@@ -44,7 +44,8 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # source language's train file, required), batch_size: 32,
                                     # steps_per_epoch: 20, target_repeat: 100,
                                     # epoch: steps|source-pass, target_batch_size: N,
-                                    # alpha: 0.4 (mixup)}
+                                    # alpha: 0.4 (mixup), languages: [..] and
+                                    # multi_epochs: N (multi)}
     average_last: null              # N: also keep the average of the last N epochs' weights
                                     # (and the last epoch, per lr) as candidate models
     source_dev: null                # PATH: the source language's dev file, whose best epoch is

@@ -50,8 +50,10 @@ IN_SOURCE_MARK = "*"  # a K=0 score on a language the start was trained on: not 
 def regime_title(regime: str) -> str:
     """A regime as titles name it: ``multi-ar-de-zh`` -> ``multi (ar, de, zh)``."""
     name, _, languages = regime.partition("-")
-    if name == "multi" and languages:
-        return f"multi ({', '.join(languages.split('-'))})"
+    if name.startswith("multi") and languages:
+        trained = f"multi ({', '.join(languages.split('-'))})"
+        stage = name[len("multi"):]
+        return f"{trained} for {stage} epochs, then joint-macro" if stage else trained
     return regime
 
 

@@ -25,7 +25,9 @@ pretrained encoder, as the training regimes of Schmidt et al. (2022) do:
   one model; loss: the mean of each language's mean loss (the source's included, each
   weighing 1 / (1 + targets)). The languages are taken in sorted order with their own
   seeded streams, so the run of every language trains the same model; each run then
-  selects its epoch and lr on its own language's dev set.
+  selects its epoch and lr on its own language's dev set. With ``multi_epochs`` N (the
+  peer's multi-stage recipe) the first N epochs train so and the later ones train the
+  source and the run's own language only, as ``joint-macro`` does.
 
 Steps and epochs: ``target_batch_size`` None takes the whole bucket in every step; N
 takes the next N bucket rows of a seeded shuffle, cycling through the bucket (the last
@@ -55,11 +57,13 @@ SEQUENTIAL = "sequential"
 REGIMES = (SEQUENTIAL, "joint", "joint-concat", "joint-macro", "mixup", "multi")
 # names of earlier versions, read from records (never accepted as a regime to run)
 LEGACY_NAMES = LEGACY_REGIMES
-INT_OPTIONS = ("batch_size", "steps_per_epoch", "target_repeat", "target_batch_size")
+INT_OPTIONS = ("batch_size", "steps_per_epoch", "target_repeat", "target_batch_size",
+               "multi_epochs")
 REGIME_OPTIONS = (*INT_OPTIONS, "epoch", "alpha", "languages")
 EPOCHS = ("steps", "source-pass")
 # which regimes an option is for (the others are refused when given)
 OPTION_REGIMES = {"target_repeat": ("joint",), "alpha": ("mixup",), "languages": ("multi",),
+                  "multi_epochs": ("multi",),
                   "target_batch_size": ("joint-concat", "joint-macro", "mixup", "multi")}
 
 
@@ -75,13 +79,14 @@ class Regime:
     epoch: str = "steps"        # steps | source-pass
     alpha: float = 0.4          # mixup: λ ~ Beta(alpha, alpha)
     languages: tuple[str, ...] = ()  # multi: the target languages trained together
+    multi_epochs: int | None = None  # multi-stage: multi for these epochs, then macro
 
     def __post_init__(self) -> None:
         if self.name not in REGIMES:
             raise FsxltError(_unknown(self.name))
         for key in INT_OPTIONS:
             value = getattr(self, key)
-            if key == "target_batch_size" and value is None:
+            if key in ("target_batch_size", "multi_epochs") and value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise FsxltError(f"regime {self.name}: {key} must be an integer >= 1, "
@@ -125,6 +130,8 @@ class Regime:
             out["alpha"] = float(self.alpha)
         if self.name == "multi":
             out["languages"] = list(self.languages)
+            if self.multi_epochs is not None:
+                out["multi_epochs"] = self.multi_epochs
         return out
 
     def with_language(self, language: str) -> Regime:
@@ -135,8 +142,11 @@ class Regime:
 
     @property
     def label(self) -> str:
-        """How arms name the regime: its name; multi's with its languages (multi-ar-de-zh)."""
-        return "-".join(("multi", *self.languages)) if self.name == "multi" else self.name
+        """How arms name the regime: its name; multi's with its languages (multi-ar-de-zh),
+        the multi-stage recipe with its multi epochs (multi3-ar-de-zh)."""
+        if self.name != "multi":
+            return self.name
+        return "-".join((f"multi{self.multi_epochs or ''}", *self.languages))
 
     def describe(self) -> dict[str, Any]:
         """The record's ``regime`` block (without the source data's facts)."""
@@ -257,6 +267,15 @@ class JointMixer:
         self.targets = [(rows, _Stream(rows, torch.Generator().manual_seed(int(seed) + 1 + i)))
                         for i, rows in enumerate(targets)]
         self.pairs = PairDrawer(regime.alpha, int(seed) + 2, units) if regime.mixes else None
+        self.epochs_done = 0
+        self.own = (regime.with_language(language).languages.index(language)
+                    if regime.name == "multi" and language else 0)
+
+    @property
+    def second_stage(self) -> bool:
+        """Whether a multi-stage run is past its multi epochs (trains source + own target)."""
+        stage = self.regime.multi_epochs if self.regime.name == "multi" else None
+        return stage is not None and self.epochs_done >= stage
 
     @property
     def steps_per_epoch(self) -> int:
@@ -271,6 +290,7 @@ class JointMixer:
             self.stream.restart()
         for _ in range(self.steps_per_epoch):
             yield self._step()
+        self.epochs_done += 1
 
     def _source(self) -> list[Any]:
         size = self.regime.batch_size
@@ -286,6 +306,9 @@ class JointMixer:
         drawn = self._source()
         if self.regime.name == "joint":
             return [(drawn, 1.0)]
+        if self.second_stage:  # multi-stage: the source and the run's own language
+            own_rows, own_stream = self.targets[self.own]
+            return [(drawn, 0.5), (self._take(own_rows, own_stream), 0.5)]
         targets = [self._take(rows, stream) for rows, stream in self.targets]
         if self.regime.name == "multi":
             weight = 1.0 / (1 + len(targets))
