@@ -120,14 +120,20 @@ def arm_of(record: dict[str, Any]) -> str:
 
 def record_regime(record: dict[str, Any]) -> str:
     """The training regime of an adapt record as its arm names it (``sequential`` for one
-    that names none; multi with its languages, ``multi-ar-de-zh``)."""
+    that names none; :func:`regime_label`)."""
     regime = record.get("regime")
     if not isinstance(regime, dict):
         return DEFAULT_REGIME
-    name = str(regime.get("name") or DEFAULT_REGIME)
-    if name == "multi":  # the languages that trained together: multi-ar-de-zh (multi3-...)
-        return "-".join((f"multi{regime.get('multi_epochs') or ''}",
-                         *sorted(regime.get("languages") or ())))
+    return regime_label(str(regime.get("name") or DEFAULT_REGIME),
+                        regime.get("languages") or (), regime.get("multi_epochs"))
+
+
+def regime_label(name: str, languages: Sequence[str] = (),
+                 multi_epochs: int | None = None) -> str:
+    """How arms name a regime: its name (an earlier version's as now called); multi with its
+    languages (``multi-ar-de-zh``; multi-stage with its multi epochs: ``multi3-ar-de-zh``)."""
+    if name == "multi":
+        return "-".join((f"multi{multi_epochs or ''}", *sorted(languages)))
     return LEGACY_REGIMES.get(name, name)
 
 

@@ -94,8 +94,8 @@ class RunSpec:
 
     @property
     def arm(self) -> str:
-        regime = regime_label({"regime": self.regime, "regime_options": self.regime_options},
-                              self.language)
+        regime = arm_regime_label({"regime": self.regime,
+                                   "regime_options": self.regime_options}, self.language)
         return arm_name(self.method, self.source_training, self.select_start,
                         self.source_languages, self.strategy, regime)
 
@@ -229,7 +229,7 @@ def regime_settings(plan: TaskPlan, regime: str, hashes: Hashes, adapting: bool 
     return identity, fields
 
 
-def regime_label(fields: dict[str, Any], lang: str) -> str:
+def arm_regime_label(fields: dict[str, Any], lang: str) -> str:
     """How a run's arm names its regime (multi with the languages that train together)."""
     from fsxlt.training.regimes import parse_regime
 
@@ -310,7 +310,7 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         regime_fields["companion_buckets"] = json.dumps(companions, sort_keys=True)
     sources = hashes.sources(start) if source_training else ()
     arm = arm_name(method.name, source_training, plan.select_start, sources, strategy,
-                   regime_label(regime_fields, lang))
+                   arm_regime_label(regime_fields, lang))
     stem = name or bucket_name(index)
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
                    source_training=source_training, start=start,

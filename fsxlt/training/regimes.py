@@ -50,7 +50,7 @@ from typing import Any
 import torch
 
 from fsxlt.errors import FsxltError
-from fsxlt.runs import LEGACY_REGIMES
+from fsxlt.runs import LEGACY_REGIMES, regime_label
 from fsxlt.training.mixup import PairDrawer, Pairing, units_of
 
 SEQUENTIAL = "sequential"
@@ -144,9 +144,7 @@ class Regime:
     def label(self) -> str:
         """How arms name the regime: its name; multi's with its languages (multi-ar-de-zh),
         the multi-stage recipe with its multi epochs (multi3-ar-de-zh)."""
-        if self.name != "multi":
-            return self.name
-        return "-".join((f"multi{self.multi_epochs or ''}", *self.languages))
+        return regime_label(self.name, self.languages, self.multi_epochs)
 
     def describe(self) -> dict[str, Any]:
         """The record's ``regime`` block (without the source data's facts)."""
