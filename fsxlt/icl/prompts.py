@@ -14,6 +14,9 @@ Every field is keyed by language, ``en`` required (the fallback of the
 English-prompt option). A template holds ``{text_a}``, ``{text_b}`` exactly
 when the task's input is a pair, and exactly one ``{label}``. A multiple-choice
 task (ChID) has no label words: its candidates are the continuations scored.
+Nor has a generation task (``{text_a}`` its source, ``{label}`` its target) or
+an extractive QA task (``{text_a}`` the paragraph, ``{text_b}`` the question,
+``{label}`` the answer): their ``{label}`` is what the model generates.
 
 A prompt is three kinds of pieces, tokenized separately (so that a bucket's
 demonstrations are one prefix shared by every test example): the *prefix*
@@ -34,6 +37,8 @@ from fsxlt.config_checks import check_keys
 from fsxlt.errors import FsxltError
 
 FIELDS = ("{text_a}", "{text_b}", "{label}")
+TWO_TEXTS = ("pair", "question_context")   # inputs whose template holds {text_b}
+NO_LABEL_WORDS = ("multiple_choice", "generation", "extractive_qa")
 DEFAULT_SEPARATOR = "\n\n"
 PROMPT_LANGUAGES = ("en", "target")
 ICL_KEYS = ("template", "instruction", "label_words", "separator")
@@ -70,7 +75,7 @@ def _by_language(raw: Any, key: str, where: str) -> dict[str, Any]:
 def _check_template(template: Any, language: str, input_kind: str, where: str) -> str:
     if not isinstance(template, str):
         raise FsxltError(f"{where}: icl.template {language} must be a string")
-    needed = ["{text_a}", "{label}"] + (["{text_b}"] if input_kind == "pair" else [])
+    needed = ["{text_a}", "{label}"] + (["{text_b}"] if input_kind in TWO_TEXTS else [])
     missing = [name for name in needed if name not in template]
     if missing:
         raise FsxltError(f"{where}: icl.template {language} misses {', '.join(missing)}")
@@ -82,7 +87,7 @@ def _check_template(template: Any, language: str, input_kind: str, where: str) -
         raise FsxltError(f"{where}: icl.template {language} puts {{label}} before "
                          f"{', '.join(late)}; the label word is scored as what follows the "
                          "example's text, so it must come after it")
-    if input_kind != "pair" and "{text_b}" in template:
+    if input_kind not in TWO_TEXTS and "{text_b}" in template:
         raise FsxltError(f"{where}: icl.template {language} uses {{text_b}} but the task's "
                          "input is not a pair")
     stray = template
@@ -124,10 +129,12 @@ def parse_icl(raw: Any, *, kind: str, input_kind: str, labels: Sequence[str],
                  for lang, text in _by_language(raw["template"], "template", where).items()}
     instructions = {lang: str(text) for lang, text in _by_language(
         raw.get("instruction", ""), "instruction", where).items()}
-    if kind == "multiple_choice":
+    if kind in NO_LABEL_WORDS:
         if raw.get("label_words") is not None:
-            raise FsxltError(f"{where}: icl.label_words: a multiple-choice task scores its "
-                             "candidates, it has no label words")
+            what = ("a multiple-choice task scores its candidates" if kind == "multiple_choice"
+                    else f"a{'n' * (kind[0] in 'aeiou')} {kind.replace('_', ' ')} task "
+                    "generates its output")
+            raise FsxltError(f"{where}: icl.label_words: {what}, it has no label words")
         words: dict[str, dict[str, str]] = {}
     else:
         words = _check_words(raw.get("label_words"), labels, where)
@@ -183,22 +190,36 @@ def _fill(part: str, text_a: str, text_b: str | None) -> str:
 
 
 def _texts(example: Any) -> tuple[str, str | None]:
-    """``text_a``/``text_b`` of an example (a multiple-choice example's text as text_a)."""
+    """``text_a``/``text_b`` of an example: a multiple-choice example's text, a generation
+    example's source, a QA example's paragraph and question."""
     if hasattr(example, "choices"):
         return example.text, None
+    if hasattr(example, "source"):
+        return example.source, None
+    if hasattr(example, "question"):
+        return example.context, example.question
     return example.text_a, example.text_b
 
 
 def _options(example: Any, words: dict[str, str], labels: Sequence[str]) -> list[str]:
-    """What a label position is continued by: the candidates, else the label words."""
+    """What a label position is continued by: the candidates, a generated output's gold
+    (one option, what fine-tuning learns), else the label words."""
     if hasattr(example, "choices"):
         return list(example.choices)
+    if hasattr(example, "source") or hasattr(example, "question"):
+        return [_answer(example, words)]
     return [words[label] for label in labels]
 
 
 def _answer(example: Any, words: dict[str, str]) -> str:
+    """What a demonstration shows at ``{label}``: the right candidate, the target, the first
+    gold answer, or the label's word."""
     if hasattr(example, "choices"):
         return example.choices[int(example.label)]
+    if hasattr(example, "source"):
+        return example.target
+    if hasattr(example, "question"):
+        return example.answers[0] if example.answers else ""
     return words[example.label]
 
 

@@ -1,0 +1,79 @@
+"""Greedy generation over the shared-prefix cache (fsxlt.icl.generation)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fsxlt.errors import FsxltError
+from fsxlt.icl.generation import DecodeSettings, cut, generate
+from tests.icl_fixtures import make_causal_lm_dir
+
+
+@pytest.fixture(scope="module", params=["llama", "gpt2", "gemma3"])
+def tiny_lm(request, tmp_path_factory):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    directory = make_causal_lm_dir(tmp_path_factory.mktemp(request.param), request.param)
+    model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32).eval()
+    return model, AutoTokenizer.from_pretrained(directory)
+
+
+def _ids(tokenizer, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _prompt(tokenizer):
+    prefix = _ids(tokenizer, "premise : the cat sat . answer : yes premise : dogs run . "
+                             "answer : no")
+    queries = [_ids(tokenizer, text) for text in (
+        "premise : the dog sat . answer :", "premise : cats run . answer :",
+        "premise : the cat ran . answer :", "premise : a dog sat on the cat . answer :",
+        "answer :")]
+    return prefix, queries
+
+
+def test_cached_generation_equals_uncached_token_for_token(tiny_lm):
+    """Queries of several lengths (batches of one length, one padded never), a prefix longer
+    than Gemma's 8-token sliding window: the cached path generates the naive path's text."""
+    model, tokenizer = tiny_lm
+    prefix, queries = _prompt(tokenizer)
+    settings = DecodeSettings(max_new_tokens=12, stop=("?",))
+    cached = generate(model, tokenizer, prefix, queries, settings, batch_size=2)
+    naive = generate(model, tokenizer, prefix, queries, settings, cached=False)
+    assert cached == naive
+    assert any(text for text in cached)   # the random model does generate words
+
+
+def test_generation_tokens_match_transformers_greedy(tiny_lm):
+    """The naive path is greedy decoding as transformers' generate does it (no stop string
+    reached: the whole budget)."""
+    model, tokenizer = tiny_lm
+    prefix, queries = _prompt(tokenizer)
+    ids = torch.tensor([prefix + queries[0]])
+    want = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6,
+                          do_sample=False, eos_token_id=None, pad_token_id=0)[0, ids.shape[1]:]
+    got = generate(model, tokenizer, prefix, [queries[0]],
+                   DecodeSettings(max_new_tokens=6, stop=("\0",)))
+    assert got == [tokenizer.decode(want.tolist(), skip_special_tokens=True).strip()]
+
+
+def test_batch_size_does_not_change_what_is_generated(tiny_lm):
+    model, tokenizer = tiny_lm
+    prefix, queries = _prompt(tokenizer)
+    settings = DecodeSettings(max_new_tokens=8, stop=("?",))
+    assert generate(model, tokenizer, prefix, queries, settings, batch_size=1) == \
+        generate(model, tokenizer, prefix, queries, settings, batch_size=8)
+
+
+def test_stop_strings_cut_and_settings_are_checked(tiny_lm):
+    model, tokenizer = tiny_lm
+    assert cut(" what is it? and more\nnext", ("\n", "?")) == "what is it"
+    assert cut("no stop here ", ("\n",)) == "no stop here"
+    prefix, queries = _prompt(tokenizer)
+    with pytest.raises(FsxltError, match="at least 1"):
+        generate(model, tokenizer, prefix, queries, DecodeSettings(max_new_tokens=0))
+    with pytest.raises(FsxltError, match="cannot be empty"):
+        generate(model, tokenizer, prefix, queries, DecodeSettings(stop=("",)))
+    with pytest.raises(FsxltError, match="context of 512"):
+        generate(model, tokenizer, prefix, queries, DecodeSettings(max_new_tokens=600))
