@@ -46,6 +46,12 @@ def icl_cmd(
         "--encoder", help="Sentence encoder of --order similarity (hub name or directory; "
         "mean-pooled last hidden states).")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Order and test-sample seed.")] = 0,
+    max_new_tokens: Annotated[int, typer.Option(
+        "--max-new-tokens", min=1, help="Generation and QA tasks: the token budget of each "
+        "greedy output.")] = 32,
+    stop: Annotated[list[str] | None, typer.Option(
+        "--stop", help="Generation and QA tasks: where an output ends (repeatable; \\n is a "
+        "newline). Default: the end of the template's line.")] = None,
     arm: Annotated[str | None, typer.Option(
         "--arm", help="The arm's name (default: icl plus the settings that differ).")] = None,
     batch_size: Annotated[int, typer.Option(
@@ -61,7 +67,9 @@ def icl_cmd(
     """Prompt a causal LM with a bucket's examples and predict the target's test set.
 
     Rank classification: each label word (a multiple-choice task: each candidate)
-    is scored by its log-likelihood after the prompt; no weights change. One
+    is scored by its log-likelihood after the prompt; no weights change. A
+    generation task (qg, ntg, xquad-qg) or an extractive QA task generates its
+    output greedily (--max-new-tokens, --stop), scored by BLEU or QA F1. One
     record per bucket, read by fsxlt report like any adapting run (arm icl, or
     icl-target, icl-calibrated, ... for other prompt settings). A record with
     the same settings is skipped, one of other settings refused unless --replace.
@@ -82,11 +90,22 @@ def icl_cmd(
     settings = IclSettings(model=model, gguf_file=gguf_file, template_language=template_lang,
                            words_language=words_lang, calibrate=calibrate, normalize=normalize,
                            order=order, seed=seed, test_limit=test_limit, arm=arm,
-                           encoder=encoder)
+                           encoder=encoder, max_new_tokens=max_new_tokens,
+                           stop=stop_strings(stop))
     check_output_dir(out, "runs directory")
     runs = icl_plan(task, lang, bucket, out, settings, test=test_file, data_dir=data_dir)
     _run_all(runs, settings, out, device=device, threads=threads, batch_size=batch_size,
              save_predictions=save_predictions, replace=replace)
+
+
+def stop_strings(given: list[str] | None) -> tuple[str, ...]:
+    """Stop strings as typed (``\\n`` and ``\\t`` meaning newline and tab); none given: the
+    end of the template's line."""
+    from fsxlt.icl.generation import DEFAULT_STOP
+
+    if not given:
+        return DEFAULT_STOP
+    return tuple(text.replace("\\n", "\n").replace("\\t", "\t") for text in given)
 
 
 def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | None,

@@ -18,7 +18,9 @@ An arm (and the section, for every arm) may set ``model``, ``gguf_file``,
 ``template_lang`` / ``words_lang`` (``en`` or ``target``), ``calibrate``,
 ``normalize``, ``order`` (``seeded``, ``bucket``, ``similarity``),
 ``encoder`` (the similarity order's sentence encoder), ``test_limit``,
-``seed`` (default 0; not the sweep's adapting seed), ``batch_size`` (rows
+``seed`` (default 0; not the sweep's adapting seed), ``max_new_tokens`` and
+``stop`` (a string or a list: greedy decoding of generation and QA tasks; default
+32 tokens, ending at a newline), ``batch_size`` (rows
 per forward pass, default 8; not part of a run's identity) and ``arm`` (a
 name of its own; default: ``icl`` plus the settings that differ, as
 ``fsxlt icl`` names it). These are :class:`fsxlt.icl.run.IclSettings`, so a
@@ -40,7 +42,8 @@ from fsxlt.errors import FsxltError
 from fsxlt.tasks import TaskSpec
 
 ARM_KEYS = ("arm", "model", "gguf_file", "template_lang", "words_lang", "calibrate",
-            "normalize", "order", "encoder", "test_limit", "seed", "batch_size")
+            "normalize", "order", "encoder", "test_limit", "seed", "batch_size",
+            "max_new_tokens", "stop")
 SECTION_KEYS = (*ARM_KEYS, "arms", "zero_shot")
 DEFAULT_BATCH_SIZE = 8
 
@@ -147,8 +150,23 @@ def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
         order=one_of(merged.get("order", "seeded"), ORDERS, where, key("order")),
         seed=optional("seed", 0) or 0, test_limit=optional("test_limit", 1),
         arm=text(merged.get("arm"), where, key("arm")),
-        encoder=None if encoder is None else path(encoder, key("encoder")))
+        encoder=None if encoder is None else path(encoder, key("encoder")),
+        max_new_tokens=optional("max_new_tokens", 1) or 32,
+        stop=_stop(merged.get("stop"), where, key("stop")))
     return IclArm(settings, optional("batch_size", 1) or DEFAULT_BATCH_SIZE)
+
+
+def _stop(raw: Any, where: str, key: str) -> tuple[str, ...]:
+    """``stop``: a string or a list of non-empty strings (absent: a newline)."""
+    from fsxlt.icl.generation import DEFAULT_STOP
+
+    if raw is None:
+        return DEFAULT_STOP
+    values = [raw] if isinstance(raw, str) else raw
+    if not isinstance(values, list) or not values \
+            or not all(isinstance(v, str) and v for v in values):
+        raise FsxltError(f"{where}: {key} must be a non-empty string or a list of them")
+    return tuple(values)
 
 
 def _check_arm(arm: IclArm, spec: TaskSpec, languages: Sequence[str], where: str) -> None:

@@ -27,6 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import FsxltError
+from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings, check_room
+from fsxlt.icl.generative import (
+    check_generative,
+    generate_prompt,
+    generation_block,
+    gold_of,
+    is_generative,
+)
 from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages, render
 from fsxlt.icl.scoring import (
     CONTENT_FREE,
@@ -68,6 +76,8 @@ class IclSettings:
     test_limit: int | None = None
     arm: str | None = None
     encoder: str | None = None      # the sentence encoder of the similarity order
+    max_new_tokens: int = 32        # generative tasks: the token budget
+    stop: tuple[str, ...] = DEFAULT_STOP   # generative tasks: where an output ends
 
     def check(self) -> None:
         for what, value in (("template", self.template_language),
@@ -90,6 +100,11 @@ class IclSettings:
     @property
     def prompt(self) -> PromptSettings:
         return PromptSettings(self.template_language, self.words_language)
+
+    @property
+    def decode(self) -> DecodeSettings:
+        """Greedy decoding of a generative task's runs (part of their identity only)."""
+        return DecodeSettings(self.max_new_tokens, tuple(self.stop))
 
     def arm_name(self) -> str:
         """``icl`` and a suffix per setting that differs from the default."""
@@ -150,9 +165,6 @@ def check_task(spec: TaskSpec) -> None:
     if spec.is_tagging:
         raise FsxltError(f"{spec.name}: a tagging task; in-context learning here ranks "
                          "label words and cannot tag words")
-    if spec.is_qa:
-        raise FsxltError(f"{spec.name}: an extractive QA task; in-context learning here ranks "
-                         "label words and cannot extract or generate answers")
     if spec.is_ranking:
         raise FsxltError(f"{spec.name}: a ranking task (nDCG over relevance grades); "
                          "in-context learning here scores classification and multiple choice")
@@ -195,6 +207,8 @@ def check_settings(spec: TaskSpec, language: str, settings: IclSettings) -> None
     check_task(spec)
     settings.check()
     check_languages(spec.icl, spec.name, settings.prompt, language)
+    if is_generative(spec):
+        check_generative(spec, settings)
     if settings.calibrate and spec.is_multiple_choice:
         raise FsxltError(f"{spec.name}: contextual calibration needs one label set for "
                          "every example; a multiple-choice task's candidates change")
@@ -227,9 +241,10 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
     if settings.gguf_file and Path(settings.model).is_dir() and not gguf.is_file():
         raise FsxltError(f"{gguf}: GGUF file not found")
     arm = settings.arm_name()
+    decoding = {"decoding": settings.decode.describe()} if is_generative(spec) else {}
     common = {"task": spec.name, "language": language, "method": arm,
               "model": model_fingerprint(settings.model, settings.gguf_file),
-              "prompt": {**settings.describe(), "icl": repr(spec.icl)},
+              "prompt": {**settings.describe(), "icl": repr(spec.icl), **decoding},
               "test": (digest or sha256_file)(Path(test_path))}
     if buckets is None:
         identity = {**common, "k": 0, "index": 0, "bucket": sha256_text("")}
@@ -352,8 +367,11 @@ def prepare(run: IclRun, settings: IclSettings, tokenizer: Any, model: Any,
         demos = [shots[i] for i in order]
         text = render(spec.icl, spec.labels, settings.prompt, run.language, demos,
                       [test[i] for i in members] + free)
-        prompt = tokenize_prompt(tokenizer, text, run.id)
-        longest = max(longest, check_length(plan_rows(prompt, run.id), model, run.id))
+        generative = is_generative(spec)
+        prompt = tokenize_prompt(tokenizer, text, run.id, check=not generative)
+        longest = max(longest, check_room(model, prompt.prefix, prompt.queries,
+                                          settings.decode, run.id) if generative
+                      else check_length(plan_rows(prompt, run.id), model, run.id))
         groups.append(PromptGroup(members, demos, prompt))
     return Prepared(run, bucket, test, groups, longest)
 
@@ -436,6 +454,32 @@ def _test_orders(prepared: Prepared) -> list[list[str]]:
     return [by_example[position] for position in sorted(by_example)]
 
 
+def generate_prepared(prepared: Prepared, lm: Any, settings: IclSettings, *,
+                      batch_size: int = 8, cached: bool = True) -> list[str]:
+    """A generative run's outputs, one per test example (in test order)."""
+    texts = [""] * len(prepared.test)
+    for group in prepared.groups:
+        outputs = generate_prompt(lm.model, lm.tokenizer, group.prompt, settings.decode,
+                                  prepared.run.id, batch_size=batch_size, cached=cached)
+        for position, text in zip(group.examples, outputs, strict=True):
+            texts[position] = text
+    return texts
+
+
+def _predict(prepared: Prepared, lm: Any, settings: IclSettings,
+             batch_size: int) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """A run's predictions, what its metric compares them with, and its record's icl
+    block: generated texts for a generative task, ranked labels otherwise."""
+    spec, test = prepared.run.task_spec, prepared.test
+    if is_generative(spec):
+        texts = generate_prepared(prepared, lm, settings, batch_size=batch_size)
+        block = {**_icl_block(prepared, settings, None, batch_size),
+                 "generation": generation_block(settings.decode, texts)}
+        return texts, gold_of(spec, test, prepared.run.language), block
+    predicted, _, free = score_prepared(prepared, lm.model, settings, batch_size=batch_size)
+    return predicted, [e.label for e in test], _icl_block(prepared, settings, free, batch_size)
+
+
 def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: int = 8,
             save_predictions: bool = False, writer: str = ICL_WRITER,
             sweep: str = "") -> dict[str, Any]:
@@ -448,15 +492,14 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
 
     run, began = prepared.run, time.perf_counter()
     spec = run.task_spec
-    predicted, _, free = score_prepared(prepared, lm.model, settings,
-                                        batch_size=batch_size)
-    test = compute_scores(spec, [e.label for e in prepared.test], predicted)
+    predicted, gold, icl_block = _predict(prepared, lm, settings, batch_size)
+    test = compute_scores(spec, gold, predicted)
     elapsed = time.perf_counter() - began
     arm = Path(run.record_path).parent.name
     record = {
         "format": RUN_FORMAT, "task": run.task, "language": run.language, "k": run.k,
         "bucket": _bucket_block(prepared), "method": arm.partition("~")[0],
-        "icl": _icl_block(prepared, settings, free, batch_size),
+        "icl": icl_block,
         "model": {"encoder": lm.name, "start": lm.describe(), "source_training": False},
         "metric": spec.metric,
         "data": {"test": {"file": run.test_path, "n": len(prepared.test),

@@ -45,9 +45,11 @@ class TokenizedPrompt:
     continuations: list[list[list[int]]]
 
 
-def tokenize_prompt(tokenizer: Any, text: PromptText, bucket: str) -> TokenizedPrompt:
+def tokenize_prompt(tokenizer: Any, text: PromptText, bucket: str, *,
+                    check: bool = True) -> TokenizedPrompt:
     """Tokenize each piece on its own; the prefix starts with the model's BOS token (if it
-    has one). An option that tokenizes to nothing is a one-line error."""
+    has one). An option that tokenizes to nothing is a one-line error (``check``: options
+    are ranked; a generated output's gold is not an option)."""
     seen: dict[str, list[int]] = {}
 
     def ids(piece: str) -> list[int]:
@@ -59,7 +61,8 @@ def tokenize_prompt(tokenizer: Any, text: PromptText, bucket: str) -> TokenizedP
     continuations = []
     for options in text.continuations:
         tokenized = [ids(option) for option in options]
-        check_options(options, tokenized, getattr(tokenizer, "unk_token_id", None), bucket)
+        if check:
+            check_options(options, tokenized, getattr(tokenizer, "unk_token_id", None), bucket)
         continuations.append(tokenized)
     return TokenizedPrompt(bos + ids(text.prefix), [ids(q) for q in text.queries],
                            continuations)
