@@ -77,3 +77,15 @@ def test_stop_strings_cut_and_settings_are_checked(tiny_lm):
         generate(model, tokenizer, prefix, queries, DecodeSettings(stop=("",)))
     with pytest.raises(FsxltError, match="context of 512"):
         generate(model, tokenizer, prefix, queries, DecodeSettings(max_new_tokens=600))
+
+
+def test_a_gguf_directory_needs_no_config_json(tmp_path):
+    """A folder holding only a GGUF file is a model (the GGUF file carries the config): it is
+    not refused as a directory without config.json; a broken GGUF file is one line."""
+    from fsxlt.icl.model import load_causal_lm
+
+    (tmp_path / "model.gguf").write_bytes(b"not a gguf file")
+    with pytest.raises(FsxltError) as caught:
+        load_causal_lm(str(tmp_path), "model.gguf")
+    assert "no config.json" not in str(caught.value)
+    assert str(tmp_path) in str(caught.value) and "\n" not in str(caught.value)

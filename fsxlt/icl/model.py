@@ -81,7 +81,8 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
     quiet_transformers()
     from fsxlt.training.checkpoint import check_model_location, load_failure
 
-    check_model_location(name, "causal LM")
+    if not gguf_file:  # a GGUF directory holds no config.json: the GGUF file is the model
+        check_model_location(name, "causal LM")
     extra = {"gguf_file": gguf_file} if gguf_file else {}
     try:
         config = AutoConfig.from_pretrained(name, **extra)
