@@ -89,3 +89,28 @@ def test_a_gguf_directory_needs_no_config_json(tmp_path):
         load_causal_lm(str(tmp_path), "model.gguf")
     assert "no config.json" not in str(caught.value)
     assert str(tmp_path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_generation_benchmark_finds_both_paths_agree(tmp_path):
+    """scripts/bench_generation.py on QA by generation with a tiny Gemma 3 (its sliding window
+    shorter than the prompt): both paths generate the same texts (no timing asserted)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from tests.qa_fixtures import write_xquad
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_generation.py"
+    spec = importlib.util.spec_from_file_location("bench_generation", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    threads = torch.get_num_threads()
+    try:
+        status = bench.main(["--model", str(make_causal_lm_dir(tmp_path / "lm", "gemma3")),
+                             "--data-dir", str(write_xquad(tmp_path / "data", ("en", "de"))),
+                             "--test-size", "6", "--max-new-tokens", "5", "--threads", "1",
+                             "--json", str(tmp_path / "bench.json")])
+    finally:
+        torch.set_num_threads(threads)
+    figures = json.loads((tmp_path / "bench.json").read_text())
+    assert status == 0 and figures["outputs_differing"] == 0 and figures["test_examples"] == 6
