@@ -6,7 +6,9 @@ Modules, one per concern:
 - :mod:`~fsxlt.icl.scoring`: options scored by log-likelihood, the shared-prefix cache,
   length normalisation and contextual calibration;
 - :mod:`~fsxlt.icl.model`: loading a causal LM (hub name, directory or GGUF file);
-- :mod:`~fsxlt.icl.run`: one bucket in, one record out, in the runs directory.
+- :mod:`~fsxlt.icl.run`: one bucket in, one record out, in the runs directory;
+- :mod:`~fsxlt.icl.lm_lora` and :mod:`~fsxlt.icl.tuning`: the same LM fine-tuned on a bucket
+  with LoRA adapters under the adapting protocol (``fsxlt lm-adapt``), one record per bucket.
 
 Importing this package loads no model and no ``torch``.
 """

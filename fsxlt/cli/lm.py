@@ -1,0 +1,178 @@
+"""``fsxlt lm-adapt``: LoRA fine-tuning of a causal LM on a bucket (or every bucket of a set)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from fsxlt.cli.app import app
+from fsxlt.cli.options import DataDir, Device, MaxEpochs, Patience, Replace, Seed
+from fsxlt.errors import FsxltError
+
+
+@app.command("lm-adapt")
+def lm_adapt_cmd(
+    task: Annotated[str, typer.Option("--task", help="Task name or task YAML (with icl:).")],
+    lang: Annotated[str, typer.Option("--lang", help="Target language (ISO 639-1).")],
+    bucket: Annotated[Path, typer.Option(
+        "--bucket", help="A bucket file, or a bucket set directory (all its buckets).")],
+    model: Annotated[str, typer.Option(
+        "--model", help="Causal LM: a hub name or a local directory.")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Runs directory: records go to OUT/<task>/<lang>/k<K>/<arm>/<bucket>.json.")],
+    gguf_file: Annotated[str | None, typer.Option(
+        "--gguf-file", help="A GGUF file inside the --model directory (de-quantised).")] = None,
+    data_dir: DataDir = None,
+    test_file: Annotated[Path | None, typer.Option("--test", help="Target test file.")] = None,
+    dev_file: Annotated[Path | None, typer.Option(
+        "--dev", help="Target dev file (default: the bucket's own, else dev-remaining.jsonl "
+        "of the set for tasks sampled from dev, else --data-dir).")] = None,
+    test_limit: Annotated[int | None, typer.Option(
+        "--test-limit", help="Score a seeded sample of N test examples (the one fsxlt icl "
+        "--test-limit N scores with --seed = --sample-seed).")] = None,
+    dev_limit: Annotated[int | None, typer.Option(
+        "--dev-limit", help="Select on a seeded sample of N dev examples.")] = None,
+    sample_seed: Annotated[int, typer.Option(
+        "--sample-seed", min=0, help="Seed of the test and dev samples.")] = 0,
+    lrs: Annotated[list[float] | None, typer.Option(
+        "--lr", help="Learning rate (repeatable); default: 1e-4, 3e-4, 1e-3.")] = None,
+    max_epochs: MaxEpochs = None,
+    patience: Patience = None,
+    seed: Seed = None,
+    mini_batch: Annotated[int | None, typer.Option(
+        "--mini-batch", min=1, help="Train in shuffled mini-batches of N examples, one Adam "
+        "step each; default: the whole bucket, one step per epoch (the study's).")] = None,
+    rank: Annotated[int, typer.Option("--rank", min=1, help="LoRA rank r.")] = 8,
+    alpha: Annotated[float, typer.Option(
+        "--alpha", help="LoRA scaling: the update is multiplied by alpha / rank.")] = 16.0,
+    dropout: Annotated[float, typer.Option(
+        "--dropout", help="Dropout on the adapters' input, in [0, 1).")] = 0.1,
+    target_modules: Annotated[list[str] | None, typer.Option(
+        "--target-module", help="A linear layer that gets adapters (repeatable); default: "
+        "peft's for the model type (q_proj and v_proj for Llama and Gemma).")] = None,
+    max_new_tokens: Annotated[int, typer.Option(
+        "--max-new-tokens", min=1, help="Generation tasks: the token budget of an output.")
+    ] = 32,
+    arm: Annotated[str | None, typer.Option(
+        "--arm", help="The arm's name (starts with lm-; default: lm-lora).")] = None,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", min=1, help="Rows per forward pass, scoring and training (a step "
+        "still covers its whole batch).")] = 8,
+    threads: Annotated[int | None, typer.Option(
+        "--threads", min=1, help="torch CPU threads.")] = None,
+    device: Device = "auto",
+    save_predictions: Annotated[bool, typer.Option(
+        "--save-predictions", help="Also write each run's test predictions beside its "
+        "record.")] = False,
+    replace: Replace = False,
+) -> None:
+    """Fine-tune a causal LM with LoRA on each bucket, as the study adapts an encoder.
+
+    The input is the task's zero-shot ICL prompt, the loss the gold label word's (or
+    candidate's, or target's) negative log-likelihood after it; prediction ranks the
+    options as fsxlt icl does (generation tasks: greedy decoding). Per bucket and lr:
+    fresh adapters from --seed, one Adam step per epoch on the whole bucket, the dev
+    set scored after every epoch, early stopping after --patience epochs; the lr
+    with the best dev score is scored on the test set. One record per bucket (arm
+    lm-lora), beside the icl and encoder arms: fsxlt report --compare lm-lora icl
+    pairs them. A record with the same settings is skipped, one of other settings
+    refused unless --replace; a failed run leaves an error record and the others go on.
+
+    Examples:
+
+    \b
+      fsxlt lm-adapt --task xnli --lang de --bucket buckets/xnli/de/k4 \\
+          --model models/gemma --gguf-file gemma-3-270m-q4_k_m.gguf \\
+          --data-dir data/xnli --dev-limit 200 --test-limit 300 --threads 1 --out runs
+      fsxlt lm-adapt --task pawsx --lang zh --bucket buckets/pawsx/zh/k2/00.json \\
+          --model gpt2 --data-dir data/pawsx --lr 3e-4 --rank 4 --max-epochs 20 --out runs
+      fsxlt report runs --compare lm-lora icl
+    """
+    from fsxlt.fileio import check_output_dir
+    from fsxlt.icl.lm_lora import LoraSettings
+    from fsxlt.icl.tuning import LM_LRS, LmSettings, lm_plan
+
+    lora = LoraSettings(rank, alpha, dropout,
+                        tuple(target_modules) if target_modules else None)
+    settings = LmSettings(model=model, gguf_file=gguf_file, lrs=tuple(lrs or LM_LRS),
+                          max_epochs=max_epochs, patience=patience, seed=seed,
+                          mini_batch=mini_batch, lora=lora, sample_seed=sample_seed,
+                          test_limit=test_limit, dev_limit=dev_limit,
+                          max_new_tokens=max_new_tokens, arm=arm)
+    check_output_dir(out, "runs directory")
+    runs = lm_plan(task, lang, bucket, out, settings, test=test_file, dev=dev_file,
+                   data_dir=data_dir)
+    failed = _run_all(runs, out, device=device, threads=threads, batch_size=batch_size,
+                      save_predictions=save_predictions, replace=replace)
+    if failed:
+        more = (f" (and {len(failed) - 1} more failed runs; their error records are in --out)"
+                if len(failed) > 1 else " (its error record is in --out)")
+        raise FsxltError(f"{failed[0][0]}: {failed[0][1]}{more}")
+
+
+def _prepare_all(pending: list[Any], lm: Any) -> list[Any]:
+    """Every pending run tokenized and checked (its dev and test sets read once per file),
+    before anything is written."""
+    from fsxlt.icl.tuning import eval_split, load_split, prepare
+
+    splits: dict[tuple[str, str], tuple[Any, int]] = {}
+    prepared = []
+    for run in pending:
+        found = []
+        for split, path in (("dev", run.dev_path), ("test", run.test_path)):
+            if (split, path) not in splits:
+                splits[(split, path)] = eval_split(run, load_split(run, split), lm.tokenizer,
+                                                   lm.model, split)
+            found.append(splits[(split, path)])
+        (dev, dev_longest), (test, test_longest) = found
+        prepared.append(prepare(run, lm.tokenizer, lm.model, dev, test,
+                                max(dev_longest, test_longest)))
+    return prepared
+
+
+def _run_all(runs: list[Any], out: Path, *, device: str, threads: int | None,
+             batch_size: int, save_predictions: bool, replace: bool) -> list[tuple[str, str]]:
+    """Skip the done runs, load the model, prepare every pending run, then train and write
+    one record per run (under the runs directory's lock); returns the failed runs' ids and
+    errors (each left its error record)."""
+    from fsxlt.directories import RUNS, claim, writer_lock
+    from fsxlt.icl.lm_lora import Adapters
+    from fsxlt.icl.model import load_causal_lm
+    from fsxlt.icl.tuning import execute, write_error
+    from fsxlt.runs import plan_messages, plan_writes
+    from fsxlt.training.checkpoint import resolve_device
+
+    first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
+    if not first.pending:
+        for run in first.done:
+            typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+        return []
+    settings = runs[0].settings
+    lm = load_causal_lm(settings.model, settings.gguf_file,
+                        device=str(resolve_device(device)), threads=threads)
+    prepared = _prepare_all([run for run, _ in first.pending], lm)
+    adapters = Adapters(lm.model, settings.lora, settings.seed)
+    claim(out, RUNS)
+    failed: list[tuple[str, str]] = []
+    with writer_lock(out, RUNS):
+        writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
+        for text, to_stderr in plan_messages(writes):
+            typer.echo(text, err=to_stderr)
+        pending = {run.record_path for run, _ in writes.pending}
+        for item in prepared:
+            if item.run.record_path not in pending:
+                continue
+            try:
+                record = execute(item, lm, adapters, batch_size=batch_size,
+                                 save_predictions=save_predictions)
+            except Exception as err:  # the others go on; this one is rerun next time
+                failed.append((item.run.id, write_error(item.run, err)))
+                continue
+            dev = record["dev_score"]
+            typer.echo(f"{item.run.id}: lr {record['selected_lr']:g}, best epoch "
+                       f"{record['best_epoch']}, dev "
+                       f"{'-' if dev is None else f'{100 * dev:.2f}'}, {record['metric']} "
+                       f"{100 * record['test_score']:.2f} -> {item.run.record_path}")
+    return failed
