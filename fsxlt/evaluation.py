@@ -36,6 +36,9 @@ Metrics (docs/protocol.md#tasks), all reported as fractions in [0, 1]:
   fsxlt's own second figure, not XGLUE's: the same nDCG with pages ranked
   by the expected grade (sum of grade x probability), which no prediction
   file holds.
+- ``bleu`` (generation, XGLUE's QG and NTG): sacrebleu's corpus BLEU as XGLUE's
+  evaluator computes it (:func:`fsxlt.text_metrics.xglue_bleu`); the score is
+  BLEU / 100, ``bleu`` beside it on sacrebleu's 0-100 scale, with its signature.
 
 Prediction is built for a loop that evaluates a dev set after every epoch,
 thousands of times: a split is tokenized once into an :class:`EvalSet`
@@ -325,6 +328,14 @@ def _qa_task_scores(metric: str, gold: Sequence[Any], predicted: Sequence[Any],
     return task_scores(metric, gold, predicted)
 
 
+def _bleu_scores(metric: str, gold: Sequence[Any], predicted: Sequence[Any],
+                 inputs: ScoreInputs) -> dict[str, Any]:
+    from fsxlt.text_metrics import xglue_bleu
+
+    scores = xglue_bleu(predicted, gold)
+    return {"metric": metric, "score": scores["bleu"] / 100, **scores}
+
+
 # a task YAML's ``metric`` -> its scores (fsxlt.tasks.METRICS names the same metrics)
 METRIC_SCORERS: dict[str, Callable[[str, Sequence[Any], Sequence[Any], ScoreInputs],
                                    dict[str, Any]]] = {
@@ -335,6 +346,7 @@ METRIC_SCORERS: dict[str, Callable[[str, Sequence[Any], Sequence[Any], ScoreInpu
     "ndcg": _ndcg_scores,
     "mlqa_f1": _qa_task_scores,
     "squad_f1": _qa_task_scores,
+    "bleu": _bleu_scores,
 }
 
 

@@ -382,6 +382,9 @@ class Featurizer:
     def __init__(self, tokenizer: Any, task: TaskSpec, max_seq_length: int | None = None):
         if not getattr(tokenizer, "is_fast", False):
             raise FsxltError("fsxlt needs a fast (Rust) tokenizer to map words to wordpieces")
+        if task.is_generation:
+            raise FsxltError(f"task {task.name} generates text, which an encoder does not: "
+                             "run it with fsxlt icl")
         self.tokenizer = tokenizer
         self.task = task
         self.max_len = int(max_seq_length or task.training.max_seq_length)

@@ -5,12 +5,14 @@
 JSON record ``X.json``, a file ``X.predictions.jsonl`` (atomically):
 
 - line 1, the header: ``format`` (``fsxlt-predictions/1``), ``task``,
-  ``language``, ``kind`` (classification or tagging), ``labels``, ``split``,
-  ``n`` (examples), ``data`` (content hash of the examples) and ``model``
-  (what predicted: zero-shot checkpoint or adapt run);
+  ``language``, ``kind`` (the task's: classification, tagging, generation, ...),
+  ``labels``, ``split``, ``n`` (examples), ``data`` (content hash of the examples)
+  and ``model`` (what predicted: zero-shot checkpoint, adapt or icl run);
 - then one line per example in the split's order: ``id``, ``gold`` and
   ``predicted`` (label names); for tagging ``gold`` and ``predicted`` are
-  lists with one tag per word and ``tokens`` holds the words.
+  lists with one tag per word and ``tokens`` holds the words; for generation
+  they are texts (the target and the generated text, as generated: newlines
+  kept) and ``source`` holds the input text.
 
 The zero-shot predictions that the gains and confusion analyses compare
 against are found by name: ``RUNS/<task>/<lang>/k0/zero-shot-test.predictions.jsonl``,
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsxlt.data import Example, QAExample, TaggedSentence
+from fsxlt.data import Example, GenerationExample, QAExample, TaggedSentence
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import atomic_write_text, dumps_jsonl, text_lines
 from fsxlt.runs import PREDICTIONS_SUFFIX as SUFFIX
@@ -60,7 +62,8 @@ class Predictions:
 
 
 def prediction_rows(examples: Sequence[Example], predicted: Sequence[Any]) -> list[dict]:
-    """One row per example: id, gold, predicted (and the words, for tagging)."""
+    """One row per example: id, gold, predicted (and the words, for tagging; the source
+    text, for generation)."""
     if len(examples) != len(predicted):
         raise ValueError(f"{len(examples)} examples but {len(predicted)} predictions")
     rows = []
@@ -68,6 +71,11 @@ def prediction_rows(examples: Sequence[Example], predicted: Sequence[Any]) -> li
         if isinstance(example, QAExample):
             rows.append({"id": example.id, "question_id": example.question_id,
                          "gold": list(example.answers), "predicted": guess})
+        elif isinstance(example, GenerationExample):
+            if not isinstance(guess, str):
+                raise ValueError(f"{example.id}: a generated text must be a string")
+            rows.append({"id": example.id, "source": example.source, "gold": example.target,
+                         "predicted": guess})
         elif isinstance(example, TaggedSentence):
             rows.append({"id": example.id, "tokens": list(example.tokens),
                          "gold": list(example.tags), "predicted": list(guess)})

@@ -33,6 +33,15 @@ fsxlt reports for its runs. No metric is computed here. One scorer per format, i
     lines (or sentences) than the gold has, a sentence with another number of words
     than its gold sentence (the evaluator pads a short one with ``O``), and a second
     blank line in a row (the evaluator reads it as a word tagged ``''``).
+``xglue`` for generation (``qg``, ``ntg``)
+    ``QG/<lang>.prediction``, ``NTG/<lang>.prediction``: one generated text per line, the
+    i-th for the i-th line of the gold file ``xglue.<task>.<lang>.tgt.<split>`` (its
+    ``.src.`` twin names it too). Read and scored as XGLUE's evaluator does: every
+    prediction line stripped, every gold line reduced to its last tab-separated field,
+    stripped; sacrebleu's corpus BLEU, lowercased, 13a tokens
+    (:func:`fsxlt.text_metrics.xglue_bleu`, what runs report). The score is BLEU / 100,
+    ``bleu`` beside it on sacrebleu's scale, with sacrebleu's ``signature``. Another number
+    of lines than the gold has is refused (sacrebleu would stop on it).
 ``fewclue`` (FewCLUE's nine tasks)
     ``<task>_predict_<x>.json``: one JSON object per line, ``{"id": ..., "label": ...}``
     (ChID: ``"answer"``, the candidate's position, an integer). The gold file is a
@@ -65,9 +74,9 @@ Another format plugs in with one entry: a function ``(task, gold, predictions,
 language) -> scores`` (compute_scores's dict with ``n`` and ``unit``) in
 :data:`SCORERS` under the ``submission_format`` it scores, or under
 ``<submission_format>/<kind>`` where one benchmark's files differ by the task's kind
-(XGLUE's are registered as ``xglue/classification`` and ``xglue/tagging``; its
-extractive QA files, a JSON object from question id to answer text, would be
-``xglue/extractive_qa``). A task whose format and kind have no entry is refused in
+(XGLUE's are registered as ``xglue/classification``, ``xglue/tagging``,
+``xglue/generation`` and ``xglue/extractive_qa``, the last a JSON object from question
+id to answer text). A task whose format and kind have no entry is refused in
 one line.
 """
 
@@ -84,7 +93,7 @@ from fsxlt.data.fewclue import json_rows
 from fsxlt.data.lines import open_lines
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.evaluation import compute_scores
-from fsxlt.fileio import sha256_file
+from fsxlt.fileio import sha256_file, text_lines
 from fsxlt.tasks import TaskSpec, builtin_tasks, get_task
 
 Scorer = Callable[[TaskSpec, Path, Path, str], dict[str, Any]]
@@ -205,6 +214,35 @@ def score_xglue(task: TaskSpec, gold: Path, predictions: Path,
                                 what=str(gold))
         return {**scores, "unit": "pages"}
     return {**compute_scores(task, labels, predicted), "unit": "examples"}
+
+
+def read_text_lines(path: Path) -> list[str]:
+    """A prediction file of a generation task: its lines, blank ones too (a model may
+    generate nothing), without line ends; a file that is not UTF-8 is refused."""
+    try:
+        return text_lines(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raise DataFormatError(path, "not valid UTF-8 text", line) from None
+
+
+def score_generation(task: TaskSpec, gold: Path, predictions: Path,
+                     language: str) -> dict[str, Any]:
+    """An XGLUE ``QG/<lang>.prediction`` or ``NTG/<lang>.prediction`` file against the
+    split's target file, as XGLUE's evaluator reads and scores them (see the module
+    docstring)."""
+    from fsxlt.data.generation import paired_files, target_of_line
+
+    target = paired_files(gold)[1]
+    if not target.is_file():
+        raise DataFormatError(gold, f"has no target file {target.name} (a file to predict, as "
+                              "XGLUE ships its test splits); score against a labelled split")
+    targets = [target_of_line(line) for line in open_lines(target)]
+    predicted = read_text_lines(predictions)
+    if len(predicted) != len(targets):
+        raise _counts_differ(predictions, target, len(predicted), len(targets),
+                             "prediction lines", "target lines")
+    return {**compute_scores(task, targets, predicted), "unit": "examples"}
 
 
 # --------------------------------------------------------------------------- fewclue
@@ -328,6 +366,7 @@ def score_qa(task: TaskSpec, gold: Path, predictions: Path, language: str) -> di
 SCORERS: dict[str, Scorer] = {
     "xglue/classification": score_xglue,
     "xglue/tagging": score_xglue,
+    "xglue/generation": score_generation,
     "fewclue": score_fewclue,
     "xglue/extractive_qa": score_qa,
     "squad": score_qa,

@@ -28,7 +28,10 @@ The task YAML's ``submission`` names the task as its benchmark spells it and
     XGLUE's evaluator gives the file, are the model's own. WPR: each page's
     most probable grade (0-4, as XGLUE's format asks), the grades the
     reported nDCG ranks by, so XGLUE's evaluator gives the file the score
-    fsxlt reports (:mod:`fsxlt.evaluation`).
+    fsxlt reports (:mod:`fsxlt.evaluation`). Generation (QG, NTG): one
+    generated text per line, the i-th for the i-th source line; a newline
+    inside a text (``\n``, ``\r``) becomes a space, since the evaluator reads
+    the file line by line.
 
 Extractive QA writes one JSON object from question id to answer text (the
 question ids the input gives): XGLUE's MLQA file ``<bucket>/MLQA/<lang>.prediction``
@@ -55,6 +58,7 @@ from fsxlt.runs import SUBMISSION_DIR, arm_of, bucket_stem, is_finished, read_re
 from fsxlt.tasks import TaskSpec
 
 _LINE = re.compile(r":(\d+)$")
+_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _bucket_name(bucket: dict[str, Any]) -> str:
@@ -94,6 +98,9 @@ def read_unlabelled(path: str | Path, task: TaskSpec,
         return examples, [ex.question_id for ex in examples]
     if task.is_tagging:  # XGLUE's tagging test files carry tags; they are not used
         examples = read_examples(path, task, language=language)
+        return examples, [ex.id for ex in examples]
+    if task.is_generation:  # the sources alone (XGLUE's test splits have no targets)
+        examples = read_examples(path, task, labelled=False, language=language)
         return examples, [ex.id for ex in examples]
     examples = read_examples(path, task, labelled=False, language=language)
     placeholder = task.labels[0]
@@ -143,6 +150,11 @@ def encode_entities(tags: Sequence[str], scheme: str) -> list[str]:
     return out
 
 
+def one_line(text: str) -> str:
+    """A generated text as one line of a prediction file: every line break a space."""
+    return _BREAK.sub(" ", text)
+
+
 def render_submission(task: TaskSpec, ids: Sequence[Any], labels: Sequence[Any], *,
                       scheme: str = "iob2") -> str:
     """The text of a submission file (see the module docstring); ``scheme``: the entity
@@ -158,6 +170,8 @@ def render_submission(task: TaskSpec, ids: Sequence[Any], labels: Sequence[Any],
             labels = [encode_entities(tags, scheme) for tags in labels]
         if task.is_tagging:
             return "\n\n".join("\n".join(tags) for tags in labels) + "\n"
+        if task.is_generation:
+            labels = [one_line(text) for text in labels]
         return "".join(f"{label}\n" for label in labels)
     missing = sum(example_id is None for example_id in ids)
     if missing:

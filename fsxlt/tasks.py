@@ -1,8 +1,9 @@
 """The task registry: what each FS-XLT task is, read from one YAML file per task.
 
 A task spec says what kind of problem a task is (sentence or pair
-classification, word tagging, or multiple choice, whose labels are the
-candidate positions), its label set, metric, languages, where its data comes
+classification, word tagging, multiple choice, whose labels are the
+candidate positions, extractive QA, or generation of a target text from a source
+text, which has no labels), its label set, metric, languages, where its data comes
 from (local files or the Hugging Face hub) and the default sampling and
 training hyperparameters of docs/protocol.md. FewCLUE's tasks add ``label_names``
 (descriptions of numeric label ids), ``source_task`` (the English counterpart
@@ -32,18 +33,21 @@ from fsxlt.config_checks import document, mapping, one_of, require
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import parse_yaml
 
-TaskKind = Literal["classification", "tagging", "multiple_choice", "extractive_qa"]
-KINDS = ("classification", "tagging", "multiple_choice", "extractive_qa")
-InputKind = Literal["single", "pair", "tokens", "choices", "question_context"]
+TaskKind = Literal["classification", "tagging", "multiple_choice", "extractive_qa", "generation"]
+KINDS = ("classification", "tagging", "multiple_choice", "extractive_qa", "generation")
+UNLABELLED_KINDS = ("extractive_qa", "generation")  # no label set: answers are spans, texts
+InputKind = Literal["single", "pair", "tokens", "choices", "question_context", "text"]
 # sampling.sampler -> the task kinds it draws buckets for (fsxlt.sampling.api.SAMPLERS draws)
 SAMPLERS = {"nway-kshot": ("classification",), "minimum-including": ("tagging",),
             "k-examples": ("multiple_choice",), "k-queries": ("classification",),
-            "k-questions": ("extractive_qa",)}
+            "k-questions": ("extractive_qa",), "k-pairs": ("generation",)}
 DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu", "fewclue_json",
-                "fewclue_wsc", "fewclue_chid", "xglue_tsv", "squad_json")
+                "fewclue_wsc", "fewclue_chid", "xglue_tsv", "squad_json", "xglue_src_tgt",
+                "squad_qg")
 COLUMN_ROLES = ("text_a", "text_b", "label")
 QA_METRICS = ("mlqa_f1", "squad_f1")  # fsxlt.qa_metrics: MLQA's and SQuAD v1.1's F1
-METRICS = ("accuracy", "seqeval_f1", "seqeval_precision", "token_accuracy", "ndcg") + QA_METRICS
+METRICS = ("accuracy", "seqeval_f1", "seqeval_precision", "token_accuracy", "ndcg",
+           "bleu") + QA_METRICS  # bleu: generation's, fsxlt.text_metrics
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,8 @@ class DataSpec:
     pattern (see :meth:`locate`). ``holdout_paragraphs`` and ``holdout_dev_paragraphs``
     (``data.holdout``, XQuAD's one file per language): that many paragraphs of a file are
     its ``test`` and its ``dev`` split, the others its ``train`` split
-    (:func:`fsxlt.data.qa.holdout_part`, seeded by ``holdout_seed``).
+    (:func:`fsxlt.data.qa.holdout_part`, seeded by ``holdout_seed``; ``squad_qg``: the
+    held-out paragraphs are ``test``, every other paragraph is ``dev``).
     """
 
     format: str
@@ -210,6 +215,11 @@ class TaskSpec:
         return self.sampling.split == "dev" or self.is_qa
 
     @property
+    def is_generation(self) -> bool:
+        """Generation: a target text written for a source text, scored by BLEU."""
+        return self.kind == "generation"
+
+    @property
     def is_ranking(self) -> bool:
         """Relevance grades of (query, page) pairs, scored by nDCG over each query's pages."""
         return self.metric == "ndcg"
@@ -231,8 +241,8 @@ class TaskSpec:
         the tags. Tagging with ``label_unit: entity``: the entity types of the
         BIO tags (``B-PER`` -> ``PER``), each mention counted once.
         """
-        if self.kind in ("multiple_choice", "extractive_qa"):
-            return ()  # K examples (questions), no per-label quota
+        if self.kind in ("multiple_choice", *UNLABELLED_KINDS):
+            return ()  # K examples (questions, pairs), no per-label quota
         if self.kind == "tagging" and self.label_unit == "entity":
             types: list[str] = []
             for tag in self.labels:
@@ -375,8 +385,11 @@ def _check_metric(metric: str, kind: str, labels: tuple[str, ...], sampler: str,
     if (metric in QA_METRICS) != (kind == "extractive_qa"):
         raise FsxltError(f"{where}: the metrics {' and '.join(QA_METRICS)} go with kind "
                          "extractive_qa, and only they")
-    if kind == "extractive_qa" and labels:
-        raise FsxltError(f"{where}: an extractive_qa task has no labels (its answers are spans)")
+    if (metric == "bleu") != (kind == "generation"):
+        raise FsxltError(f"{where}: metric bleu goes with kind generation, and only it")
+    if kind in UNLABELLED_KINDS and labels:
+        raise FsxltError(f"{where}: a{'n' * (kind[0] == 'e')} {kind} task has no labels (its "
+                         f"{'answers are spans' if kind[0] == 'e' else 'targets are texts'})")
     if (metric == "ndcg") != (sampler == "k-queries"):
         raise FsxltError(f"{where}: metric ndcg and sampler k-queries go together "
                          "(a ranking task's shot is a query with all its pages)")
@@ -410,9 +423,10 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
                    kind, where)
     if kind == "multiple_choice" and raw.get("input") != "choices":
         raise FsxltError(f"{where}: a multiple_choice task needs input: choices")
-    if (kind == "extractive_qa") != (raw.get("input") == "question_context"):
-        raise FsxltError(f"{where}: input question_context goes with kind extractive_qa")
-    labels = tuple(str(label) for label in (raw.get("labels") or () if kind == "extractive_qa"
+    for one_kind, one_input in (("extractive_qa", "question_context"), ("generation", "text")):
+        if (kind == one_kind) != (raw.get("input") == one_input):
+            raise FsxltError(f"{where}: input {one_input} goes with kind {one_kind}")
+    labels = tuple(str(label) for label in (raw.get("labels") or () if kind in UNLABELLED_KINDS
                                             else require(raw, "labels", where)))
     _check_metric(str(require(raw, "metric", where)), kind, labels, sampling["sampler"], where)
     names = {str(k): str(v) for k, v in (raw.get("label_names") or {}).items()}
@@ -443,7 +457,7 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
                       columns=_parse_columns(data.get("columns"), data["format"], where),
                       alternatives=tuple(str(p) for p in data.get("alternatives") or ()),
                       hub_unavailable=str(data.get("hf_unavailable") or ""),
-                      **_holdout(data.get("holdout"), kind, where)),
+                      **_holdout(data.get("holdout"), data["format"], where)),
         sampling=SamplingSpec(
             sampler=sampling["sampler"],
             split=sampling.get("split", "train"),
@@ -459,7 +473,7 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
         pet=_parse_pet(raw.get("pet"), labels, raw["input"], where,
                        str(data.get("format") or ""),
                        tuple(str(lang) for lang in raw["languages"]))
-        if kind not in ("tagging", "extractive_qa") else None,
+        if kind not in ("tagging", *UNLABELLED_KINDS) else None,
         label_names=names,
         label_aliases=_label_aliases(raw.get("label_aliases"), labels, where),
         source_task=None if raw.get("source_task") is None else str(raw["source_task"]),
@@ -470,14 +484,19 @@ def parse_task(raw: dict[str, Any], where: str = "<task config>") -> TaskSpec:
     )
 
 
-def _holdout(raw: Any, kind: str, where: str) -> dict[str, int]:
-    """``data.holdout: {test_paragraphs: N, dev_paragraphs: D, seed: S}`` (extractive QA
-    only) as DataSpec fields."""
+def _holdout(raw: Any, fmt: str, where: str) -> dict[str, int]:
+    """``data.holdout: {test_paragraphs: N, dev_paragraphs: D, seed: S}`` (SQuAD JSON files
+    only; ``squad_qg``: no dev paragraphs, its dev split is every paragraph not in test) as
+    DataSpec fields."""
     if raw is None:
         return {}
-    if kind != "extractive_qa":
-        raise FsxltError(f"{where}: data.holdout holds out paragraphs, for extractive_qa tasks")
+    if fmt not in ("squad_json", "squad_qg"):
+        raise FsxltError(f"{where}: data.holdout holds out paragraphs of SQuAD JSON files "
+                         "(formats squad_json, squad_qg)")
     raw = mapping(raw, where, "data.holdout")
+    if fmt == "squad_qg" and raw.get("dev_paragraphs"):
+        raise FsxltError(f"{where}: a squad_qg task's dev split is every paragraph not held "
+                         "out as test; data.holdout takes no dev_paragraphs")
     counts = {key: raw.get(key, 0) for key in ("test_paragraphs", "dev_paragraphs")}
     for key, count in counts.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0 \
@@ -509,7 +528,7 @@ def builtin_tasks() -> dict[str, TaskSpec]:
             continue
         raw = yaml.safe_load(entry.read_text(encoding="utf-8"))
         if isinstance(raw, dict) and "kind" in raw and (
-                "labels" in raw or raw["kind"] == "extractive_qa"):
+                "labels" in raw or raw["kind"] in UNLABELLED_KINDS):
             spec = parse_task(raw, where=f"configs/{entry.name}")
             tasks[spec.name] = spec
     return tasks

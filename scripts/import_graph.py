@@ -16,7 +16,8 @@ layers and left out of the upward count.
     0  errors, fileio, config_checks, lazy, identity
     1  tasks, data, runs, directories, synthetic, sampling.store, sampling.samplers,
        icl.prompts                   (prompt text that task YAMLs are checked against)
-    2  modeling, evaluation, spans, qa_metrics  (the model, featurizer, metrics, prediction)
+    2  modeling, evaluation, spans, qa_metrics, text_metrics  (the model, featurizer,
+       metrics, prediction)
     3  methods, plugins, pet, lora   (what adapting changes; plug-in loading)
     4  training, predictions         (source-training, adapting, loading starts)
     5  sampling, analysis, report, execution, submission, scoring, icl
@@ -44,7 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "fileio", "config_checks", "lazy", "identity"),
     ("tasks", "data", "runs", "directories", "synthetic", "sampling.store",
      "sampling.samplers", "icl.prompts"),
-    ("modeling", "evaluation", "spans", "qa_metrics"),
+    ("modeling", "evaluation", "spans", "qa_metrics", "text_metrics"),
     ("methods", "plugins", "pet", "lora"),
     ("training", "predictions"),
     ("sampling", "analysis", "report", "execution", "submission", "scoring", "icl"),

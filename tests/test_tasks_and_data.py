@@ -24,8 +24,9 @@ def test_registry_has_the_six_tasks_with_their_label_sets():
                "cluewsc"}
     xglue = {"nc", "qadsm", "qam", "wpr", "xglue-ner", "xglue-pos"}
     qa = {"mlqa", "xquad", "tydiqa"}
+    generation = {"qg", "ntg", "xquad-qg"}
     assert set(tasks) == {"xnli", "pawsx", "mldoc", "marc", "panx", "udpos"} | synthetic \
-        | fewclue | xglue | qa
+        | fewclue | xglue | qa | generation
     assert len(tasks["udpos"].labels) == 17
     assert tasks["panx"].sampling_labels == ("PER", "ORG", "LOC")
     assert {name for name, spec in tasks.items() if spec.benchmark == "fewclue"} == fewclue

@@ -92,7 +92,7 @@ def sample_command(
     sets = sample_api(spec, lang, ks, out, data=data, data_dir=data_dir, split=split,
                       n_buckets=n_buckets, seed=seed, replace=replace,
                       progress=bar("loading", "lang"))
-    unit = "questions" if spec.is_qa else "examples"
+    unit = "questions" if spec.is_qa else "pairs" if spec.is_generation else "examples"
     for s in sets:
         sizes = [len(b) for b in s.buckets]
         line = (f"{s.task}/{s.language}/k{s.k}: {len(s.buckets)} buckets, "
@@ -101,8 +101,8 @@ def sample_command(
             line += f"; labels absent from the data, left out: {', '.join(s.missing_labels)}"
         if s.dev_remaining is not None:
             line += f"; {len(s.dev_remaining)} dev {unit} remain for model selection"
-        if spec.is_qa and s.test is not None:
-            line += f"; {len(s.test)} held-out test questions"
+        if s.test is not None and (spec.is_qa or spec.is_generation):
+            line += f"; {len(s.test)} held-out test {unit}"
         typer.echo(line + _status(s))
     typer.echo(_written(sets, out))
 

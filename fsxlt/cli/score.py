@@ -52,6 +52,8 @@ def score_cmd(
     Extractive QA (mlqa, xquad, tydiqa): one JSON object from question id to
     answer text, scored as MLQA's or SQuAD v1.1's evaluator scores it (F1 and
     exact match; every question of GOLD counts, an unanswered one scores 0).
+    Generation (qg, ntg): one generated text per line against GOLD's target
+    file (xglue.qg.de.tgt.dev), XGLUE's BLEU (sacrebleu, lowercased).
 
     Refused in one line: a missing file, another number of lines, sentences
     or words than GOLD has (both counts named), a label that is not the
@@ -67,6 +69,7 @@ def score_cmd(
           sub/ocnlif_predict_0.json
       fsxlt score --task mlqa --lang de MLQA_V1/test/test-context-de-question-de.json \\
           sub/MLQA/de.prediction
+      fsxlt score --task qg --lang de XGLUE/QG/xglue.qg.de.tgt.dev sub/QG/de.prediction
     """
     from fsxlt.scoring import prediction_format, score_file, summary
 

@@ -1,6 +1,6 @@
 """The example types every reader produces (:class:`TextExample`, :class:`TaggedSentence`,
-:class:`ChoiceExample`, :class:`QAExample`) and :class:`Split`, the examples of one split
-with their source.
+:class:`ChoiceExample`, :class:`QAExample`, :class:`GenerationExample`) and :class:`Split`,
+the examples of one split with their source.
 
 Every example carries a stable ``id``: for local files the file name and the 1-based
 line where the example starts (``train-de.tsv:57``), for hub data the dataset, config,
@@ -101,19 +101,43 @@ class QAExample:
         return (self.context, self.question, self.answers, self.starts)
 
 
-Example = TextExample | TaggedSentence | ChoiceExample | QAExample
+@dataclass(frozen=True)
+class GenerationExample:
+    """A generation example: a ``source`` text and the ``target`` text written for it
+    (XGLUE's QG: an answer passage and its question; NTG: a news body and its title).
+
+    ``target`` is empty in a file to predict (XGLUE's test files have no targets);
+    ``language`` is the language of both texts.
+    """
+
+    id: str
+    source: str
+    target: str
+    language: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "target": self.target,
+                "language": self.language}
+
+    def content_key(self) -> tuple:
+        return (self.source, self.target)
+
+
+Example = TextExample | TaggedSentence | ChoiceExample | QAExample | GenerationExample
 
 
 def example_texts(example: Example) -> tuple[str, ...]:
     """The running texts of an example (for word counts and overlap): its text(s), a
-    multiple-choice example's text and candidates, a question and its paragraph; a
-    tagged sentence's words joined by spaces."""
+    multiple-choice example's text and candidates, a question and its paragraph, a
+    generation example's source and target; a tagged sentence's words joined by spaces."""
     if isinstance(example, TaggedSentence):
         return (" ".join(example.tokens),)
     if isinstance(example, ChoiceExample):
         return (example.text, *example.choices)
     if isinstance(example, QAExample):
         return (example.question, example.context)
+    if isinstance(example, GenerationExample):
+        return (example.source, example.target)
     return (example.text_a,) + ((example.text_b,) if example.text_b else ())
 
 
@@ -139,6 +163,10 @@ def example_from_dict(row: dict[str, Any]) -> Example:
         if len(tokens) != len(tags):
             raise ValueError("tokens and tags differ in length")
         return TaggedSentence(id=str(row["id"]), tokens=tokens, tags=tags)
+    if "source" in row and "target" in row:
+        return GenerationExample(id=str(row["id"]), source=str(row["source"]),
+                                 target=str(row["target"]),
+                                 language=str(row.get("language") or ""))
     text_b = row.get("text_b")
     return TextExample(id=str(row["id"]), text_a=str(row["text_a"]),
                        text_b=None if text_b is None else str(text_b), label=str(row["label"]))

@@ -11,6 +11,7 @@ from pathlib import Path
 from fsxlt.data.classification import read_marc_jsonl, read_mldoc, read_pair_tsv
 from fsxlt.data.examples import Example, Split
 from fsxlt.data.fewclue import FEWCLUE_READERS, Skipped
+from fsxlt.data.generation import has_targets, read_squad_qg, read_xglue_src_tgt
 from fsxlt.data.hub import load_hub_split
 from fsxlt.data.qa import holdout_part, read_squad_json
 from fsxlt.data.tagging import read_conll, read_conllu, read_xglue_tsv
@@ -19,7 +20,8 @@ from fsxlt.fileio import sha256_file
 from fsxlt.tasks import TaskSpec, get_task
 
 # readers that can also read files without labels (files to predict; tsv_pair too, below)
-UNLABELLED_READERS = {"xglue_tsv": read_xglue_tsv, **FEWCLUE_READERS}
+UNLABELLED_READERS = {"xglue_tsv": read_xglue_tsv, "xglue_src_tgt": read_xglue_src_tgt,
+                      **FEWCLUE_READERS}
 
 READERS = {
     "tsv_pair": read_pair_tsv,
@@ -29,6 +31,8 @@ READERS = {
     "conllu": read_conllu,
     "xglue_tsv": read_xglue_tsv,
     "squad_json": read_squad_json,
+    "xglue_src_tgt": read_xglue_src_tgt,
+    "squad_qg": read_squad_qg,
     **FEWCLUE_READERS,
 }
 
@@ -54,7 +58,9 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     :func:`read_conll`'s ``require_breaks``). ``split`` names the split the file is read
     as: a task that cuts its files into parts (XQuAD, ``data.holdout``) keeps the
     paragraphs of that part (``test``, ``dev``, or ``train`` for any other split;
-    without a split, the whole file: a file to predict).
+    without a split, the whole file: a file to predict; ``squad_qg``: ``test``, or every
+    other paragraph). XGLUE's generation files (``xglue_src_tgt``) are read as a pair,
+    source and target (:mod:`fsxlt.data.generation`).
     """
     task, path = get_task(task), Path(path)
     fmt = file_format(path, task)
@@ -64,6 +70,10 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
             raise DataFormatError(path, f"file holds no example of language {language!r}")
     elif fmt == "squad_json":
         examples = read_squad_json(path, language=language or "", labelled=labelled)
+    elif fmt == "squad_qg":  # holds its paragraphs out itself: a pair is not a question
+        examples = read_squad_qg(path, task, language=language or "", split=split)
+    elif fmt == "xglue_src_tgt":
+        examples = read_xglue_src_tgt(path, labelled=labelled, language=language or "")
     elif fmt in UNLABELLED_READERS:
         examples = UNLABELLED_READERS[fmt](path, task, skipped, labelled)
     elif not labelled:
@@ -81,7 +91,7 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
 
 def split_part(examples: list[Example], task: TaskSpec, split: str | None) -> list[Example]:
     """The examples of ``split`` in a file that holds several (see :func:`read_examples`)."""
-    if split is None or not task.data.holdout_paragraphs:
+    if split is None or not task.data.holdout_paragraphs or task.is_generation:
         return examples
     part = split if split in ("test", "dev") else "train"
     return holdout_part(examples, task.data.holdout_paragraphs,  # type: ignore[arg-type]
@@ -99,11 +109,16 @@ def has_labels(path: str | Path, task: str | TaskSpec, *, language: str | None =
 
     A file to predict reads without labels and its first example (or its
     header) carries none: XGLUE's test files (``xglue.wpr.de.test``: query,
-    title, snippet; no grade). A file that is neither (a labelled file with a
+    title, snippet; no grade; a generation split without its target file,
+    ``xglue.qg.de.src.test``). A file that is neither (a labelled file with a
     broken line further on, a missing file) raises the error its labelled
     reading gives, naming the file and line. The file is read in full.
     """
     task, path = get_task(task), Path(path)
+    if file_format(path, task) == "xglue_src_tgt":
+        labelled = has_targets(path)
+        read_examples(path, task, labelled=labelled, language=language)
+        return labelled
     try:
         read_examples(path, task, language=language)
         return True

@@ -10,6 +10,7 @@ from typing import Any
 from fsxlt.data import (
     ChoiceExample,
     Example,
+    GenerationExample,
     QAExample,
     Split,
     TaggedSentence,
@@ -22,6 +23,7 @@ from fsxlt.sampling.samplers import (
     check_k,
     derive_rng,
     k_examples,
+    k_pairs,
     k_queries,
     k_questions,
     minimum_including,
@@ -30,6 +32,7 @@ from fsxlt.sampling.samplers import (
     query_of,
     remaining_examples,
     sentence_label_counts,
+    untouched_pairs,
     untouched_questions,
 )
 from fsxlt.sampling.store import BucketSet, write_sets
@@ -85,6 +88,15 @@ def draw_k_questions(task: TaskSpec, split: Split, k: int, n_buckets: int, seed:
     return Drawn(questions, k_questions(questions, k, n_buckets, rng, context), [])
 
 
+def draw_k_pairs(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: int,
+                 context: str) -> Drawn:
+    """Buckets of exactly K (source, target) pairs with distinct sources, no source in two
+    buckets (generation)."""
+    pairs = _of_type(split, GenerationExample)
+    rng = derive_rng(seed, task.name, split.language, k)
+    return Drawn(pairs, k_pairs(pairs, k, n_buckets, rng, context), [])
+
+
 def draw_minimum_including(task: TaskSpec, split: Split, k: int, n_buckets: int, seed: int,
                            context: str) -> Drawn:
     """Independent Minimum-Including buckets, one seeded draw each (tagging); labels that
@@ -108,6 +120,7 @@ SAMPLERS: dict[str, Callable[[TaskSpec, Split, int, int, int, str], Drawn]] = {
     "k-examples": draw_k_examples,
     "k-queries": draw_k_queries,
     "k-questions": draw_k_questions,
+    "k-pairs": draw_k_pairs,
     "minimum-including": draw_minimum_including,
 }
 
@@ -120,7 +133,8 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
     ``nway-kshot`` (classification) draws disjoint buckets; ``k-examples``
     (multiple choice) disjoint buckets of K examples (no per-label quota),
     ``k-queries`` (ranking) disjoint buckets of K queries, each with all its
-    pages; ``minimum-including`` (tagging) one independent draw per bucket,
+    pages, ``k-pairs`` (generation) buckets of K pairs on sources no other bucket
+    has; ``minimum-including`` (tagging) one independent draw per bucket,
     leaving labels that never occur in the pool out of the label set (they
     are recorded in ``missing_labels``). When the task samples from its dev
     split, the dev examples in no bucket are kept as the new dev set.
@@ -164,7 +178,8 @@ def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],
     """The dev examples in no bucket (the set's early-stopping data), or None off a dev split.
 
     Extractive QA (any split): the questions on paragraphs no bucket touches, at most
-    ``sampling.dev_paragraphs`` paragraphs of them (a seeded choice).
+    ``sampling.dev_paragraphs`` paragraphs of them (a seeded choice). Generation: the
+    pairs whose source no bucket has.
 
     Refused in one line when the buckets leave nothing to select a model on:
     no example at all, or, for a ranking task, no query with two judged pages
@@ -175,6 +190,8 @@ def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],
                                         derive_rng(seed, task.name, split.language, "dev"))
     elif split.split != "dev":
         return None
+    elif task.is_generation:
+        remaining = untouched_pairs(pool, buckets)  # type: ignore[arg-type]
     else:
         remaining = remaining_examples(pool, buckets)
     source = Path(split.source).name

@@ -24,6 +24,10 @@ bucket:
   remaining dev set or in the set's test set (XQuAD's held-out paragraphs),
   and none of the dev set's in the test set; given the source, the remaining
   dev set holds whole paragraphs that no bucket touches;
+* generation (``k-pairs``): exactly K pairs per bucket, on K distinct sources, no
+  source in two buckets, none of a bucket's sources in the remaining dev set or in the
+  set's test set; given the source, the remaining dev set is every pair whose source no
+  bucket has;
 * tagging (Minimum-Including): every label of the set occurs at least K
   times, and the bucket is minimal: no sentence can be removed while every
   label that reaches K still reaches K; a remaining dev set (XGLUE's tagging
@@ -47,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsxlt.data import Example, QAExample, TaggedSentence, read_examples
+from fsxlt.data import Example, GenerationExample, QAExample, TaggedSentence, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.sampling.samplers import (
@@ -276,6 +280,49 @@ def _check_k_questions(directory: Path, manifest: dict[str, Any], buckets: list[
     return found
 
 
+def _sources(examples: list[Example] | None) -> set[str]:
+    return {ex.source for ex in examples or [] if isinstance(ex, GenerationExample)}
+
+
+def _check_k_pairs(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
+                   remaining: list[Example] | None) -> list[Violation]:
+    """Exactly K pairs on K distinct sources per bucket; sources kept apart between
+    buckets, the remaining dev set and the set's test set (see the module docstring)."""
+    from fsxlt.sampling.store import read_examples_jsonl
+
+    k, found = manifest["k"], []
+    owner: dict[str, int] = {}
+    for bucket in buckets:
+        sources = [ex.source for ex in bucket.examples if isinstance(ex, GenerationExample)]
+        if len(bucket.examples) != k or len(set(sources)) != k:
+            found.append(Violation(bucket.index, "count", f"{len(bucket.examples)} pairs on "
+                                   f"{len(set(sources))} distinct sources, expected {k}"))
+        for text in sorted(set(sources)):
+            other = owner.setdefault(text, bucket.index)
+            if other != bucket.index:
+                found.append(Violation(bucket.index, "overlap", f"source {text[:40]!r} is "
+                                       f"also in bucket {other}"))
+    test_path = directory / manifest["test"]["file"] if manifest.get("test") else None
+    test = _sources(read_examples_jsonl(test_path)) if test_path and test_path.is_file() \
+        else set()
+    for what, kind, texts in (("remaining dev set", "dev-leak", _sources(remaining)),
+                              ("test set", "test-leak", test)):
+        shared = sorted(set(owner) & texts)
+        if shared:
+            found.append(Violation(None, kind, f"{len(shared)} bucket sources are also in "
+                                   f"the {what} (e.g. {shared[0][:40]!r})"))
+    return found
+
+
+def _expected_remaining(pool: list[Example], buckets: list[Bucket]) -> list[str]:
+    """The ids the remaining dev set must hold: the source minus the buckets (generation:
+    minus every pair on a bucket's source)."""
+    used = {ex.id for bucket in buckets for ex in bucket.examples}
+    sources = _sources([ex for bucket in buckets for ex in bucket.examples])
+    return [ex.id for ex in pool if ex.id not in used and not (
+        isinstance(ex, GenerationExample) and ex.source in sources)]
+
+
 def _qa_remaining_ok(pool: list[Example], buckets: list[Bucket],
                      remaining: list[Example]) -> bool:
     """Whether a QA set's remaining dev set is whole paragraphs of the source that no
@@ -400,11 +447,9 @@ def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
                 found.append(Violation(bucket.index, "content",
                                        f"example {ex.id} differs from {source.name}"))
     if remaining is not None and not published:
-        used = {ex.id for bucket in buckets for ex in bucket.examples}
-        expected = [ex.id for ex in pool if ex.id not in used]
         qa = any(isinstance(ex, QAExample) for ex in pool)
         if (not _qa_remaining_ok(pool, buckets, remaining) if qa
-                else [ex.id for ex in remaining] != expected):
+                else [ex.id for ex in remaining] != _expected_remaining(pool, buckets)):
             found.append(Violation(None, "dev-remaining",
                                    "the remaining dev set is not the source minus the buckets"))
     return found
@@ -431,6 +476,8 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
         violations += _check_k_examples(manifest, buckets, remaining)
     elif task.is_qa:
         violations += _check_k_questions(directory, manifest, buckets, remaining)
+    elif task.is_generation:
+        violations += _check_k_pairs(directory, manifest, buckets, remaining)
     elif task.is_ranking:
         violations += _check_k_queries(manifest, buckets, remaining, pool)
     elif task.is_tagging:

@@ -8,6 +8,8 @@
   queries, each with all its judged pages; no per-grade quota.
 * :func:`k_questions` (extractive QA): disjoint buckets of exactly K
   questions whose paragraphs no other bucket touches.
+* :func:`k_pairs` (generation): buckets of exactly K (source, target) pairs
+  with K distinct sources, no source in two buckets.
 * :func:`minimum_including` (tagging, Hou et al. 2020): one bucket in which
   every label occurs at least K times and no sentence can be dropped without
   breaking that. Buckets are drawn independently, so two buckets may share
@@ -27,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fsxlt.data import Example, QAExample, TaggedSentence, TextExample
+from fsxlt.data import Example, GenerationExample, QAExample, TaggedSentence, TextExample
 from fsxlt.data.qa import paragraphs
 from fsxlt.errors import FsxltError, InsufficientDataError
 
@@ -139,6 +141,51 @@ def untouched_questions(pool: Sequence[QAExample], buckets: Sequence[Sequence[QA
         assert rng is not None, "a random choice needs an rng"
         free = [free[int(i)] for i in sorted(rng.permutation(len(free))[:max_paragraphs])]
     return [pool[i] for i in sorted(i for idx in free for i in idx)]
+
+
+# --------------------------------------------------------------------------- generation
+
+def pairs_by_source(examples: Sequence[GenerationExample]) -> dict[str, list[int]]:
+    """Positions of each source text's pairs, sources in the order they first occur."""
+    groups: dict[str, list[int]] = {}
+    for i, example in enumerate(examples):
+        groups.setdefault(example.source, []).append(i)
+    return groups
+
+
+def k_pairs(examples: Sequence[GenerationExample], k: int, n_buckets: int,
+            rng: np.random.Generator, context: str = "") -> list[list[GenerationExample]]:
+    """Draw ``n_buckets`` buckets of exactly ``k`` (source, target) pairs, no source in two
+    buckets or twice in one.
+
+    A shot is one input text with the output written for it. The distinct sources (in
+    the order they first occur) are put in a random order and cut into consecutive runs
+    of ``k``; bucket *b* takes run *b*, and of each of its sources one pair at random (a
+    passage with several questions gives one). The other pairs of a bucket's source are
+    in no bucket and are not dev data either (:func:`untouched_pairs`). A bucket lists
+    its pairs in file order.
+    """
+    groups = list(pairs_by_source(examples).values())
+    needed = k * n_buckets
+    if len(groups) < needed:
+        raise FsxltError(f"{context}: {n_buckets} buckets of {k} pairs with distinct sources "
+                         f"need {needed} sources, the data has {len(groups)} "
+                         f"({len(examples)} pairs); use fewer buckets or a smaller K")
+    order = rng.permutation(len(groups))
+    buckets = []
+    for b in range(n_buckets):
+        chosen = [groups[int(g)] for g in order[b * k:(b + 1) * k]]
+        picks = [pairs[int(rng.integers(len(pairs)))] for pairs in chosen]
+        buckets.append([examples[i] for i in sorted(picks)])
+    return buckets
+
+
+def untouched_pairs(pool: Sequence[GenerationExample],
+                    buckets: Sequence[Sequence[GenerationExample]]) -> list[GenerationExample]:
+    """The pool's pairs whose source is in no bucket, in file order: the dev set of model
+    selection (a pair on a bucket's source would show the model that source again)."""
+    used = {ex.source for bucket in buckets for ex in bucket}
+    return [ex for ex in pool if ex.source not in used]
 
 
 # --------------------------------------------------------------------------- classification
