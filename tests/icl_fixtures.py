@@ -23,8 +23,10 @@ PROMPT_WORDS = ("premise", "hypothesis", "answer", ":", "yes", "no", "maybe", "?
 
 
 def make_causal_lm_dir(directory: Path, kind: str = "llama", seed: int = 0,
-                       context: int = 512) -> Path:
-    """Save a tiny random causal LM of ``kind`` (llama, gpt2, gemma3) and its tokenizer."""
+                       context: int = 512, extra_words: tuple[str, ...] = ()) -> Path:
+    """Save a tiny random causal LM of ``kind`` (llama, gpt2, gemma3) and its tokenizer;
+    ``extra_words`` join the vocabulary after :data:`PROMPT_WORDS` (without them, the
+    model and tokenizer are those of earlier versions)."""
     from transformers import (
         Gemma3ForCausalLM,
         Gemma3TextConfig,
@@ -35,8 +37,8 @@ def make_causal_lm_dir(directory: Path, kind: str = "llama", seed: int = 0,
     )
 
     directory = Path(directory)
-    tokenizer = make_tokenizer(directory / "_vocab", PROMPT_WORDS)
-    vocab = len(VOCAB) + len(PROMPT_WORDS)
+    tokenizer = make_tokenizer(directory / "_vocab", PROMPT_WORDS + tuple(extra_words))
+    vocab = len(VOCAB) + len(PROMPT_WORDS) + len(extra_words)
     if kind == "gpt2":
         config = GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=2, n_positions=context)
         model_class = GPT2LMHeadModel

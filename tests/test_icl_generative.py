@@ -72,3 +72,43 @@ def test_ranking_settings_are_refused_for_generated_output(qa, tmp_path, capsys,
     err = capsys.readouterr().err
     assert "generate their output" in err and "Traceback" not in err
     assert not out.exists() or not any(out.rglob("*.json"))
+
+
+def test_qg_by_generation_predicts_xglues_test_file_into_a_submission(tmp_path, capsys):
+    """XGLUE QG: buckets from dev, a held-out labelled part as the test set (scored with
+    BLEU), XGLUE's unlabelled test file predicted with the same prompt into
+    <bucket>/QG/de.prediction; fsxlt submission gathers it and fsxlt score reads it."""
+    from tests.test_generation_data import write_qg
+
+    data = tmp_path / "XGLUE" / "QG"
+    write_qg(data, "de", "dev", 12)
+    held_out = write_qg(tmp_path / "held", "de", "dev", 5, seed=1)
+    to_predict = write_qg(data, "de", "test", 4, targets=False, seed=2)
+    assert run_app(["sample", "--task", "qg", "--lang", "de", "-k", "2", "--n-buckets", "2",
+                    "--data-dir", str(tmp_path / "XGLUE"), "--out", str(tmp_path / "b")]) == 0
+    out = tmp_path / "runs"
+    model = make_causal_lm_dir(tmp_path / "lm", "llama")
+    assert run_app(["icl", "--task", "qg", "--lang", "de", "--model", str(model),
+                    "--bucket", str(tmp_path / "b" / "qg" / "de" / "k2"), "--test",
+                    str(held_out), "--predict", str(to_predict), "--out", str(out),
+                    "--max-new-tokens", "5", "--stop", "?", "--threads", "1"]) == 0
+    record = read_record(out / "qg" / "de" / "k2" / "icl" / "00.json")
+    assert record["metric"] == "bleu" and 0 <= record["test_score"] <= 1
+    assert record["test"]["bleu"] == pytest.approx(100 * record["test_score"])
+    assert record["submission"] == {"file": "submission/00/QG/de.prediction", "n": 4}
+    written = out / "qg" / "de" / "k2" / "icl" / "submission" / "00" / "QG" / "de.prediction"
+    assert len(written.read_text(encoding="utf-8").splitlines()) == 4
+    assert run_app(["submission", str(out), "--bucket", "00", "--out",
+                    str(tmp_path / "sub")]) == 0
+    gathered = tmp_path / "sub" / "QG" / "de.prediction"
+    assert gathered.read_text(encoding="utf-8") == written.read_text(encoding="utf-8")
+    capsys.readouterr()
+    gold = write_qg(tmp_path / "gold", "de", "test", 4, seed=2)  # the same passages, with targets
+    assert run_app(["score", "--task", "qg", "--lang", "de", str(gold), str(gathered)]) == 0
+    assert "bleu" in capsys.readouterr().out.lower()
+
+
+def test_predict_needs_a_task_with_a_submission_format(qa, tmp_path, capsys):
+    assert _icl(qa, tmp_path / "runs", "--data-dir", str(qa["data"]), "--predict",
+                str(tmp_path / "missing.json")) == 2
+    assert "file to predict not found" in capsys.readouterr().err

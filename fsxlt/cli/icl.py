@@ -38,6 +38,12 @@ def icl_cmd(
         "--calibrate", help="Contextual calibration on the content-free input N/A.")] = False,
     normalize: Annotated[bool, typer.Option(
         "--normalize", help="Score options by log-likelihood per token.")] = False,
+    normalize_chars: Annotated[bool, typer.Option(
+        "--normalize-chars", help="Score options by log-likelihood per character "
+        "(lm-eval's acc_norm).")] = False,
+    preset: Annotated[str | None, typer.Option(
+        "--preset", help="A prompt protocol of the field instead of the task YAML's prompts: "
+        "lm-eval (XNLI, PAWS-X) or fewclue-gpt (FewCLUE's GPT zero-shot baseline).")] = None,
     order: Annotated[str, typer.Option(
         "--order", help="Demonstrations in the seeded order (a shuffle by --seed), as the "
         "bucket file lists them (bucket), or per test example by similarity to it "
@@ -59,6 +65,10 @@ def icl_cmd(
     threads: Annotated[int | None, typer.Option(
         "--threads", min=1, help="torch CPU threads.")] = None,
     device: Device = "auto",
+    predict: Annotated[Path | None, typer.Option(
+        "--predict", help="A file of the task to predict (XGLUE's, FewCLUE's): each run also "
+        "writes its benchmark submission file under submission/ beside its record "
+        "(<bucket>/QG/<lang>.prediction), for fsxlt submission.")] = None,
     save_predictions: Annotated[bool, typer.Option(
         "--save-predictions", help="Also write each run's test predictions beside its "
         "record.")] = False,
@@ -71,8 +81,10 @@ def icl_cmd(
     generation task (qg, ntg, xquad-qg) or an extractive QA task generates its
     output greedily (--max-new-tokens, --stop), scored by BLEU or QA F1. One
     record per bucket, read by fsxlt report like any adapting run (arm icl, or
-    icl-target, icl-calibrated, ... for other prompt settings). A record with
-    the same settings is skipped, one of other settings refused unless --replace.
+    icl-target, icl-calibrated, ... for other prompt settings; icl-lmeval for
+    --preset lm-eval, lm-evaluation-harness's prompts). Label words of unequal
+    token lengths are warned about and recorded. A record with the same
+    settings is skipped, one of other settings refused unless --replace.
 
     Examples:
 
@@ -84,16 +96,22 @@ def icl_cmd(
           --model models/gemma --gguf-file gemma-3-270m-q4_k_m.gguf \\
           --template-lang target --words-lang target --calibrate --out runs
     """
+    from fsxlt.errors import FsxltError
     from fsxlt.fileio import check_output_dir
     from fsxlt.icl.run import IclSettings, icl_plan
 
+    if normalize and normalize_chars:
+        raise FsxltError("--normalize (per token) and --normalize-chars (per character) "
+                         "exclude each other; give one")
     settings = IclSettings(model=model, gguf_file=gguf_file, template_language=template_lang,
-                           words_language=words_lang, calibrate=calibrate, normalize=normalize,
+                           words_language=words_lang, calibrate=calibrate,
+                           normalize="char" if normalize_chars else normalize,
                            order=order, seed=seed, test_limit=test_limit, arm=arm,
                            encoder=encoder, max_new_tokens=max_new_tokens,
-                           stop=stop_strings(stop))
+                           stop=stop_strings(stop), preset=preset)
     check_output_dir(out, "runs directory")
-    runs = icl_plan(task, lang, bucket, out, settings, test=test_file, data_dir=data_dir)
+    runs = icl_plan(task, lang, bucket, out, settings, test=test_file, data_dir=data_dir,
+                    predict=predict)
     _run_all(runs, settings, out, device=device, threads=threads, batch_size=batch_size,
              save_predictions=save_predictions, replace=replace)
 
@@ -133,6 +151,7 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
         sentence_encoder = load_encoder(settings.encoder)
     prepared = [prepare(run, settings, lm.tokenizer, lm.model, test, sentence_encoder)
                 for run, _ in first.pending]  # every prompt checked before anything is written
+    _warn_label_tokens(prepared)
     claim(out, RUNS)
     with writer_lock(out, RUNS):
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
@@ -146,3 +165,17 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
                              save_predictions=save_predictions)
             typer.echo(f"{item.run.id}: {record['metric']} {100 * record['test_score']:.2f} "
                        f"({record['examples_per_s']:.1f} examples/s) -> {item.run.record_path}")
+
+
+def _warn_label_tokens(prepared: list) -> None:
+    """One line on stderr when the label words of the runs differ in number of tokens (the
+    records say so too: ``icl.unequal_label_tokens``)."""
+    from fsxlt.icl.run import option_lengths
+    from fsxlt.icl.scoring import unequal_tokens_warning
+
+    for item in prepared:
+        line = unequal_tokens_warning(f"{item.run.task}/{item.run.language}",
+                                      option_lengths(item))
+        if line:
+            typer.echo(line, err=True)
+            return

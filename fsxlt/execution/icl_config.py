@@ -13,10 +13,13 @@
         - {template_lang: target, words_lang: target}     # icl-target
         - {calibrate: true}                               # icl-calibrated
         - {order: similarity, encoder: ckpt/{task}-mbert} # icl-similarity
+        - {preset: lm-eval, normalize: char}              # icl-lmeval-norm-char
 
 An arm (and the section, for every arm) may set ``model``, ``gguf_file``,
 ``template_lang`` / ``words_lang`` (``en`` or ``target``), ``calibrate``,
-``normalize``, ``order`` (``seeded``, ``bucket``, ``similarity``),
+``normalize`` (``true`` or ``token``: per token; ``char``: per character),
+``preset`` (a prompt protocol of the field, :mod:`fsxlt.icl.presets`),
+``order`` (``seeded``, ``bucket``, ``similarity``),
 ``encoder`` (the similarity order's sentence encoder), ``test_limit``,
 ``seed`` (default 0; not the sweep's adapting seed), ``max_new_tokens`` and
 ``stop`` (a string or a list: greedy decoding of generation and QA tasks; default
@@ -43,7 +46,7 @@ from fsxlt.tasks import TaskSpec
 
 ARM_KEYS = ("arm", "model", "gguf_file", "template_lang", "words_lang", "calibrate",
             "normalize", "order", "encoder", "test_limit", "seed", "batch_size",
-            "max_new_tokens", "stop")
+            "max_new_tokens", "stop", "preset")
 SECTION_KEYS = (*ARM_KEYS, "arms", "zero_shot")
 DEFAULT_BATCH_SIZE = 8
 
@@ -146,14 +149,25 @@ def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
         words_language=one_of(merged.get("words_lang", "en"), PROMPT_LANGUAGES, where,
                               key("words_lang")),
         calibrate=flag(merged.get("calibrate"), where, key("calibrate")),
-        normalize=flag(merged.get("normalize"), where, key("normalize")),
+        normalize=_normalize(merged.get("normalize"), where, key("normalize")),
         order=one_of(merged.get("order", "seeded"), ORDERS, where, key("order")),
         seed=optional("seed", 0) or 0, test_limit=optional("test_limit", 1),
         arm=text(merged.get("arm"), where, key("arm")),
         encoder=None if encoder is None else path(encoder, key("encoder")),
         max_new_tokens=optional("max_new_tokens", 1) or 32,
-        stop=_stop(merged.get("stop"), where, key("stop")))
+        stop=_stop(merged.get("stop"), where, key("stop")),
+        preset=text(merged.get("preset"), where, key("preset")))
     return IclArm(settings, optional("batch_size", 1) or DEFAULT_BATCH_SIZE)
+
+
+def _normalize(raw: Any, where: str, key: str) -> bool | str:
+    """``normalize``: true or ``token`` (per token), ``char`` (per character), false or
+    absent (summed); the values of :class:`fsxlt.icl.run.IclSettings`."""
+    if raw in ("token", "char"):
+        return True if raw == "token" else "char"
+    if raw is None or isinstance(raw, bool):
+        return flag(raw, where, key)
+    raise FsxltError(f"{where}: {key} must be true, false, token or char, got {raw!r}")
 
 
 def _stop(raw: Any, where: str, key: str) -> tuple[str, ...]:

@@ -35,13 +35,15 @@ from fsxlt.icl.generative import (
     gold_of,
     is_generative,
 )
-from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages, render
+from fsxlt.icl.presets import check_preset, describe_preset, get_preset, render_for
+from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
 from fsxlt.icl.scoring import (
     CONTENT_FREE,
     OptionScores,
     TokenizedPrompt,
     check_length,
     decision_scores,
+    label_tokens,
     option_scores,
     plan_rows,
     predictions,
@@ -70,7 +72,7 @@ class IclSettings:
     template_language: str = "en"
     words_language: str = "en"
     calibrate: bool = False
-    normalize: bool = False
+    normalize: bool | str = False   # True: per token; "char": per character (acc_norm)
     order: str = "seeded"
     seed: int = 0
     test_limit: int | None = None
@@ -78,6 +80,7 @@ class IclSettings:
     encoder: str | None = None      # the sentence encoder of the similarity order
     max_new_tokens: int = 32        # generative tasks: the token budget
     stop: tuple[str, ...] = DEFAULT_STOP   # generative tasks: where an output ends
+    preset: str | None = None       # a prompt preset (fsxlt.icl.presets) instead of the YAML's
 
     def check(self) -> None:
         for what, value in (("template", self.template_language),
@@ -92,6 +95,15 @@ class IclSettings:
                              "an encoder is only used by --order similarity")
         if self.test_limit is not None and self.test_limit < 1:
             raise FsxltError(f"the test limit must be at least 1, got {self.test_limit}")
+        if not (isinstance(self.normalize, bool) or self.normalize == "char"):
+            raise FsxltError("length normalisation is False, True (per token) or 'char' (per "
+                             f"character), not {self.normalize!r}")
+        if self.preset is not None:
+            get_preset(self.preset)  # an unknown one: one line naming the presets
+            if self.prompt != PromptSettings():
+                raise FsxltError(f"the prompt preset {self.preset} brings its own prompts in "
+                                 "the target language; --template-lang and --words-lang do "
+                                 "not apply to it")
         if self.arm is not None and (not self.arm.startswith("icl")
                                      or any(c in self.arm for c in "@~/ ")):
             raise FsxltError(f"an ICL arm name starts with icl and has no @, ~, / or space; "
@@ -110,14 +122,15 @@ class IclSettings:
         """``icl`` and a suffix per setting that differs from the default."""
         if self.arm:
             return self.arm
-        parts = ["icl"]
+        parts = ["icl"] + ([get_preset(self.preset).arm] if self.preset else [])
         if self.template_language == self.words_language == "target":
             parts.append("target")
         elif self.template_language == "target":
             parts.append("target-template")
         elif self.words_language == "target":
             parts.append("target-words")
-        parts += ["calibrated"] * self.calibrate + ["norm"] * self.normalize
+        parts += ["calibrated"] * self.calibrate + ["norm"] * (self.normalize is True)
+        parts += ["norm-char"] * (self.normalize == "char")
         parts += ["bucket-order"] * (self.order == "bucket")
         parts += ["similarity"] * (self.order == "similarity")
         return "-".join(parts)
@@ -127,7 +140,8 @@ class IclSettings:
                 "content_free": CONTENT_FREE if self.calibrate else None,
                 "normalize": self.normalize, "order": self.order, "seed": self.seed,
                 "test_limit": self.test_limit, "encoder": self.encoder,
-                **({"encoder_fingerprint": fingerprint(self.encoder)} if self.encoder else {})}
+                **({"encoder_fingerprint": fingerprint(self.encoder)} if self.encoder else {}),
+                **({"preset": describe_preset(self.preset)} if self.preset else {})}
 
 
 @dataclass(frozen=True)
@@ -146,6 +160,7 @@ class IclRun:
     identity: dict[str, Any] = field(compare=False)
     strategy: str = ""
     spec: TaskSpec | None = field(default=None, compare=False)  # a task YAML's, if given
+    predict_path: str = ""    # a file to predict (XGLUE/FewCLUE submission files)
 
     @property
     def task_spec(self) -> TaskSpec:
@@ -206,7 +221,10 @@ def check_settings(spec: TaskSpec, language: str, settings: IclSettings) -> None
     spec.check_language(language)
     check_task(spec)
     settings.check()
-    check_languages(spec.icl, spec.name, settings.prompt, language)
+    if settings.preset is not None:
+        check_preset(settings.preset, spec.name, spec.labels, language)
+    else:
+        check_languages(spec.icl, spec.name, settings.prompt, language)
     if is_generative(spec):
         check_generative(spec, settings)
     if settings.calibrate and spec.is_multiple_choice:
@@ -229,11 +247,13 @@ class BucketRef:
 
 def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, test_path: Path,
              buckets: list[BucketRef] | None, *,
-             digest: Callable[[Path], str] | None = None) -> list[IclRun]:
+             digest: Callable[[Path], str] | None = None,
+             predict: Path | None = None) -> list[IclRun]:
     """The runs of ``settings`` on ``buckets`` (one each), or the zero-shot run (K=0) when
     ``buckets`` is None; ``fsxlt icl`` and a sweep's ICL arms both build their runs here,
     so their identities are one. ``digest``: the test file's content hash (a sweep's
-    cache; default: sha256 of its bytes)."""
+    cache; default: sha256 of its bytes). ``predict``: a file each run also predicts (its
+    content hash joins the identity)."""
     from fsxlt.fileio import sha256_file, sha256_text
     from fsxlt.icl.model import model_fingerprint
 
@@ -245,12 +265,15 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
     common = {"task": spec.name, "language": language, "method": arm,
               "model": model_fingerprint(settings.model, settings.gguf_file),
               "prompt": {**settings.describe(), "icl": repr(spec.icl), **decoding},
-              "test": (digest or sha256_file)(Path(test_path))}
+              "test": (digest or sha256_file)(Path(test_path)),
+              **({"predict": sha256_file(predict)} if predict is not None else {})}
+    to_predict = str(predict) if predict is not None else ""
     if buckets is None:
         identity = {**common, "k": 0, "index": 0, "bucket": sha256_text("")}
         return [IclRun(spec.name, language, 0, 0, ZERO_SHOT_RUN, "", sha256_text(""),
                        str(test_path), str(record_path(out, spec.name, language, 0, arm,
-                                                       ZERO_SHOT_RUN)), identity, spec=spec)]
+                                                       ZERO_SHOT_RUN)), identity, spec=spec,
+                       predict_path=to_predict)]
     runs = []
     for ref in buckets:
         full_arm = f"{arm}~{ref.strategy}" if ref.strategy else arm
@@ -258,21 +281,29 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
         runs.append(IclRun(spec.name, language, ref.k, ref.index, ref.name, str(ref.path),
                            ref.sha256, str(test_path),
                            str(record_path(out, spec.name, language, ref.k, full_arm,
-                                           ref.name)), identity, ref.strategy, spec))
+                                           ref.name)), identity, ref.strategy, spec,
+                           to_predict))
     return runs
 
 
 def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path,
              settings: IclSettings, *, test: Path | None = None,
-             data_dir: Path | None = None) -> list[IclRun]:
+             data_dir: Path | None = None, predict: Path | None = None) -> list[IclRun]:
     """The runs of ``fsxlt icl``: one per bucket of ``bucket`` (a set or a file), or one
-    zero-shot run (K=0) when ``bucket`` is None."""
+    zero-shot run (K=0) when ``bucket`` is None; ``predict``: a file of the task each run
+    also predicts, into the benchmark's submission file beside its record."""
     spec = get_task(task)
     check_settings(spec, language, settings)
+    if predict is not None:
+        if spec.submission is None:
+            raise FsxltError(f"{spec.name}: the task has no submission format, so there is "
+                             "nothing to --predict into")
+        if not Path(predict).is_file():
+            raise FsxltError(f"{predict}: file to predict not found")
     entries, set_test = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
     test_path = _test_file(spec, language, test, data_dir, set_test)
     if bucket is None:
-        return icl_runs(spec, language, settings, out, test_path, None)
+        return icl_runs(spec, language, settings, out, test_path, None, predict=predict)
     refs = []
     for path, loaded in entries:
         if (loaded.task, loaded.language) != (spec.name, language):
@@ -282,7 +313,7 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
         strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
         refs.append(BucketRef(loaded.k, loaded.index, loaded.name, path, loaded.sha256,
                               strategy))
-    return icl_runs(spec, language, settings, out, test_path, refs)
+    return icl_runs(spec, language, settings, out, test_path, refs, predict=predict)
 
 
 # --------------------------------------------------------------------------- preparing
@@ -365,8 +396,8 @@ def prepare(run: IclRun, settings: IclSettings, tokenizer: Any, model: Any,
     free = [_content_free_example(spec)] if settings.calibrate else []
     for order, members in _orders(shots, test, settings, encoder).items():
         demos = [shots[i] for i in order]
-        text = render(spec.icl, spec.labels, settings.prompt, run.language, demos,
-                      [test[i] for i in members] + free)
+        text = render_for(spec, settings.prompt, settings.preset, run.language, demos,
+                          [test[i] for i in members] + free)
         generative = is_generative(spec)
         prompt = tokenize_prompt(tokenizer, text, run.id, check=not generative)
         longest = max(longest, check_room(model, prompt.prefix, prompt.queries,
@@ -415,15 +446,21 @@ def score_prepared(prepared: Prepared, model: Any, settings: IclSettings, *,
     n_tokens: list[list[int]] = [[] for _ in range(n)]
     free_ll: list[list[float]] = [[] for _ in range(n)]
     free_n: list[list[int]] = [[] for _ in range(n)]
+    n_chars: list[list[int]] = [[] for _ in range(n)]
+    free_c: list[list[int]] = [[] for _ in range(n)]
     for group in prepared.groups:
         scores = option_scores(model, group.prompt, prepared.run.id, cached=cached,
                                batch_size=batch_size)
+        chars = scores.n_chars or [[] for _ in scores.loglik]
         for row, position in enumerate(group.examples):
             loglik[position], n_tokens[position] = scores.loglik[row], scores.n_tokens[row]
+            n_chars[position] = chars[row]
             if settings.calibrate:  # the content-free query is the group's last
                 free_ll[position], free_n[position] = scores.loglik[-1], scores.n_tokens[-1]
-    scores = OptionScores(loglik, n_tokens)
-    free = OptionScores(free_ll, free_n) if settings.calibrate else None
+                free_c[position] = chars[-1]
+    scores = OptionScores(loglik, n_tokens, n_chars if all(n_chars) else None)
+    free = OptionScores(free_ll, free_n, free_c if all(free_c) else None) \
+        if settings.calibrate else None
     decisions = decision_scores(scores, normalize=settings.normalize, content_free=free)
     return predictions(decisions, prepared.run.task_spec.labels), scores, free
 
@@ -441,7 +478,17 @@ def _icl_block(prepared: Prepared, settings: IclSettings, free: OptionScores | N
             **({} if len(groups) == 1 else {"test_demonstrations": _test_orders(prepared)}),
             "content_free_loglik": [free.loglik[g.examples[0]] for g in groups if g.examples]
             if free is not None else None,
-            "batch_size": batch_size}
+            "batch_size": batch_size, **option_lengths(prepared)}
+
+
+def option_lengths(prepared: Prepared) -> dict[str, Any]:
+    """A classification run's ``label_word_tokens`` and ``unequal_label_tokens``
+    (:func:`fsxlt.icl.scoring.label_tokens`); nothing for candidates or generated output."""
+    spec = prepared.run.task_spec
+    if spec.is_multiple_choice or is_generative(spec):
+        return {}
+    return label_tokens([options for g in prepared.groups
+                         for options in g.prompt.continuations[: len(g.examples)]], spec.labels)
 
 
 def _test_orders(prepared: Prepared) -> list[list[str]]:
@@ -480,6 +527,20 @@ def _predict(prepared: Prepared, lm: Any, settings: IclSettings,
     return predicted, [e.label for e in test], _icl_block(prepared, settings, free, batch_size)
 
 
+def _predict_file(prepared: Prepared, lm: Any, settings: IclSettings, batch_size: int,
+                  record: dict[str, Any]) -> None:
+    """Predict the run's file to predict with the run's prompt (the same demonstrations
+    and settings) into the benchmark's submission file beside the record; the record
+    names that file."""
+    from fsxlt.submission import read_unlabelled, write_submission
+
+    run = prepared.run
+    examples, ids = read_unlabelled(run.predict_path, run.task_spec, run.language)
+    shown = prepare(run, settings, lm.tokenizer, lm.model, examples)
+    record["predict"] = _predict(shown, lm, settings, batch_size)[0]
+    write_submission(Path(run.record_path).parent, run.task_spec, record, ids, inputs=examples)
+
+
 def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: int = 8,
             save_predictions: bool = False, writer: str = ICL_WRITER,
             sweep: str = "") -> dict[str, Any]:
@@ -511,6 +572,8 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
         "examples_per_s": round(len(prepared.test) / elapsed, 3) if elapsed > 0 else None,
     }
     finish_record(record, identity=run.identity, arm=arm, writer=writer, sweep=sweep)
+    if run.predict_path:
+        _predict_file(prepared, lm, settings, batch_size, record)
     if save_predictions:
         model_info = {"kind": "icl", "record": Path(run.record_path).name, "method": arm,
                       "k": run.k, "bucket": run.index, "model": lm.name}

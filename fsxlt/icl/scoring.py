@@ -2,7 +2,10 @@
 
 Each option (a label word, or a multiple-choice candidate) is scored by the
 summed log-probability of its tokens after the prompt (optionally divided by
-its number of tokens), and the best-scoring option is the prediction.
+its number of tokens, or of its characters as lm-eval's ``acc_norm`` divides),
+and the best-scoring option is the prediction. Label words that tokenize to
+different numbers of tokens are reported (:func:`label_tokens`): summed
+log-likelihoods favour the shorter word, whatever the input.
 Contextual calibration (Zhao et al., 2021) divides each option's probability
 by its probability after a content-free input (``N/A``) with the same prefix.
 
@@ -25,7 +28,7 @@ import copy
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -43,6 +46,13 @@ class TokenizedPrompt:
     prefix: list[int]
     queries: list[list[int]]
     continuations: list[list[list[int]]]
+    chars: list[list[int]] = field(default_factory=list)  # per option: option_chars
+
+
+def option_chars(option: str) -> int:
+    """An option's length in characters, not counting the whitespace that joins it to the
+    prompt (lm-eval's ``len(choice)``: its target delimiter left out)."""
+    return len(option.lstrip())
 
 
 def tokenize_prompt(tokenizer: Any, text: PromptText, bucket: str, *,
@@ -65,7 +75,8 @@ def tokenize_prompt(tokenizer: Any, text: PromptText, bucket: str, *,
             check_options(options, tokenized, getattr(tokenizer, "unk_token_id", None), bucket)
         continuations.append(tokenized)
     return TokenizedPrompt(bos + ids(text.prefix), [ids(q) for q in text.queries],
-                           continuations)
+                           continuations, [[option_chars(option) for option in options]
+                                           for options in text.continuations])
 
 
 def check_options(options: Sequence[str], tokenized: Sequence[list[int]], unk: int | None,
@@ -267,10 +278,12 @@ def row_logprobs(model: Any, plan: RowPlan, *, cached: bool = True,
 
 @dataclass(frozen=True)
 class OptionScores:
-    """Per example, per option: summed log-likelihood and number of tokens."""
+    """Per example, per option: summed log-likelihood, number of tokens and of characters
+    (:func:`option_chars`; None where not known)."""
 
     loglik: list[list[float]]
     n_tokens: list[list[int]]
+    n_chars: list[list[int]] | None = None
 
 
 def option_scores(model: Any, prompt: TokenizedPrompt, bucket: str, *, cached: bool = True,
@@ -284,7 +297,32 @@ def option_scores(model: Any, prompt: TokenizedPrompt, bucket: str, *, cached: b
     loglik = [[sum(found[row][w] for w in wanted) for row, wanted in spots]
               for spots in plan.options]
     n_tokens = [[len(wanted) for _, wanted in spots] for spots in plan.options]
-    return OptionScores(loglik, n_tokens)
+    return OptionScores(loglik, n_tokens, [list(c) for c in prompt.chars] or None)
+
+
+def label_tokens(continuations: Sequence[Sequence[list[int]]],
+                 labels: Sequence[str]) -> dict[str, Any]:
+    """How many tokens each label's option is scored over (``label_word_tokens``: the first
+    example's; a label word has the same in every example) and whether the options of some
+    example differ in number (``unequal_label_tokens``): summed log-likelihoods then
+    favour the shorter option whatever the input. Empty for no examples."""
+    counts = [[len(option) for option in options] for options in continuations]
+    if not counts:
+        return {}
+    return {"label_word_tokens": dict(zip(labels, counts[0], strict=True)),
+            "unequal_label_tokens": any(len(set(row)) > 1 for row in counts)}
+
+
+def unequal_tokens_warning(where: str, block: dict[str, Any]) -> str | None:
+    """The one-line warning of a run whose options differ in number of tokens (None when
+    they do not; ``block``: :func:`label_tokens`'s)."""
+    if not block.get("unequal_label_tokens"):
+        return None
+    counts = ", ".join(f"{label} {n}" for label, n in block["label_word_tokens"].items())
+    return (f"warning: {where}: the label words tokenize to different numbers of tokens "
+            f"({counts}); summed log-likelihoods favour the shorter ones whatever the input "
+            "(words of one length avoid that; --normalize or --normalize-chars compare "
+            "averages); the records say so")
 
 
 # --------------------------------------------------------------------------- decisions
@@ -295,24 +333,37 @@ def _log_softmax(values: Sequence[float]) -> list[float]:
     return [v - total for v in values]
 
 
-def decision_scores(scores: OptionScores, *, normalize: bool = False,
+def _lengths(scores: OptionScores, normalize: bool | str) -> list[list[int]]:
+    """What ``normalize`` divides by: the tokens (True, ``token``) or the characters
+    (``char``) of each option."""
+    if normalize != "char":
+        return scores.n_tokens
+    if scores.n_chars is None:
+        raise FsxltError("per-character normalisation needs the options' lengths in characters")
+    return scores.n_chars
+
+
+def decision_scores(scores: OptionScores, *, normalize: bool | str = False,
                     content_free: OptionScores | None = None) -> list[list[float]]:
     """What the prediction maximises, per example and option.
 
-    ``normalize``: the log-likelihood per token. ``content_free``: contextual
+    ``normalize``: the log-likelihood per token (True or ``token``) or per character
+    (``char``: lm-eval's ``acc_norm``, :func:`option_chars`). ``content_free``: contextual
     calibration, one row per example (the content-free input's scores after that
     example's prefix): ``log p(option | x) - log p(option | N/A)`` with both
     distributions renormalised over the options (so a division of probabilities,
     as Zhao et al.'s diagonal W).
     """
-    def per_option(loglik: list[float], n_tokens: list[int]) -> list[float]:
-        return [v / n for v, n in zip(loglik, n_tokens, strict=True)] if normalize else loglik
+    def per_option(loglik: list[float], lengths: list[int]) -> list[float]:
+        return [v / max(n, 1) for v, n in zip(loglik, lengths, strict=True)] if normalize \
+            else loglik
 
-    rows = [per_option(ll, n) for ll, n in zip(scores.loglik, scores.n_tokens, strict=True)]
+    rows = [per_option(ll, n) for ll, n in zip(scores.loglik, _lengths(scores, normalize),
+                                                strict=True)]
     if content_free is None:
         return rows
-    bases = [_log_softmax(per_option(ll, n))
-             for ll, n in zip(content_free.loglik, content_free.n_tokens, strict=True)]
+    bases = [_log_softmax(per_option(ll, n)) for ll, n in zip(
+        content_free.loglik, _lengths(content_free, normalize), strict=True)]
     return [[p - b for p, b in zip(_log_softmax(row), base, strict=True)]
             for row, base in zip(rows, bases, strict=True)]
 

@@ -10,11 +10,12 @@ sorted into:
   test examples scored; empty where a record has none), fsxlt_version (that
   wrote it), torch_threads (on CPU, the torch thread count
   it ran with, which moves CPU numerics; empty on GPU or where not
-  recorded) and long_sentences (tagging: how the
+  recorded), long_sentences (tagging: how the
   start's and the run's training rows treated long sentences,
-  :func:`fsxlt.runs.record_long_sentences`). The arm comes from the record's own facts
-  (:func:`fsxlt.runs.arm_of`) and names the source when it is not English
-  (``full@de``), so runs from different sources are never one cell;
+  :func:`fsxlt.runs.record_long_sentences`) and unequal_label_tokens (an ICL
+  run whose label words tokenize to different numbers of tokens). The arm
+  comes from the record's own facts (:func:`fsxlt.runs.arm_of`) and names the
+  source when it is not English (``full@de``), so runs from different sources are never one cell;
 - ``curves``: the dev score of every epoch of the selected learning rate's
   run (task, language, k, arm, bucket, epoch, dev_score);
 - ``zero_shot``: K=0 records (``fsxlt-zero-shot/1``) written by the sweep,
@@ -69,7 +70,8 @@ KEY = ["task", "language", "k", "arm", "bucket"]
 SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "test_exact_match",
                        "dev_score",
                        "best_epoch", "metric", "fixed", "record", "bucket_sha256",
-                       "test_sha256", "fsxlt_version", "torch_threads", "long_sentences"]
+                       "test_sha256", "fsxlt_version", "torch_threads", "long_sentences",
+                       "unequal_label_tokens"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -204,7 +206,15 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
                 torch_threads=_cpu_threads(record),
                 bucket_sha256=str(record["bucket"].get("sha256") or ""),
                 test_sha256=_test_sha256(record),
-                long_sentences=record_long_sentences(record))
+                long_sentences=record_long_sentences(record),
+                unequal_label_tokens=_unequal_label_tokens(record))
+
+
+def _unequal_label_tokens(record: dict[str, Any]) -> bool:
+    """Whether an ICL record says its label words tokenize to different numbers of tokens
+    (``icl.unequal_label_tokens``)."""
+    icl = record.get("icl")
+    return bool(icl.get("unequal_label_tokens")) if isinstance(icl, dict) else False
 
 
 def exact_match_of(scores: Any) -> float:

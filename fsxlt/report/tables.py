@@ -9,6 +9,9 @@ Conventions (docs/protocol.md#reporting):
 - A cell whose bucket count differs from ``expected`` (40) shows ``(n=…)``
   and its missing bucket indices are listed under "Missing buckets".
 - K=0 is the zero-shot score of the source-trained model (one number).
+- ``†`` marks an in-context learning cell whose label words tokenize to
+  different numbers of tokens (summed log-likelihoods favour the shorter
+  word); the notes list them.
 - Fixed splits (FewCLUE's 0-4, bucket sets made by the ``fewclue-fixed``
   sampler, a cell's ``fixed``) expect five buckets and get the FewCLUE
   overview; a cell of five sampled buckets is no fixed split.
@@ -24,6 +27,7 @@ always give byte-identical output.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +49,7 @@ EXPECTED_BUCKETS = 40
 FIXED_SPLITS = 5  # FewCLUE: splits 0-4 (its union "all" is shown beside them)
 FORMATS = ("md", "latex", "csv")
 IN_SOURCE_MARK = "*"  # a K=0 score on a language the start was trained on: not zero-shot
+UNEQUAL_TOKENS_MARK = "†"  # ICL label words of unequal token lengths (icl.unequal_label_tokens)
 
 
 def regime_title(regime: str) -> str:
@@ -105,7 +110,8 @@ def task_buckets(task: str, expected: int | None) -> int:
 def aggregate(records: Records, *, ddof: int = 1,
               expected: int | None = None) -> pd.DataFrame:
     """One row per (task, arm, language, k): n, mean, std (points), missing buckets, gain,
-    whether its buckets are fixed splits (``fixed``) and its records' ``metric``.
+    whether its buckets are fixed splits (``fixed``), its records' ``metric`` and whether
+    one says its label words differ in token length (``unequal_label_tokens``).
 
     Rows with k == 0 carry the zero-shot score (source-trained arms only), so
     the frame has the columns ``task, language, k, mean`` that
@@ -113,7 +119,8 @@ def aggregate(records: Records, *, ddof: int = 1,
     """
     scores = records.scores
     columns = ["task", "arm", "language", "k", "n", "mean", "std", "zero_shot", "gain",
-               "missing", "expected", "union", "in_source", "fixed", "metric"]
+               "missing", "expected", "union", "in_source", "fixed", "metric",
+               "unequal_label_tokens"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
@@ -124,6 +131,7 @@ def aggregate(records: Records, *, ddof: int = 1,
     present = grouped["bucket"].apply(lambda s: set(int(x) for x in s)).reset_index(drop=True)
     fixed = grouped["fixed"].apply(lambda s: bool(s.astype(bool).any())).reset_index(drop=True)
     cells["fixed"] = fixed.astype(bool)
+    cells["unequal_label_tokens"] = _any_flag(grouped, scores, "unequal_label_tokens")
     cells["metric"] = grouped["metric"].apply(_metric_name).reset_index(drop=True)
     cells["expected"] = [FIXED_SPLITS if f else 1 if k == 0 else task_buckets(t, expected)
                          for f, k, t in zip(fixed, cells["k"], cells["task"], strict=True)]
@@ -161,7 +169,8 @@ def aggregate(records: Records, *, ddof: int = 1,
                                   "zero_shot": zero[key], "gain": 0.0,
                                   "missing": "", "expected": 1, "union": np.nan,
                                   "in_source": key in in_source, "fixed": False,
-                                  "metric": metrics.get((task, arm), "")})
+                                  "metric": metrics.get((task, arm), ""),
+                                  "unequal_label_tokens": False})
     if zero_rows:
         cells = pd.concat([pd.DataFrame(zero_rows, columns=columns), cells[columns]],
                           ignore_index=True)
@@ -169,6 +178,7 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["n"] = cells["n"].astype(int)
     cells["expected"] = cells["expected"].astype(int)
     cells["fixed"] = cells["fixed"].astype(bool)
+    cells["unequal_label_tokens"] = cells["unequal_label_tokens"].astype(bool)
     cells["order"] = cells["arm"].map(arm_order)
     cells = cells.sort_values(["task", "order", "language", "k"], ignore_index=True)
     return cells[columns]
@@ -187,6 +197,14 @@ def _own_zero_shot(cells: pd.DataFrame, source_arms: set[str]) -> pd.Series:
                      index=cells.index, dtype=float)
 
 
+def _any_flag(grouped: Any, scores: pd.DataFrame, column: str) -> pd.Series:
+    """Per cell, whether any of its records sets ``column`` (False where no record says)."""
+    if column not in scores.columns:
+        return pd.Series(False, index=range(grouped.ngroups))
+    return grouped[column].apply(
+        lambda s: bool(s.fillna(False).astype(bool).any())).reset_index(drop=True)
+
+
 def _metric_name(metrics: pd.Series) -> str:
     """The metric of a cell's records (``a/b`` should they differ; "" when none says)."""
     return "/".join(sorted({str(m) for m in metrics if isinstance(m, str) and m}))
@@ -201,9 +219,11 @@ def fmt(value: float | None, signed: bool = False) -> str:
 
 
 def cell_text(row: pd.Series, expected: int | None) -> str:
-    """``mean ± std``, ``(n=…)`` when buckets are missing, ``; all x`` for a union split."""
+    """``mean ± std``, ``(n=…)`` when buckets are missing, ``; all x`` for a union split,
+    ``†`` when the cell's label words differ in token length."""
+    mark = UNEQUAL_TOKENS_MARK if row.get("unequal_label_tokens") else ""
     if row["k"] == 0:
-        return fmt(row["mean"]) + (IN_SOURCE_MARK if row.get("in_source") else "")
+        return fmt(row["mean"]) + (IN_SOURCE_MARK if row.get("in_source") else "") + mark
     text = fmt(row["mean"])
     if row["n"] > 1 and not np.isnan(row["std"]):
         text += f" ± {fmt(row['std'])}"
@@ -211,7 +231,7 @@ def cell_text(row: pd.Series, expected: int | None) -> str:
         text += f" (n={row['n']})"
     if not np.isnan(row.get("union", np.nan)):
         text += f"; all {fmt(row['union'])}"
-    return text
+    return text + mark
 
 
 class Table:
@@ -242,7 +262,8 @@ def latex_escape(text: str) -> str:
     for char, repl in (("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("_", "\\_"),
                        ("#", "\\#"), ("$", "\\$")):
         out = out.replace(char, repl)
-    return out.replace("±", "$\\pm$").replace("–", "--").replace("−", "$-$")
+    return out.replace("±", "$\\pm$").replace("–", "--").replace("−", "$-$").replace(
+        UNEQUAL_TOKENS_MARK, "$^\\dagger$")
 
 
 def fixed_split_table(cells: pd.DataFrame, expected: int | None = None) -> Table | None:
@@ -408,6 +429,7 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None
              f"({'sample' if ddof == 1 else 'population' if ddof == 0 else 'custom'} "
              f"standard deviation); (n=…) marks a bucket count other than {counts} "
              f"({FIXED_SPLITS} for fixed splits such as FewCLUE's)."]
+    lines += unequal_tokens_notes(cells)
     missing = cells[(cells["k"] > 0) & (cells["missing"] != "")]
     if len(missing):
         lines.append("Missing buckets:")
@@ -427,6 +449,20 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None
         lines.append(f"Duplicate records (first kept): {len(records.duplicates)}")
         lines += [f"- {p}" for p in records.duplicates]
     return lines
+
+
+def unequal_tokens_notes(cells: pd.DataFrame) -> list[str]:
+    """The cells marked ``†``, named under one line that says why."""
+    if "unequal_label_tokens" not in cells.columns:
+        return []
+    flagged = cells[cells["unequal_label_tokens"].astype(bool)]
+    if flagged.empty:
+        return []
+    return [f"{UNEQUAL_TOKENS_MARK} In-context learning cells whose label words tokenize to "
+            "different numbers of tokens under the model's tokenizer: summed "
+            "log-likelihoods favour the shorter words whatever the input "
+            "(icl.unequal_label_tokens):"] + [
+        f"- {r.task}/{r.language}/k{r.k}/{r.arm}" for r in flagged.itertuples(index=False)]
 
 
 def unsourced_arms(records: Records) -> frozenset[str]:
