@@ -237,3 +237,16 @@ def test_a_generation_task_trains_and_decodes_scored_with_bleu(tmp_path):
     rows = predictions_path(out / "qg/de/k1/lm-lora/01.json").read_text(
         encoding="utf-8").splitlines()
     assert len(rows) == 6 and json.loads(rows[1])["gold"] == test[0].target
+    # selecting on the dev loss: every epoch's dev score is -NLL per token, the record's the
+    # task's metric (BLEU) of the chosen adapters; another identity, so another arm here
+    assert run_app(["lm-adapt", "--task", "qg", "--lang", "de", "--model", str(model),
+                    "--bucket", str(buckets / "01.json"), "--test", str(source), "--out",
+                    str(out), "--max-new-tokens", "5", "--select-on", "loss",
+                    "--arm", "lm-lora-loss", *FAST]) == 0
+    by_loss = read_record(out / "qg/de/k1/lm-lora-loss/01.json")
+    assert by_loss["lm_tuning"]["select_on"] == "loss"
+    epochs = [e["dev_score"] for run in by_loss["runs"] for e in run["epochs"]]
+    assert all(score < 0 for score in epochs)
+    chosen = next(r for r in by_loss["runs"] if r["lr"] == by_loss["selected_lr"])
+    assert chosen["dev"]["metric"] == "bleu" and chosen["dev"]["selection_loss"] > 0
+    assert by_loss["dev_score"] == chosen["dev"]["score"] >= 0

@@ -34,6 +34,11 @@ def lm_adapt_cmd(
         "--test-limit N scores with --seed = --sample-seed).")] = None,
     dev_limit: Annotated[int | None, typer.Option(
         "--dev-limit", help="Select on a seeded sample of N dev examples.")] = None,
+    select_on: Annotated[str, typer.Option(
+        "--select-on", help="What the dev set scores after every epoch: the task's metric "
+        "(metric), or the teacher-forced loss of its gold continuations (loss: no decoding, "
+        "for generation on a CPU); the record's dev score is the metric either way.")
+    ] = "metric",
     sample_seed: Annotated[int, typer.Option(
         "--sample-seed", min=0, help="Seed of the test and dev samples.")] = 0,
     lrs: Annotated[list[float] | None, typer.Option(
@@ -100,7 +105,7 @@ def lm_adapt_cmd(
                           max_epochs=max_epochs, patience=patience, seed=seed,
                           mini_batch=mini_batch, lora=lora, sample_seed=sample_seed,
                           test_limit=test_limit, dev_limit=dev_limit,
-                          max_new_tokens=max_new_tokens, arm=arm)
+                          max_new_tokens=max_new_tokens, arm=arm, select_on=select_on)
     check_output_dir(out, "runs directory")
     runs = lm_plan(task, lang, bucket, out, settings, test=test_file, dev=dev_file,
                    data_dir=data_dir)

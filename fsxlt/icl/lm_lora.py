@@ -157,6 +157,15 @@ def rows_nll(model: Any, rows: Sequence[TrainRow]) -> torch.Tensor:
     return -logprobs[torch.arange(len(spots), device=device), wanted].sum()
 
 
+@torch.no_grad()
+def mean_token_nll(model: Any, rows: Sequence[TrainRow], batch: int = 8) -> float:
+    """The negative log-likelihood per scored token over ``rows`` (teacher-forced)."""
+    model.eval()
+    total = sum(float(rows_nll(model, rows[first: first + batch]))
+                for first in range(0, len(rows), batch))
+    return total / sum(row.scored for row in rows)
+
+
 def train_step(model: Any, rows: Sequence[TrainRow], optimizer: torch.optim.Optimizer, *,
                forward_batch: int = 8) -> float:
     """One optimizer step on ``rows``: the mean over the rows of each one's summed negative

@@ -46,7 +46,14 @@ import torch
 from fsxlt.errors import FsxltError
 from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings, check_room, generate
 from fsxlt.icl.generative import generation_block, gold_of, is_generative
-from fsxlt.icl.lm_lora import Adapters, LoraSettings, TrainRow, check_rows, train_step
+from fsxlt.icl.lm_lora import (
+    Adapters,
+    LoraSettings,
+    TrainRow,
+    check_rows,
+    mean_token_nll,
+    train_step,
+)
 from fsxlt.icl.prompts import PromptSettings, PromptText, render
 from fsxlt.icl.scoring import (
     TokenizedPrompt,
@@ -63,6 +70,7 @@ from fsxlt.tasks import TaskSpec, get_task
 LM_WRITER = "fsxlt lm-adapt"
 DEFAULT_ARM = "lm-lora"
 LM_LRS = (1e-4, 3e-4, 1e-3)
+SELECT_ON = ("metric", "loss")
 PROMPT = PromptSettings()   # English template and label words: the ICL arm's default
 
 
@@ -85,6 +93,7 @@ class LmSettings:
     max_new_tokens: int = 32         # generative tasks: the token budget
     stop: tuple[str, ...] = DEFAULT_STOP
     arm: str | None = None
+    select_on: str = "metric"        # what dev scores each epoch: the task's metric, or loss
 
     def check(self) -> None:
         if not self.lrs or any(not lr > 0 for lr in self.lrs):
@@ -96,6 +105,9 @@ class LmSettings:
                 raise FsxltError(f"the {name} must be at least 1, got {value}")
         self.lora.check()
         self.decode.check()
+        if self.select_on not in SELECT_ON:
+            raise FsxltError(f"--select-on is one of {', '.join(SELECT_ON)}, not "
+                             f"{self.select_on!r}")
         if self.arm is not None and (not self.arm.startswith("lm-")
                                      or any(c in self.arm for c in "@~+/ ")):
             raise FsxltError(f"an LM fine-tuning arm name starts with lm- and has no @, ~, +, / "
@@ -123,7 +135,7 @@ class LmSettings:
                 "max_epochs": self.max_epochs, "patience": self.patience, "seed": self.seed,
                 "mini_batch": self.mini_batch, "sample_seed": self.sample_seed,
                 "test_limit": self.test_limit, "dev_limit": self.dev_limit,
-                "optimizer": "adam", "prompt": PROMPT.describe()}
+                "optimizer": "adam", "prompt": PROMPT.describe(), "select_on": self.select_on}
 
 
 @dataclass(frozen=True)
@@ -426,6 +438,9 @@ def train_lr(prepared: LmPrepared, tokenizer: Any, adapters: Adapters, lr: float
     seed_all(settings.seed)  # the adapters' dropout
     generator = torch.Generator().manual_seed(settings.seed)  # the mini-batches' order
     optimizer = build_optimizer(adapters.model, lr, DEFAULT)
+    dev_rows = (train_rows(run.task_spec, run.language, tokenizer, prepared.dev.examples,
+                           settings.decode, f"{run.id} (dev)")
+                if settings.select_on == "loss" else None)
     epochs: list[dict[str, Any]] = []
     best_score, best_epoch, best_dev = float("-inf"), 0, None
     best_state, n_steps = adapters.snapshot(), 0
@@ -433,7 +448,9 @@ def train_lr(prepared: LmPrepared, tokenizer: Any, adapters: Adapters, lr: float
         losses = [train_step(adapters.model, step, optimizer, forward_batch=batch_size)
                   for step in _epoch_steps(prepared.rows, settings.mini_batch, generator)]
         n_steps += len(losses)
-        dev, _ = evaluate(adapters.model, tokenizer, run, prepared.dev, batch_size=batch_size)
+        dev = (dev_loss(adapters.model, dev_rows, batch_size) if dev_rows is not None
+               else evaluate(adapters.model, tokenizer, run, prepared.dev,
+                             batch_size=batch_size)[0])
         epochs.append({"epoch": epoch, "train_loss": sum(losses) / len(losses),
                        "dev_score": dev["score"]})
         if dev["score"] > best_score:
@@ -446,6 +463,14 @@ def train_lr(prepared: LmPrepared, tokenizer: Any, adapters: Adapters, lr: float
             "stopped_epoch": epochs[-1]["epoch"], "dev": best_dev,
             "n_trainable_parameters": adapters.n_trainable, "optimizer_steps": n_steps,
             "wall_time_s": round(time.perf_counter() - began, 3)}, best_state
+
+
+def dev_loss(model: Any, rows: list[TrainRow], batch_size: int) -> dict[str, Any]:
+    """The dev set's teacher-forced loss (per token of the gold continuations) as a score
+    to maximise: ``--select-on loss``, which spares decoding the dev set every epoch."""
+    loss = mean_token_nll(model, rows, batch_size)
+    return {"metric": "negative mean token nll", "loss": loss, "score": -loss,
+            "n": len(rows)}
 
 
 def tune(prepared: LmPrepared, tokenizer: Any, adapters: Adapters, *,
@@ -537,6 +562,10 @@ def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: in
 
     run, began = prepared.run, time.perf_counter()
     runs, selected = tune(prepared, lm.tokenizer, adapters, batch_size=batch_size)
+    if run.settings.select_on == "loss":  # the record's dev score is the task's metric
+        dev, _ = evaluate(adapters.model, lm.tokenizer, run, prepared.dev,
+                          batch_size=batch_size)
+        runs[selected]["dev"] = {**dev, "selection_loss": runs[selected]["dev"]["loss"]}
     test, predicted = evaluate(adapters.model, lm.tokenizer, run, prepared.test,
                                batch_size=batch_size)
     record = lm_record(prepared, lm, adapters, runs, selected, test, predicted, began)
