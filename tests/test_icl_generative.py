@@ -112,3 +112,34 @@ def test_predict_needs_a_task_with_a_submission_format(qa, tmp_path, capsys):
     assert _icl(qa, tmp_path / "runs", "--data-dir", str(qa["data"]), "--predict",
                 str(tmp_path / "missing.json")) == 2
     assert "file to predict not found" in capsys.readouterr().err
+
+
+def test_a_sweeps_icl_arm_generates_with_its_decoding_settings(tmp_path, capsys):
+    """A sweep's ICL arm on a generation task (QG on XQuAD): the arm's max_new_tokens and
+    stop reach the runs, and fsxlt icl with the same settings finds them done (one
+    identity)."""
+    import yaml
+
+    data = write_xquad(tmp_path / "data", ("en", "de"), 200)
+    assert run_app(["sample", "--task", "xquad-qg", "--lang", "de", "-k", "1", "--n-buckets",
+                    "2", "--data-dir", str(data), "--out", str(tmp_path / "buckets")]) == 0
+    model = make_causal_lm_dir(tmp_path / "lm", "gpt2")
+    out = tmp_path / "runs"
+    config = {"name": "qg-icl", "out": str(out), "buckets": str(tmp_path / "buckets"),
+              "data_dir": str(data), "methods": [], "n_buckets": 2,
+              "icl": {"model": str(model), "test_limit": 3, "zero_shot": False,
+                      "arms": [{"max_new_tokens": 3, "stop": ["?", "."]}]},
+              "tasks": {"xquad-qg": {"languages": ["de"], "k": [1]}}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert run_app(["sweep", str(path), "--workers", "0", "--threads", "1"]) == 0
+    record = read_record(out / "xquad-qg" / "de" / "k1" / "icl" / "01.json")
+    assert record["metric"] == "bleu" and record["data"]["test"]["n"] == 3
+    assert record["icl"]["generation"]["stop"] == ["?", "."]
+    assert record["run"]["identity"]["prompt"]["decoding"]["max_new_tokens"] == 3
+    bucket_set = tmp_path / "buckets" / "xquad-qg" / "de" / "k1"
+    assert run_app(["icl", "--task", "xquad-qg", "--lang", "de", "--model", str(model),
+                    "--bucket", str(bucket_set), "--test", str(bucket_set / "test.jsonl"),
+                    "--test-limit", "3", "--max-new-tokens", "3", "--stop", "?", "--stop", ".",
+                    "--out", str(out), "--threads", "1"]) == 0
+    assert capsys.readouterr().out.count("already done with these settings") == 2
