@@ -250,3 +250,28 @@ def test_a_generation_task_trains_and_decodes_scored_with_bleu(tmp_path):
     chosen = next(r for r in by_loss["runs"] if r["lr"] == by_loss["selected_lr"])
     assert chosen["dev"]["metric"] == "bleu" and chosen["dev"]["selection_loss"] > 0
     assert by_loss["dev_score"] == chosen["dev"]["score"] >= 0
+
+
+def test_lm_adapt_predicts_xglues_test_file_into_a_submission(tmp_path):
+    """--predict: the chosen adapters write XGLUE's QG file for the unlabelled test file, one
+    line per input; the file's hash is part of the identity."""
+    from tests.test_generation_data import write_qg
+
+    data = tmp_path / "XGLUE" / "QG"
+    write_qg(data, "de", "dev", 12)
+    held_out = write_qg(tmp_path / "held", "de", "dev", 4, seed=1)
+    to_predict = write_qg(data, "de", "test", 3, targets=False, seed=2)
+    assert run_app(["sample", "--task", "qg", "--lang", "de", "-k", "2", "--n-buckets", "1",
+                    "--data-dir", str(tmp_path / "XGLUE"), "--out", str(tmp_path / "b")]) == 0
+    out = tmp_path / "runs"
+    assert run_app(["lm-adapt", "--task", "qg", "--lang", "de", "--model",
+                    str(make_causal_lm_dir(tmp_path / "lm", "gpt2")), "--bucket",
+                    str(tmp_path / "b" / "qg" / "de" / "k2"), "--test", str(held_out),
+                    "--predict", str(to_predict), "--out", str(out), "--max-new-tokens", "4",
+                    "--select-on", "loss", *FAST]) == 0
+    arm = out / "qg" / "de" / "k2" / "lm-lora"
+    record = read_record(arm / "00.json")
+    assert record["submission"] == {"file": "submission/00/QG/de.prediction", "n": 3}
+    assert "predict" in record["run"]["identity"] and "predict" not in record["lm_tuning"]
+    written = arm / "submission" / "00" / "QG" / "de.prediction"
+    assert len(written.read_text(encoding="utf-8").splitlines()) == 3

@@ -68,6 +68,10 @@ def lm_adapt_cmd(
     threads: Annotated[int | None, typer.Option(
         "--threads", min=1, help="torch CPU threads.")] = None,
     device: Device = "auto",
+    predict: Annotated[Path | None, typer.Option(
+        "--predict", help="A file of the task to predict (XGLUE's, FewCLUE's): each run also "
+        "writes its benchmark submission file under submission/ beside its record, with "
+        "the chosen adapters, for fsxlt submission.")] = None,
     save_predictions: Annotated[bool, typer.Option(
         "--save-predictions", help="Also write each run's test predictions beside its "
         "record.")] = False,
@@ -108,7 +112,7 @@ def lm_adapt_cmd(
                           max_new_tokens=max_new_tokens, arm=arm, select_on=select_on)
     check_output_dir(out, "runs directory")
     runs = lm_plan(task, lang, bucket, out, settings, test=test_file, dev=dev_file,
-                   data_dir=data_dir)
+                   data_dir=data_dir, predict=predict)
     failed = _run_all(runs, out, device=device, threads=threads, batch_size=batch_size,
                       save_predictions=save_predictions, replace=replace)
     if failed:

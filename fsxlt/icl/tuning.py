@@ -37,24 +37,23 @@ from __future__ import annotations
 import random
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from fsxlt.errors import FsxltError
-from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings, check_room, generate
+from fsxlt.icl.generation import DecodeSettings, check_room, generate
 from fsxlt.icl.generative import generation_block, gold_of, is_generative
 from fsxlt.icl.lm_lora import (
     Adapters,
-    LoraSettings,
     TrainRow,
     check_rows,
     mean_token_nll,
     train_step,
 )
-from fsxlt.icl.prompts import PromptSettings, PromptText, render
+from fsxlt.icl.prompts import PromptText, render
 from fsxlt.icl.scoring import (
     TokenizedPrompt,
     check_length,
@@ -64,212 +63,20 @@ from fsxlt.icl.scoring import (
     predictions,
     tokenize_prompt,
 )
-from fsxlt.runs import RUN_FORMAT, identity_hash, record_path
-from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.icl.tuning_plan import (  # noqa: F401  (the planning API, named here too)
+    DEFAULT_ARM,
+    LM_LRS,
+    PROMPT,
+    SELECT_ON,
+    LmRun,
+    LmSettings,
+    check_lm_settings,
+    lm_plan,
+)
+from fsxlt.runs import RUN_FORMAT
+from fsxlt.tasks import TaskSpec
 
 LM_WRITER = "fsxlt lm-adapt"
-DEFAULT_ARM = "lm-lora"
-LM_LRS = (1e-4, 3e-4, 1e-3)
-SELECT_ON = ("metric", "loss")
-PROMPT = PromptSettings()   # English template and label words: the ICL arm's default
-
-
-@dataclass(frozen=True)
-class LmSettings:
-    """How LoRA runs of a causal LM train and score (everything but the bucket and the
-    data); None: the task's default (epochs, patience, seed) or the whole bucket."""
-
-    model: str
-    gguf_file: str | None = None
-    lrs: tuple[float, ...] = LM_LRS
-    max_epochs: int | None = None
-    patience: int | None = None
-    seed: int | None = None
-    mini_batch: int | None = None
-    lora: LoraSettings = LoraSettings()
-    sample_seed: int = 0             # the test and dev samples (fsxlt icl's default seed)
-    test_limit: int | None = None
-    dev_limit: int | None = None
-    max_new_tokens: int = 32         # generative tasks: the token budget
-    stop: tuple[str, ...] = DEFAULT_STOP
-    arm: str | None = None
-    select_on: str = "metric"        # what dev scores each epoch: the task's metric, or loss
-
-    def check(self) -> None:
-        if not self.lrs or any(not lr > 0 for lr in self.lrs):
-            raise FsxltError(f"learning rates must be > 0, got {list(self.lrs)}")
-        for name, value in (("max epochs", self.max_epochs), ("patience", self.patience),
-                            ("mini-batch", self.mini_batch), ("test limit", self.test_limit),
-                            ("dev limit", self.dev_limit)):
-            if value is not None and value < 1:
-                raise FsxltError(f"the {name} must be at least 1, got {value}")
-        self.lora.check()
-        self.decode.check()
-        if self.select_on not in SELECT_ON:
-            raise FsxltError(f"--select-on is one of {', '.join(SELECT_ON)}, not "
-                             f"{self.select_on!r}")
-        if self.arm is not None and (not self.arm.startswith("lm-")
-                                     or any(c in self.arm for c in "@~+/ ")):
-            raise FsxltError(f"an LM fine-tuning arm name starts with lm- and has no @, ~, +, / "
-                             f"or space; got {self.arm!r}")
-
-    @property
-    def decode(self) -> DecodeSettings:
-        return DecodeSettings(self.max_new_tokens, tuple(self.stop))
-
-    def resolved(self, spec: TaskSpec) -> LmSettings:
-        """The settings with the task's defaults filled in (adapting's epochs, patience and
-        seed)."""
-        training = spec.training
-        return replace(self, lrs=tuple(float(lr) for lr in self.lrs),
-                       max_epochs=self.max_epochs or training.adapt_max_epochs,
-                       patience=self.patience or training.adapt_patience,
-                       seed=training.seed if self.seed is None else int(self.seed))
-
-    def arm_name(self) -> str:
-        return self.arm or DEFAULT_ARM
-
-    def describe(self) -> dict[str, Any]:
-        """What the identity and the record's ``lm_tuning`` block name (resolved settings)."""
-        return {"lora": self.lora.describe(), "lrs": list(self.lrs),
-                "max_epochs": self.max_epochs, "patience": self.patience, "seed": self.seed,
-                "mini_batch": self.mini_batch, "sample_seed": self.sample_seed,
-                "test_limit": self.test_limit, "dev_limit": self.dev_limit,
-                "optimizer": "adam", "prompt": PROMPT.describe(), "select_on": self.select_on}
-
-
-@dataclass(frozen=True)
-class LmRun:
-    """One LoRA run: what ``fsxlt.runs.plan_writes`` needs, and where its inputs are."""
-
-    task: str
-    language: str
-    k: int
-    index: int
-    name: str
-    bucket_path: str
-    bucket_sha256: str
-    dev_path: str
-    test_path: str
-    record_path: str
-    identity: dict[str, Any] = field(compare=False)
-    settings: LmSettings = field(compare=False)
-    strategy: str = ""
-    spec: TaskSpec | None = field(default=None, compare=False)
-
-    @property
-    def task_spec(self) -> TaskSpec:
-        return self.spec if self.spec is not None else get_task(self.task)
-
-    @property
-    def config_hash(self) -> str:
-        return identity_hash(self.identity)
-
-    @property
-    def id(self) -> str:
-        return f"{self.task}/{self.language}/k{self.k}/{self.name}"
-
-    @property
-    def arm(self) -> str:
-        return Path(self.record_path).parent.name
-
-
-# --------------------------------------------------------------------------- planning
-
-def check_lm_settings(spec: TaskSpec, language: str, settings: LmSettings) -> None:
-    """Everything wrong with LoRA runs of ``spec`` in ``language`` before a model loads (the
-    task, the settings): one line. The tasks are the ICL arm's."""
-    from fsxlt.icl.run import check_task
-
-    spec.check_language(language)
-    check_task(spec)
-    settings.check()
-
-
-def _file(path: Path | None, what: str) -> Path | None:
-    if path is not None and not Path(path).is_file():
-        raise FsxltError(f"{path}: {what} file not found")
-    return path
-
-
-def _test_file(spec: TaskSpec, language: str, test: Path | None, data_dir: Path | None,
-               set_test: Path | None) -> Path:
-    """``--test``, else the set's own test set (fixed splits), else the task's test file
-    under ``data_dir`` (the order ``fsxlt icl`` takes)."""
-    found = _file(test, "--test") or set_test
-    if found is None and data_dir is not None:
-        from fsxlt.execution.inputs import data_file
-
-        found = data_file(spec, str(data_dir), "test", language)
-    if found is None:
-        raise FsxltError("no target test set: pass --test FILE or --data-dir DIR")
-    return Path(found)
-
-
-def _dev_file(spec: TaskSpec, language: str, dev: Path | None, own: Path | None,
-              data_dir: Path | None, files: Any) -> Path:
-    """``--dev``, else the bucket's own dev set, else (as ``fsxlt adapt``) the task's dev
-    file under ``data_dir`` (tasks sampled from train) or the set's remaining dev examples."""
-    if dev is not None or own is not None:
-        return Path(dev or own)
-    if data_dir is not None and not spec.selects_on_remaining:
-        from fsxlt.execution.inputs import data_file
-
-        return data_file(spec, str(data_dir), "dev", language)
-    if files.remaining is not None:
-        return Path(files.remaining)
-    if spec.selects_on_remaining:
-        raise FsxltError(f"{files.directory}: no dev-remaining.jsonl beside the bucket; task "
-                         f"{spec.name} selects models on the examples of its sampled split "
-                         "that are in no bucket, so pass --dev FILE explicitly")
-    raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")
-
-
-def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
-            settings: LmSettings, *, test: Path | None = None, dev: Path | None = None,
-            data_dir: Path | None = None) -> list[LmRun]:
-    """The runs of ``fsxlt lm-adapt``: one per bucket of ``bucket`` (a set, a bucket of a
-    set, or a bucket file), each with its dev and test files and its identity."""
-    from fsxlt.fileio import sha256_file
-    from fsxlt.icl.model import model_fingerprint
-    from fsxlt.sampling.set_files import named_files
-    from fsxlt.sampling.store import read_bucket
-
-    spec = get_task(task)
-    check_lm_settings(spec, language, settings)
-    settings = settings.resolved(spec)
-    gguf = Path(settings.model) / (settings.gguf_file or "")
-    if settings.gguf_file and Path(settings.model).is_dir() and not gguf.is_file():
-        raise FsxltError(f"{gguf}: GGUF file not found")
-    files = named_files(Path(bucket))
-    test_path = _test_file(spec, language, test, data_dir, files.test)
-    _file(dev, "--dev")
-    arm = settings.arm_name()
-    decoding = {"decoding": settings.decode.describe()} if is_generative(spec) else {}
-    digests: dict[Path, str] = {}
-    common = {"task": spec.name, "language": language, "method": arm,
-              "model": model_fingerprint(settings.model, settings.gguf_file),
-              "tuning": settings.describe(), "icl": repr(spec.icl), **decoding,
-              "test": digests.setdefault(test_path, sha256_file(test_path))}
-    runs = []
-    for _, _, path, own_dev in files.buckets:
-        loaded = read_bucket(path)
-        if (loaded.task, loaded.language) != (spec.name, language):
-            raise FsxltError(f"{path}: a bucket of {loaded.task}/{loaded.language}, not "
-                             f"{spec.name}/{language}")
-        dev_path = _dev_file(spec, language, dev, own_dev, data_dir, files)
-        if dev_path not in digests:
-            digests[dev_path] = sha256_file(dev_path)
-        strategy = loaded.meta.get("strategy")
-        strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
-        identity = {**common, "k": loaded.k, "index": loaded.index, "bucket": loaded.sha256,
-                    "dev": digests[dev_path]}
-        full_arm = f"{arm}~{strategy}" if strategy else arm
-        runs.append(LmRun(spec.name, language, loaded.k, loaded.index, loaded.name, str(path),
-                          loaded.sha256, str(dev_path), str(test_path),
-                          str(record_path(out, spec.name, language, loaded.k, full_arm,
-                                          loaded.name)), identity, settings, strategy, spec))
-    return runs
 
 
 # --------------------------------------------------------------------------- preparing
@@ -341,7 +148,7 @@ def eval_split(run: LmRun, examples: list[Any], tokenizer: Any, model: Any,
     else:
         longest = check_length(plan_rows(prompt, what), model, what)
         gold = [e.label for e in examples]
-    path = run.test_path if split == "test" else run.dev_path
+    path = {"test": run.test_path, "predict": run.predict_path}.get(split, run.dev_path)
     return EvalSplit(examples, prompt, gold, path), longest
 
 
@@ -397,21 +204,39 @@ def prepare(run: LmRun, tokenizer: Any, model: Any, dev: EvalSplit, test: EvalSp
 
 # --------------------------------------------------------------------------- training
 
-def evaluate(model: Any, tokenizer: Any, run: LmRun, split: EvalSplit, *,
-             batch_size: int = 8) -> tuple[dict[str, Any], list[Any]]:
-    """A split's scores (the task's metric) and predictions, as the ICL arm makes them:
-    options ranked by summed log-likelihood, or greedy decoding."""
-    from fsxlt.evaluation import compute_scores
-
+def predict(model: Any, tokenizer: Any, run: LmRun, split: EvalSplit, *,
+            batch_size: int = 8) -> list[Any]:
+    """A split's predictions, as the ICL arm makes them: options ranked by summed
+    log-likelihood, or greedy decoding."""
     spec = run.task_spec
     model.eval()
     if is_generative(spec):
-        predicted = generate(model, tokenizer, split.prompt.prefix, split.prompt.queries,
-                             run.settings.decode, batch_size=batch_size, what=run.id)
-    else:
-        scores = option_scores(model, split.prompt, run.id, batch_size=batch_size)
-        predicted = predictions(decision_scores(scores), spec.labels)
-    return compute_scores(spec, split.gold, predicted), predicted
+        return generate(model, tokenizer, split.prompt.prefix, split.prompt.queries,
+                        run.settings.decode, batch_size=batch_size, what=run.id)
+    scores = option_scores(model, split.prompt, run.id, batch_size=batch_size)
+    return predictions(decision_scores(scores), spec.labels)
+
+
+def evaluate(model: Any, tokenizer: Any, run: LmRun, split: EvalSplit, *,
+             batch_size: int = 8) -> tuple[dict[str, Any], list[Any]]:
+    """A split's scores (the task's metric) and its predictions (:func:`predict`)."""
+    from fsxlt.evaluation import compute_scores
+
+    predicted = predict(model, tokenizer, run, split, batch_size=batch_size)
+    return compute_scores(run.task_spec, split.gold, predicted), predicted
+
+
+def predict_file(run: LmRun, model: Any, tokenizer: Any, record: dict[str, Any], *,
+                 batch_size: int = 8) -> None:
+    """Predict the run's file to predict with the chosen adapters into the benchmark's
+    submission file beside the record; the record names that file."""
+    from fsxlt.submission import read_unlabelled, write_submission
+
+    examples, ids = read_unlabelled(run.predict_path, run.task_spec, run.language)
+    split, _ = eval_split(run, examples, tokenizer, model, "predict")
+    record["predict"] = predict(model, tokenizer, run, split, batch_size=batch_size)
+    write_submission(Path(run.record_path).parent, run.task_spec, record, ids,
+                     inputs=examples)
 
 
 def _epoch_steps(rows: list[TrainRow], mini_batch: int | None,
@@ -570,6 +395,8 @@ def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: in
                                batch_size=batch_size)
     record = lm_record(prepared, lm, adapters, runs, selected, test, predicted, began)
     finish_record(record, identity=run.identity, arm=run.arm, writer=writer)
+    if run.predict_path:
+        predict_file(run, adapters.model, lm.tokenizer, record, batch_size=batch_size)
     if save_predictions:
         model_info = {"kind": "lm-lora", "record": Path(run.record_path).name,
                       "method": run.arm, "k": run.k, "bucket": run.index, "model": lm.name}
