@@ -286,6 +286,17 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
     return runs
 
 
+def check_predict_file(spec: TaskSpec, predict: Path) -> Path:
+    """``--predict``: a file of a task that has a submission format (one line otherwise);
+    ``fsxlt icl`` and ``fsxlt lm-adapt`` both check it here."""
+    if spec.submission is None:
+        raise FsxltError(f"{spec.name}: the task has no submission format, so there is "
+                         "nothing to --predict into")
+    if not Path(predict).is_file():
+        raise FsxltError(f"{predict}: file to predict not found")
+    return Path(predict)
+
+
 def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path,
              settings: IclSettings, *, test: Path | None = None,
              data_dir: Path | None = None, predict: Path | None = None) -> list[IclRun]:
@@ -295,11 +306,7 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
     spec = get_task(task)
     check_settings(spec, language, settings)
     if predict is not None:
-        if spec.submission is None:
-            raise FsxltError(f"{spec.name}: the task has no submission format, so there is "
-                             "nothing to --predict into")
-        if not Path(predict).is_file():
-            raise FsxltError(f"{predict}: file to predict not found")
+        check_predict_file(spec, predict)
     entries, set_test = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
     test_path = _test_file(spec, language, test, data_dir, set_test)
     if bucket is None:

@@ -179,16 +179,6 @@ def _dev_file(spec: TaskSpec, language: str, dev: Path | None, own: Path | None,
     raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")
 
 
-def _predict_file(spec: TaskSpec, predict: Path) -> Path:
-    """``--predict``: a file of a task that has a submission format."""
-    if spec.submission is None:
-        raise FsxltError(f"{spec.name}: the task has no submission format, so there is "
-                         "nothing to --predict into")
-    if not Path(predict).is_file():
-        raise FsxltError(f"{predict}: file to predict not found")
-    return Path(predict)
-
-
 def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
             settings: LmSettings, *, test: Path | None = None, dev: Path | None = None,
             data_dir: Path | None = None, predict: Path | None = None) -> list[LmRun]:
@@ -198,6 +188,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
     submission file beside its record (its hash joins the identity)."""
     from fsxlt.fileio import sha256_file
     from fsxlt.icl.model import model_fingerprint
+    from fsxlt.icl.run import check_predict_file
     from fsxlt.sampling.set_files import named_files
     from fsxlt.sampling.store import read_bucket
 
@@ -217,7 +208,8 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
               "model": model_fingerprint(settings.model, settings.gguf_file),
               "tuning": settings.describe(), "icl": repr(spec.icl), **decoding,
               "test": digests.setdefault(test_path, sha256_file(test_path)),
-              **({"predict": sha256_file(_predict_file(spec, predict))} if predict else {})}
+              **({"predict": sha256_file(check_predict_file(spec, predict))} if predict
+                 else {})}
     runs = []
     for _, _, path, own_dev in files.buckets:
         loaded = read_bucket(path)
