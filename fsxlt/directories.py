@@ -115,8 +115,9 @@ def writer_lock(root: str | Path, kind: str) -> Iterator[None]:
     writer is refused in one line naming the holder.
 
     An exclusive, non-blocking ``flock`` on ``ROOT/.fsxlt-writer.lock``, which
-    names its holder (pid and host). The kernel releases it when the holder exits
-    or is killed, so no lock is ever stale. Without ``fcntl`` (not POSIX) writers
+    names its holder (pid and host) while it is held and is emptied on release, so a
+    finished store or runs directory says nothing of the machine that wrote it. The
+    kernel releases it when the holder exits or is killed, so no lock is ever stale. Without ``fcntl`` (not POSIX) writers
     are not serialised.
     """
     try:
@@ -141,7 +142,10 @@ def writer_lock(root: str | Path, kind: str) -> Iterator[None]:
         handle.flush()
         try:
             yield
-        finally:
+        finally:  # emptied before release: a finished directory names no machine or process
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 

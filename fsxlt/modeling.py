@@ -81,6 +81,10 @@ def check_long_sentences(value: str, task: TaskSpec, where: str = "long_sentence
     no word boundaries to cut at: they are truncated)."""
     if value not in LONG_SENTENCES:
         raise FsxltError(f"{where} must be one of {', '.join(LONG_SENTENCES)}, got {value!r}")
+    if value == "windows" and task.is_qa:
+        raise FsxltError(f"{where} concerns the training rows of tagging tasks; {task.name} "
+                         "is extractive QA, which always cuts a long paragraph into "
+                         "overlapping windows of its own (docs/qa.md)")
     if value == "windows" and not task.is_tagging:
         raise FsxltError(f"{where} windows is for tagging tasks; {task.name} is "
                          f"{task.kind}, whose inputs are truncated")

@@ -32,15 +32,16 @@ hash in a ``sweep`` block; they are read the same way.
 
 *The write rule (write-once).* Before a run, :func:`record_state` compares
 the record at its path with the run's identity: ``missing``, ``corrupt``
-(a file that does not parse, as a killed writer of old could leave, or a record
-of this format without its result) and ``error`` records are (re)written;
-``done`` (same identity) is skipped and said so; a finished record with another
-identity is ``different``, and a record of a format this version does not
-write (``fsxlt-adapt-run/2`` of a newer fsxlt, or any other JSON object) is
-``foreign``: neither is ever replaced unless the command was given
+(a record of this format without its result) and ``error`` records are
+(re)written; ``done`` (same identity) is skipped and said so; a finished record
+with another identity is ``different``, and anything else at the path is
+``foreign``: a record of a format this version does not write
+(``fsxlt-adapt-run/2`` of a newer fsxlt, any other JSON object), any other JSON
+value, bytes that are not JSON (fsxlt writes whole JSON objects, atomically, so
+it never left them). Neither is ever replaced unless the command was given
 ``--replace`` (which says what it replaced). Finished means finished in any
 version: only what this version can read and knows to be unfinished is
-rewritten.
+rewritten. A folder where a record belongs is refused before any run.
 """
 
 from __future__ import annotations
@@ -401,17 +402,17 @@ def _tagging(record: dict[str, Any]) -> bool:
 
 
 def record_state(path: str | Path, identity_hash_: str, metric: str | None = None) -> str:
-    """``done``, or what to do: ``missing``/``corrupt``/``error`` (run it) or ``different``
+    """``done``, or what to do: ``missing``/``corrupt``/``error`` (run it), ``different``
     (a finished record of other settings, or scored with another ``metric`` than the
-    task's now: refused unless replacing)."""
+    task's now) or ``foreign`` (anything else there): refused unless replacing."""
     return _state(Path(path), read_record(path), identity_hash_, metric)
 
 
 def _state(path: Path, record: dict[str, Any] | None, identity_hash_: str,
            metric: str | None) -> str:
     """:func:`record_state` of ``record``, the content of ``path`` (None: unreadable)."""
-    if record is None:
-        return "corrupt" if path.exists() else "missing"
+    if record is None:  # nothing fsxlt wrote: it writes whole JSON objects, atomically
+        return "foreign" if path.exists() else "missing"
     if not _our_format(record):
         return "foreign"
     if record.get("status") == "error":
@@ -450,13 +451,15 @@ def error_record(*, identity: dict[str, Any], arm: str, writer: str, sweep: str,
                     "writer": writer, "sweep": sweep or None, "fsxlt_version": __version__}}
 
 
-def refusal(path: str | Path, record: dict[str, Any], identity: dict[str, Any],
+def refusal(path: str | Path, record: dict[str, Any] | None, identity: dict[str, Any],
             count: int = 1, metric: str | None = None) -> str:
-    """The one line that refuses to replace a finished record of other settings, or a
-    record of a format this version does not write (named with its writer's version)."""
+    """The one line that refuses to replace a finished record of other settings, or
+    anything else at a record path (a record of a format this version does not write,
+    named with its writer's version; any other JSON value; bytes that are not JSON)."""
     more = f" (and {count - 1} more)" if count > 1 else ""
-    if not _our_format(record):
-        return (f"{path}{more}: {_foreign(record)}, which this fsxlt ({__version__}) does "
+    if record is None or not _our_format(record):
+        what = _foreign(record) if record is not None else not_a_record(path)
+        return (f"{path}{more}: {what}, which this fsxlt ({__version__}) does "
                 "not write; it is not replaced without --replace (or write to another "
                 "runs directory)")
     return (f"{path}{more}: a finished record of other settings "
@@ -468,6 +471,24 @@ def refusal(path: str | Path, record: dict[str, Any], identity: dict[str, Any],
 def _our_format(record: dict[str, Any]) -> bool:
     """Whether a record is of a format this version writes (a run's or an error's)."""
     return record.get("format") in (RUN_FORMAT, ERROR_FORMAT)
+
+
+def not_a_record(path: str | Path) -> str:
+    """What a file at a record path that holds no JSON object is, in words (``a JSON
+    array``, ``bytes that are not JSON``, ``a folder``): never a record fsxlt wrote."""
+    path = Path(path)
+    if path.is_dir():
+        return "a folder"
+    try:
+        value = loads_strict(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return "an empty file" if path.is_file() and path.stat().st_size == 0 else \
+            "bytes that are not a JSON record"
+    if isinstance(value, dict):
+        return _foreign(value)
+    kinds = {list: "a JSON array", str: "a JSON string", bool: "a JSON true or false",
+             type(None): "a JSON null"}
+    return kinds.get(type(value), "a JSON number")
 
 
 def _foreign(record: dict[str, Any]) -> str:
@@ -520,12 +541,13 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
     """
 
     result = WritePlan()
-    clashes: list[tuple[Any, dict[str, Any]]] = []  # (run, the finished record there)
+    clashes: list[tuple[Any, dict[str, Any] | None]] = []  # (run, what is there)
     metrics: dict[str, str] = {}
     for run in runs:  # once per task: a task YAML's spec is parsed, not looked up
         if run.task not in metrics:
             metrics[run.task] = _task_of(run).metric
     for run in runs:
+        _check_place(run.record_path)
         record = read_record(run.record_path)  # each record read once
         state = _state(Path(run.record_path), record, run.config_hash, metrics[run.task])
         if state == "done" and need_predictions and not predictions_path(
@@ -533,12 +555,11 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
             state = "no-predictions"
         if state == "done" and _lost_submission(run.record_path, record or {}):
             state = "no-submission"  # a deleted submission file: the run makes it again
-        _check_place(run.record_path)
         if state == "done":
             result.done.append(run)
             result.versions.add(record_version(record or {}))
         elif state in ("different", "foreign"):
-            clashes.append((run, record or {}))
+            clashes.append((run, record))
         else:
             result.pending.append((run, state))
     if clashes and not replace:
@@ -547,7 +568,7 @@ def plan_writes(runs: Sequence[Any], *, replace: bool = False,
                                  metrics[first.task]))
     for run, record in clashes:
         what = ", ".join(differences(record, run.identity, metrics[run.task])) \
-            if _our_format(record) else "format"
+            if record is not None and _our_format(record) else "format"
         result.replaced.append((run, what))
         result.pending.append((run, "replace"))
     return result
@@ -561,8 +582,11 @@ def _lost_submission(path: str | Path, record: dict[str, Any]) -> bool:
 
 
 def _check_place(path: str | Path) -> None:
-    """Refuse, before any training, a record path below a file (a folder of the layout that
-    is a file): named as the folder, not as the temporary file a write would fail on."""
+    """Refuse, before any training, a record path that is a folder, or lies below a file (a
+    folder of the layout that is a file): named as the record or the folder, not as the
+    temporary file a write would fail on."""
+    if Path(path).is_dir():
+        raise FsxltError(f"{path}: a folder where the run's record file belongs; move it away")
     for parent in Path(path).parents:
         if parent.exists():
             if not parent.is_dir():
@@ -579,22 +603,32 @@ def _task_of(run: Any) -> Any:
     return spec if spec is not None else get_task(run.task)
 
 
-def check_zero_shot(path: str | Path, record: dict[str, Any], replace: bool = False) -> bool:
-    """Whether the K=0 record at ``path`` must be written: missing or unreadable (True),
-    identical (False); another finished record there is refused unless ``replace``."""
+def check_zero_shot(path: str | Path, record: dict[str, Any], replace: bool = False
+                    ) -> str | None:
+    """Whether the K=0 record at ``path`` must be written: ``None`` (identical: leave it),
+    ``""`` (missing, or an error record: write it) or, with ``replace``, what differs in
+    the one it replaces. Anything else there (another finished K=0 record, another JSON
+    value, bytes that are not JSON) is refused in one line unless ``replace``."""
     from fsxlt.fileio import dumps_json
 
     path = Path(path)
+    _check_place(path)
+    if not path.exists():
+        return ""
     old = read_record(path)
-    if old is None or old.get("status") == "error":
-        return True
-    if dumps_json(old) == dumps_json(record):
-        return False
+    if old is not None and old.get("status") == "error":
+        return ""
+    if old is not None and dumps_json(old) == dumps_json(record):
+        return None
+    if old is None or old.get("format") != record.get("format"):
+        what = not_a_record(path) if old is None else _foreign(old)
+        differ = "format"
+    else:
+        what = "a zero-shot record of " + (
+            "another start" if old.get("start") != record.get("start") else "the same start")
+        differ = ", ".join(sorted(key for key in set(old) | set(record)
+                                  if old.get(key) != record.get(key)))
     if not replace:
-        differ = sorted(key for key in set(old) | set(record) if old.get(key) != record.get(key))
-        what = "another start" if old.get("start") != record.get("start") else \
-            "the same start"
-        raise FsxltError(f"{path}: a zero-shot record of {what} is there ({', '.join(differ)} "
-                         "differ); pass --replace to replace it, or write to another runs "
-                         "directory")
-    return True
+        raise FsxltError(f"{path}: {what} is there ({differ} differ); pass --replace to "
+                         "replace it, or write to another runs directory")
+    return differ

@@ -242,7 +242,8 @@ def score_generation(task: TaskSpec, gold: Path, predictions: Path,
     if len(predicted) != len(targets):
         raise _counts_differ(predictions, target, len(predicted), len(targets),
                              "prediction lines", "target lines")
-    return {**compute_scores(task, targets, predicted), "unit": "examples"}
+    return {**compute_scores(task, targets, predicted), "unit": "examples",
+            SCORED_GOLD: str(target)}
 
 
 # --------------------------------------------------------------------------- fewclue
@@ -402,6 +403,11 @@ def prediction_format(task: TaskSpec) -> str:
                      f"tasks with one: {', '.join(tasks_with_format())}")
 
 
+# a scorer's key for the gold file it read when that is not the one given (XGLUE's
+# generation scorer reads the .tgt. twin of a .src. file): what score_file reports and hashes
+SCORED_GOLD = "scored_gold"
+
+
 def _check_file(path: Path, what: str) -> None:
     if not path.exists():
         raise DataFormatError(path, f"{what} not found")
@@ -426,10 +432,12 @@ def score_file(task: str | TaskSpec, gold: str | Path, predictions: str | Path,
     _check_file(gold, "gold file")
     _check_file(predictions, "prediction file")
     scores = scorer(spec, gold, predictions, language)
+    scored = Path(scores.pop(SCORED_GOLD, gold))  # XGLUE's .src. given: its .tgt. twin
+    named = {"gold_given": str(gold)} if scored != gold else {}
     return {**scores, "task": spec.name, "language": language,
             "format": spec.submission_format,
-            "gold": str(gold), "predictions": str(predictions),
-            "gold_sha256": sha256_file(gold), "predictions_sha256": sha256_file(predictions)}
+            "gold": str(scored), **named, "predictions": str(predictions),
+            "gold_sha256": sha256_file(scored), "predictions_sha256": sha256_file(predictions)}
 
 
 def summary(result: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ files' text; every refusal is one line and exit status 2.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -98,9 +99,13 @@ def test_fsxlt_score_gives_the_evaluators_bleu(tmp_path, capsys):
     assert result["bleu"] == expected and result["score"] == pytest.approx(expected / 100)
     assert (result["n"], result["unit"], result["format"]) == (4, "examples", "xglue")
     assert summary(result) == f"qg/de: bleu {expected:.2f} (4 examples)"
-    # the source file's name finds the same target file
-    assert score_file("qg", gold.with_name("xglue.qg.de.src.dev"), predictions,
-                      "de")["bleu"] == expected
+    # the source file's name finds the same target file, and the result names and hashes
+    # the file scored (issue 41, case 10: it named the .src file and hashed it)
+    by_source = score_file("qg", gold.with_name("xglue.qg.de.src.dev"), predictions, "de")
+    assert by_source["bleu"] == expected and by_source["gold"] == str(gold)
+    assert by_source["gold_sha256"] == hashlib.sha256(gold.read_bytes()).hexdigest()
+    assert by_source["gold_given"] == str(gold.with_name("xglue.qg.de.src.dev"))
+    assert "gold_given" not in result
     capsys.readouterr()
     assert run_app(["score", "--task", "qg", "--lang", "de", str(gold), str(predictions),
                     "--json"]) == 0

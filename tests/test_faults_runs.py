@@ -358,3 +358,21 @@ def test_a_zero_shot_record_of_the_same_start_says_what_differs(study, tmp_path,
     capsys.readouterr()
     one_line(run_app(argv), capsys.readouterr().err,
              "a zero-shot record of the same start is there (oracle differ)")
+
+
+def test_a_replaced_zero_shot_record_is_named_on_stderr(study, tmp_path, capsys):
+    """Issue 41, case 2: ``sweep --replace`` over a hand-edited K=0 record of the same start
+    rewrote it with stderr empty, though each replacement is named."""
+    argv, runs = swept(study, tmp_path)
+    path = runs / "xnli/de/k0/zero-shot.json"
+    edited = json.loads(path.read_text())
+    edited["test_score"] = 0.99
+    path.write_text(json.dumps(edited))
+    before = files(runs)
+    capsys.readouterr()
+    one_line(run_app(argv), capsys.readouterr().err,
+             f"{path}: a zero-shot record of the same start is there (test_score differ)")
+    assert files(runs) == before
+    assert run_app([*argv, "--replace"]) == 0
+    assert f"replacing {path} (test_score differ)" in capsys.readouterr().err
+    assert json.loads(path.read_text())["test_score"] != 0.99

@@ -274,6 +274,19 @@ def test_two_samplers_on_one_store_never_both_write(ner, tmp_path, capsys):
     one_line(sample(ner, out, "2"), capsys.readouterr().err, "seed: 1 -> 2")
 
 
+def test_a_finished_store_names_no_machine(ner, tmp_path):
+    """Issue 41, case 15: the writer lock kept its last holder's pid and host name, so a
+    published store carried the host that sampled it. It is emptied on release."""
+    import socket
+
+    out = tmp_path / "out"
+    assert sample(ner, out, "1") == 0
+    lock = out / ".fsxlt-writer.lock"
+    assert lock.is_file() and lock.read_bytes() == b""
+    host = socket.gethostname().encode()
+    assert not any(host in p.read_bytes() for p in out.rglob("*") if p.is_file())
+
+
 def test_a_link_into_a_runs_directory_is_refused_as_the_directory_it_points_into(
         ner, tmp_path, capsys):
     """Paths are resolved before the rules (issue 31, mechanism 5): fsxlt 0.2.0 wrote a

@@ -81,6 +81,10 @@ def test_the_setting_is_checked():
         check_long_sentences("cut", PANX)
     with pytest.raises(FsxltError, match="windows is for tagging tasks; xnli"):
         check_long_sentences("windows", get_task("xnli"))
+    # issue 41, case 13: QA was refused as if its inputs were truncated; its windows are its own
+    with pytest.raises(FsxltError, match="training rows of tagging tasks; xquad is extractive "
+                       "QA, which always cuts a long paragraph into overlapping windows"):
+        check_long_sentences("windows", get_task("xquad"))
     with pytest.raises(FsxltError, match="long_sentences must be one of"):
         Protocol(long_sentences="all")
     assert Protocol(long_sentences="windows").changes() == {"long_sentences": "windows"}

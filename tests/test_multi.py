@@ -127,6 +127,22 @@ def test_adapt_takes_the_other_languages(study, tmp_path, capsys):
         capsys.readouterr().err
 
 
+def test_adapt_refuses_multi_with_only_its_own_language_up_front(study, tmp_path, capsys):
+    """Issue 41, case 12: ``--multi-lang de --lang de`` failed late, leaving an error
+    record and the runs marker, and did not say that de is --lang itself."""
+    out = tmp_path / "runs"
+    args = ["adapt", "--task", "xnli", "--lang", "de",
+            "--bucket", str(study["buckets"] / "xnli" / "de" / "k1" / "01.json"),
+            "--from", str(study["checkpoint"]), "--data-dir", str(study["data"]),
+            "--lr", "0.01", "--max-epochs", "1", "--out", str(out),
+            "--regime", "multi", "--multi-lang", "de", "--source-train",
+            str(study["source_train"]), "--device", "cpu"]
+    assert run_app(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--multi-lang de is --lang itself" in err, err
+    assert not out.exists()
+
+
 def test_the_engine_refuses_a_multi_run_without_its_buckets(tmp_path):
     from tests.train_fixtures import make_encoder_dir
 

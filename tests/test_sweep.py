@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsxlt.cli import run_app
+from fsxlt.errors import FsxltError
 from fsxlt.execution import expand, load_config, parse_config, run_sweep, sweep_status
 from fsxlt.report import write_report
 from fsxlt.training import strip_timings
@@ -172,14 +173,18 @@ def test_sigkill_and_resume_gives_the_same_records_and_report(study, reference, 
         proc.wait()
     done = sorted(runs.glob("xnli/*/k[12]/full/*.json"))
     assert 2 <= len(done) < N_RUNS
+    # a record cut short by hand (fsxlt writes atomically, so never by a kill) is not
+    # fsxlt's: refused, and replaced only when asked
     truncated = done[0]
     truncated.write_text(truncated.read_text()[:100])
-    status = sweep_status(load_config(config))
+    with pytest.raises(FsxltError, match="bytes that are not a JSON record"):
+        sweep_status(load_config(config))
+    status = sweep_status(load_config(config), replace=True)
     why = {run.id: reason for run, reason in status.pending}
     assert why[f"xnli/{truncated.parts[-4]}/{truncated.parts[-3]}/full/{truncated.stem}"] \
-        == "corrupt"
+        == "replace"
     assert len(status.done) == len(done) - 1
-    assert run_app(["sweep", str(config), "--workers", "2"]) == 0
+    assert run_app(["sweep", str(config), "--workers", "2", "--replace"]) == 0
     resumed = records(runs)
     untouched = {str(p.relative_to(runs)) for p in done[1:]}
     assert len(resumed) == N_RUNS + len(LANGS)

@@ -69,6 +69,7 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
         **_protocol_fields(spec, batch_size, patience_from, long_sentences, optimizer,
                            label_all_tokens),
         **_regime_fields(regime, regime_options or {}, source_train, source_dev, average_last))
+    _check_multi_languages(plan, language)
     if plan.regimes != (DEFAULT_REGIME,) and batch_size is not None:
         raise FsxltError(f"--batch-size (the mini-batch protocol) is for the sequential "
                          f"regime; --regime {regime} makes its own batches (--joint-batch-size)")
@@ -155,6 +156,16 @@ def _regime_fields(regime: str, options: dict[str, Any], source_train: Path | No
             "source_train": str(source_train) if source_train is not None else None,
             "source_dev": str(source_dev) if source_dev is not None else None,
             "average_last": average_last}
+
+
+def _check_multi_languages(plan: TaskPlan, language: str) -> None:
+    """Refuse a multi run whose ``--multi-lang`` names only ``--lang`` itself (the run's own
+    language always trains; multi needs another one beside it)."""
+    given = set(plan.regime_options.get("languages") or ())
+    if plan.regimes[0] == "multi" and given == {language}:
+        raise FsxltError(f"--multi-lang {language} is --lang itself, which multi always "
+                         "trains; name the other target language(s) trained with it "
+                         "(--multi-lang L, once per language)")
 
 
 def _adapt_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Path:

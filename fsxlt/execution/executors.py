@@ -111,15 +111,21 @@ def sweep_status(config: SweepConfig, save_predictions: bool = False,
     return SweepStatus(plan, writes.done, pending, writes.replaced, writes.versions)
 
 
-def write_zero_shot(plan: Plan, replace: bool = False) -> None:
+def write_zero_shot(plan: Plan, replace: bool = False,
+                    say: Callable[[str], None] | None = None) -> None:
     """Copy each K=0 score from the checkpoint's record into RUNS_DIR (write-once: an
-    identical record stays, another one is refused unless ``replace``)."""
+    identical record stays, another one is refused unless ``replace``, and each one
+    replaced is named through ``say``, standard error by default)."""
     from fsxlt.runs import check_zero_shot
 
-    wanted = [zero for zero in plan.zero_shot
-              if check_zero_shot(zero.record_path, zero.record, replace)]
-    for zero in wanted:
-        atomic_write_json(zero.record_path, zero.record)
+    say = say or (lambda line: print(line, file=sys.stderr))
+    wanted = [(zero, check_zero_shot(zero.record_path, zero.record, replace))
+              for zero in plan.zero_shot]
+    for zero, differ in wanted:
+        if differ:
+            say(f"replacing {zero.record_path} ({differ} differ)")
+        if differ is not None:
+            atomic_write_json(zero.record_path, zero.record)
 
 
 # --------------------------------------------------------------------------- local
@@ -315,7 +321,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
             say(mixed)
         for line in status.plan.notes:
             say(line)
-        write_zero_shot(status.plan, replace)
+        write_zero_shot(status.plan, replace, say)
         result = SweepResult(status)
         _execute(status, result, executor=executor, workers=workers, devices=devices,
                  device=device, threads=threads, address=address, gpus_per_task=gpus_per_task,
