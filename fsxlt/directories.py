@@ -117,8 +117,8 @@ def writer_lock(root: str | Path, kind: str) -> Iterator[None]:
     An exclusive, non-blocking ``flock`` on ``ROOT/.fsxlt-writer.lock``, which
     names its holder (pid and host) while it is held and is emptied on release, so a
     finished store or runs directory says nothing of the machine that wrote it. The
-    kernel releases it when the holder exits or is killed, so no lock is ever stale. Without ``fcntl`` (not POSIX) writers
-    are not serialised.
+    kernel releases it when the holder exits or is killed, so no lock is ever stale.
+    Without ``fcntl`` (not POSIX) writers are not serialised.
     """
     try:
         import fcntl
