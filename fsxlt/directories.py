@@ -1,17 +1,27 @@
-"""The two kinds of output directory, and the rule that keeps them apart.
+"""The three kinds of output directory, the rule that keeps them apart, and model folders.
 
-fsxlt writes two kinds of tree: a *bucket store* (``fsxlt sample``,
-``select``, ``buckets import-*``; layout in :mod:`fsxlt.sampling.store`) and
-a *runs directory* (``fsxlt adapt``, ``sweep``; layout in :mod:`fsxlt.runs`).
-Their layouts share the ``<task>/<lang>/k<K>/`` prefix, so one written into
-the other would replace or shadow its files. Each root therefore carries a
-marker, ``.fsxlt-directory`` (``{"kind": "buckets"}`` or
-``{"kind": "runs"}``), written the first time a command writes there, and
-every writing command *claims* its root first: :func:`claim` refuses, in one
-line, a root that is or lies inside a directory of the other kind, or that
-holds one, and writes the marker only then, so a refused command writes
-nothing (:func:`check_claim` refuses the same way without writing, for a
-command to call before its work). Trees written before markers existed are
+fsxlt writes three kinds of tree: a *bucket store* (``fsxlt sample``,
+``select``, ``buckets import-*``; layout in :mod:`fsxlt.sampling.store`), a
+*runs directory* (``fsxlt adapt``, ``sweep``, ``icl``, ``lm-adapt``; layout in
+:mod:`fsxlt.runs`) and a *submission folder* (``fsxlt submission``: a
+benchmark's files, ready to upload). The first two share the
+``<task>/<lang>/k<K>/`` prefix, so one written into the other would replace or
+shadow its files; anything written into a submission folder would be uploaded
+with it. Each store and runs directory therefore carries a marker at its root,
+``.fsxlt-directory`` (``{"kind": "buckets"}`` or ``{"kind": "runs"}``), written
+the first time a command writes there; a submission folder is known by the list
+of the files fsxlt wrote there, which sits beside it (inside, it would travel
+to the leaderboard: :func:`submission_list`). Every writing command *claims*
+its root first: :func:`claim` refuses, in one line, a root that is or lies
+inside a directory of another kind, or that holds one, and writes the marker
+only then, so a refused command writes nothing (:func:`check_claim` refuses the
+same way without writing, for a command to call before its work).
+
+A model is identified by its files' content (:mod:`fsxlt.identity`), so no
+output may be written into the folder of a model, encoder or checkpoint a
+command reads: its own records would change the model's fingerprint, and every
+rerun would find a model that differs. :func:`check_apart_from_models` refuses an
+output equal to, inside or holding such a folder. Trees written before markers existed are
 recognised by their content (a bucket manifest, a run record) where it
 matters: the bucket store and the runs directory each refuse to write over
 the other's files. The marker is a hidden file at the root, neither a set
@@ -29,9 +39,10 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json
@@ -41,13 +52,26 @@ MARKER = ".fsxlt-directory"
 LOCK_FILE = ".fsxlt-writer.lock"  # held while a command writes (writer_lock)
 BUCKETS = "buckets"
 RUNS = "runs"
-KINDS = {BUCKETS: "bucket store", RUNS: "runs directory"}
+SUBMISSION = "submission"
+KINDS = {BUCKETS: "bucket store", RUNS: "runs directory", SUBMISSION: "submission folder"}
+SUBMISSION_LIST = ".{name}.fsxlt-submission.json"  # beside a submission folder (its files)
 RECORD_FORMATS = ("fsxlt-adapt-", "fsxlt-zero-shot", "fsxlt-evaluation")  # files of a runs dir
 
 
+def submission_list(folder: str | Path) -> Path:
+    """Where ``fsxlt submission`` lists the files it wrote into ``folder``: a hidden file
+    beside it (inside, it would travel with the folder to the leaderboard)."""
+    folder = Path(folder)
+    return folder.parent / SUBMISSION_LIST.format(name=folder.name)
+
+
 def marked_kind(directory: str | Path) -> str | None:
-    """The kind a directory's own marker names, or None when it has none (or is unreadable)."""
-    path = Path(directory) / MARKER
+    """The kind a directory's own marker names (a submission folder: the list beside it),
+    or None when it has none (or it is unreadable)."""
+    directory = Path(directory)
+    if directory.name and submission_list(directory).is_file() and directory.is_dir():
+        return SUBMISSION
+    path = directory / MARKER
     if not path.is_file():
         return None
     try:
@@ -109,8 +133,60 @@ def claim(root: str | Path, kind: str, what: str = "--out") -> Path:
     return root
 
 
+class WriterLock:
+    """The writer lock of one root (:func:`writer_lock`): taken once, released at the end."""
+
+    def __init__(self, root: str | Path, kind: str) -> None:
+        self.root, self.kind = Path(root), kind
+        self.path = self.root / LOCK_FILE
+        self.handle: Any = None
+        self.created = False  # the lock file is this command's (removed if it is refused)
+
+    def take(self) -> None:
+        """Hold the lock now (a no-op when held), or refuse in one line naming the holder."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return
+        if self.handle is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.created = not self.path.exists()
+        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise FsxltError(f"{self.root}: another fsxlt command is writing this "
+                             f"{KINDS[self.kind]} ({holder}); wait for it to finish, or give "
+                             "this one another output directory") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        self.handle = handle
+
+    def release(self, refused: bool = False) -> None:
+        """Empty the lock file (a finished directory names no machine or process) and let go;
+        ``refused``: a lock file this command created is removed with it."""
+        if self.handle is None:
+            return
+        import fcntl
+
+        if refused and self.created:
+            self.path.unlink(missing_ok=True)
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.flush()
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+        self.handle = None
+
+
 @contextmanager
-def writer_lock(root: str | Path, kind: str) -> Iterator[None]:
+def writer_lock(root: str | Path, kind: str, early: bool = False) -> Iterator[WriterLock]:
     """Hold ``root`` (a claimed directory of ``kind``) while a command writes there; a second
     writer is refused in one line naming the holder.
 
@@ -119,34 +195,22 @@ def writer_lock(root: str | Path, kind: str) -> Iterator[None]:
     finished store or runs directory says nothing of the machine that wrote it. The
     kernel releases it when the holder exits or is killed, so no lock is ever stale.
     Without ``fcntl`` (not POSIX) writers are not serialised.
+
+    ``early``: for a command that loads a model before it writes. The lock is taken at
+    once only where ``root`` already exists (a directory another command may be writing:
+    refused before the load), else by the command's ``take()`` once it has claimed
+    ``root``; a command refused while holding it leaves no lock file it created.
     """
+    lock = WriterLock(root, kind)
+    if not early or Path(root).is_dir():
+        lock.take()
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    path = Path(root) / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise FsxltError(f"{root}: another fsxlt command is writing this {KINDS[kind]} "
-                             f"({holder}); wait for it to finish, or give this one another "
-                             "output directory") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:  # emptied before release: a finished directory names no machine or process
-            handle.seek(0)
-            handle.truncate()
-            handle.flush()
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield lock
+    except FsxltError:
+        lock.release(refused=True)
+        raise
+    finally:
+        lock.release()
 
 
 def check_claim(root: str | Path, kind: str, what: str = "--out") -> Path | None:
@@ -161,21 +225,42 @@ def check_claim(root: str | Path, kind: str, what: str = "--out") -> Path | None
     if kind not in KINDS:
         raise ValueError(f"unknown directory kind {kind!r}")
     root = Path(root)
-    other = RUNS if kind == BUCKETS else BUCKETS
     found = enclosing(root)
-    if found is not None and found[0] == other:
+    if found is not None and found[0] != kind:
         real = root.resolve()
         where = "is" if found[1] == real else f"lies inside {found[1]}, which is"
         if real != root.absolute():
             where = f"(a link to {real}) {where}"
-        raise FsxltError(f"{root}: {what} {where} a {KINDS[other]}; a {KINDS[kind]} "
+        raise FsxltError(f"{root}: {what} {where} a {KINDS[found[0]]}; a {KINDS[kind]} "
                          "must be a directory of its own")
-    inner = marked_inside(root, other)
-    if inner is not None:
-        raise FsxltError(f"{root}: {what} holds a {KINDS[other]} ({inner}); a {KINDS[kind]} "
-                         "must be a directory of its own")
+    for other in KINDS:
+        inner = None if other == kind else marked_inside(root, other)
+        if inner is not None:
+            raise FsxltError(f"{root}: {what} holds a {KINDS[other]} ({inner}); a "
+                             f"{KINDS[kind]} must be a directory of its own")
     check_separate(root, kind, what)
     return None if found is None else found[1]
+
+
+def check_apart_from_models(out: str | Path, models: Iterable[tuple[str, Any]],
+                            what: str = "--out", holding: bool = True) -> None:
+    """Refuse, in one line, an output ``out`` that is, lies inside or (``holding``: an
+    output directory, not the folder of one output file) holds the folder of a model it
+    reads (``models``: (option, path) pairs; a name that is no local path, a hub model, is
+    skipped; a model file stands for its folder). Links are followed."""
+    target = Path(out).resolve()
+    for option, model in models:
+        if model is None or not Path(model).exists():
+            continue
+        folder = Path(model).resolve()
+        folder = folder if folder.is_dir() else folder.parent
+        if target == folder or folder in target.parents or (
+                holding and target in folder.parents):
+            relation = ("is" if target == folder else "lies inside"
+                        if folder in target.parents else "holds")
+            raise FsxltError(f"{out}: {what} {relation} the folder of {option} ({model}); a "
+                             "model is identified by its files, so outputs written there would "
+                             "change it: give the output a folder of its own")
 
 
 def check_separate(root: str | Path, kind: str, what: str = "--out") -> None:

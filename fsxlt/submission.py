@@ -348,9 +348,11 @@ def folder_files(claims: Sequence[Claim], *, every_split: bool = True) -> dict[s
 
 
 def written_list(folder: Path) -> Path:
-    """Where ``fsxlt submission`` lists the files it wrote into ``folder``: a hidden file
-    beside it (inside, it would travel with the folder to the leaderboard)."""
-    return folder.parent / f".{folder.name}.fsxlt-submission.json"
+    """Where ``fsxlt submission`` lists the files it wrote into ``folder`` (the list that
+    makes it a submission folder: :func:`fsxlt.directories.submission_list`)."""
+    from fsxlt.directories import submission_list
+
+    return submission_list(folder)
 
 
 def _folder_texts(folder: Path) -> tuple[dict[str, str] | None, str | None]:
@@ -376,15 +378,17 @@ def _folder_texts(folder: Path) -> tuple[dict[str, str] | None, str | None]:
 def check_folder_place(out: str | Path, runs_dir: str | Path) -> None:
     """Refuse, in one line, an ``out`` that is or lies inside the runs directory, a runs
     directory or a bucket store (reports would meet its files), or that holds one."""
-    from fsxlt.directories import BUCKETS, KINDS, RUNS, enclosing, marked_inside
+    from fsxlt.directories import BUCKETS, KINDS, RUNS, SUBMISSION, enclosing, marked_inside
 
     out, runs = Path(out).resolve(), Path(runs_dir).resolve()
     found = enclosing(out)
+    if found is not None and found == (SUBMISSION, out):
+        found = None  # a submission folder fsxlt wrote: replaced under the write-once rule
     if out == runs or runs in out.parents or found is not None:
         where = KINDS[found[0]] if found is not None else "runs directory"
         raise FsxltError(f"{out}: --out lies in a {where}; a submission folder must be a "
                          "directory of its own")
-    for kind in (RUNS, BUCKETS):
+    for kind in (RUNS, BUCKETS, SUBMISSION):
         inner = marked_inside(out, kind)
         if inner is not None:
             raise FsxltError(f"{out}: --out holds a {KINDS[kind]} ({inner}); a submission "

@@ -104,15 +104,26 @@ def submission(w: dict[str, Path], out: Path) -> list[str]:
     return ["submission", str(w["runs"]), "--out", str(out)]
 
 
-# writer -> (its argv, the kinds of directory it must refuse)
+def lm_adapt(w: dict[str, Path], out: Path) -> list[str]:
+    return ["lm-adapt", "--task", "xnli", "--lang", "de", "--model", str(w["lm"]), "--bucket",
+            str(w["buckets"] / "xnli/de/k1/00.json"), "--test", str(w["data"] / "test-de.tsv"),
+            "--test-limit", "3", "--dev-limit", "3", "--max-epochs", "1", "--lr", "1e-2",
+            "--out", str(out)]
+
+
+# writer -> (its argv, the kinds of directory it must refuse): three kinds (issue 41, case 8:
+# a folder fsxlt submission wrote was taken as a bucket store or a runs directory)
+STORE_WRITER = ("runs", "submission")
+RUNS_WRITER = ("buckets", "submission")
 WRITERS: dict[str, tuple[Callable[[dict[str, Path], Path], list[str]], tuple[str, ...]]] = {
-    "sample": (sample, ("runs",)), "select": (select, ("runs",)),
-    "import-published": (import_published, ("runs",)),
-    "import-fewclue": (import_fewclue, ("runs",)),
-    "adapt": (adapt, ("buckets",)), "sweep": (sweep, ("buckets",)), "icl": (icl, ("buckets",)),
-    "evaluate": (evaluate, ("buckets",)), "demo": (demo, ("runs", "buckets")),
+    "sample": (sample, STORE_WRITER), "select": (select, STORE_WRITER),
+    "import-published": (import_published, STORE_WRITER),
+    "import-fewclue": (import_fewclue, STORE_WRITER),
+    "adapt": (adapt, RUNS_WRITER), "sweep": (sweep, RUNS_WRITER), "icl": (icl, RUNS_WRITER),
+    "lm-adapt": (lm_adapt, RUNS_WRITER), "evaluate": (evaluate, RUNS_WRITER),
+    "demo": (demo, ("runs", "buckets", "submission")),
     "submission": (submission, ("runs", "buckets")),
-    "source-train": (source_train, ("runs", "buckets")),
+    "source-train": (source_train, ("runs", "buckets", "submission")),
 }
 # a checkpoint may live in an empty folder anywhere (report reads those inside a runs
 # directory): source-train meets a directory of either kind itself, not a folder inside
@@ -133,9 +144,12 @@ def test_every_writer_refuses_the_wrong_kind_of_out(world, tmp_path, capsys, wri
     target = tmp_path / kind
     if kind == "runs":
         shutil.copytree(world["runs"], target)
-    else:
+    elif kind == "buckets":
         shutil.copytree(world["buckets"], target)
-    assert json.loads((target / MARKER).read_text())["kind"] == kind
+    else:
+        submission_folder(target)
+    if kind != "submission":
+        assert json.loads((target / MARKER).read_text())["kind"] == kind
     (target / "xnli" / "inner").mkdir(parents=True)
     out = {"itself": target, "inside": target / "xnli" / "inner",
            "link": tmp_path / "link"}[how]
@@ -148,3 +162,43 @@ def test_every_writer_refuses_the_wrong_kind_of_out(world, tmp_path, capsys, wri
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert status == 2 and len(err) == 1 and err[0].startswith("error:"), err
     assert snapshot(tmp_path) == before, f"{writer} wrote into the {kind} through {how}"
+
+
+def submission_folder(folder: Path) -> Path:
+    """A folder as ``fsxlt submission`` leaves it: the benchmark's files, and beside it the
+    list of the files it wrote."""
+    (folder / "XNLI").mkdir(parents=True)
+    (folder / "XNLI" / "de.prediction").write_text("entailment\n")
+    (folder.parent / f".{folder.name}.fsxlt-submission.json").write_text(
+        json.dumps({"files": ["XNLI/de.prediction"]}))
+    return folder
+
+
+# writer -> the option naming the model folder it reads, and that folder in the world
+MODEL_READERS = {"adapt": ("--from", "checkpoint"), "sweep": ("start", "checkpoint"),
+                 "icl": ("--model", "lm"), "lm-adapt": ("--model", "lm"),
+                 "source-train": ("--model", "encoder"), "evaluate": ("the checkpoint",
+                                                                      "checkpoint")}
+
+
+@pytest.mark.parametrize("writer, how", [
+    (writer, how) for writer in MODEL_READERS for how in ("itself", "inside", "around")
+    if writer != "evaluate" or how != "around"])
+def test_no_writer_writes_into_a_model_folder_it_reads(world, tmp_path, capsys, writer, how):
+    """Issue 41, case 9: ``fsxlt icl --model m --out m/runs`` ran once, then its own records
+    changed the model's fingerprint and every rerun was refused as "model differ"."""
+    option, name = MODEL_READERS[writer]
+    home = tmp_path / "home"
+    model = home / "model"
+    shutil.copytree(world[name], model)
+    w = dict(world, **{name: model})
+    out = {"itself": model, "inside": model / "runs", "around": home}[how]
+    argv = WRITERS[writer][0](w, out)
+    before = snapshot(home)
+    capsys.readouterr()
+    status = run_app(argv)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status == 2 and len(err) == 1 and err[0].startswith("error:"), err
+    relation = {"itself": "is", "inside": "lies inside", "around": "holds"}[how]
+    assert f"{relation} the folder of {option}" in err[0], err
+    assert snapshot(home) == before

@@ -77,6 +77,10 @@ def evaluate_cmd(
     if out is not None:
         check_output_file(out, "--out file")
         _refuse_a_bucket_store(out)
+        from fsxlt.directories import check_apart_from_models
+
+        check_apart_from_models(Path(out).parent, [("the checkpoint", checkpoint)],
+                                holding=False)
     examples, source = read_split(spec, lang, split, file, data_dir)
     examples = limit_examples(examples, limit)
     identity = {"start": start_fingerprint(checkpoint), "task": spec.name, "language": lang,
@@ -109,14 +113,14 @@ def evaluate_cmd(
 
 
 def _refuse_a_bucket_store(out: Path) -> None:
-    """An evaluation is no bucket set's file: refused inside a bucket store, as every writer
-    refuses a directory of the other kind."""
-    from fsxlt.directories import BUCKETS, enclosing
+    """An evaluation is no bucket set's file, nor a benchmark's: refused inside a bucket
+    store or a submission folder, as every writer refuses a directory of another kind."""
+    from fsxlt.directories import KINDS, RUNS, enclosing
 
     found = enclosing(Path(out).parent)
-    if found is not None and found[0] == BUCKETS:
-        raise FsxltError(f"{out}: --out lies inside {found[1]}, a bucket store; write the "
-                         "evaluation into a runs directory or a folder of its own")
+    if found is not None and found[0] != RUNS:
+        raise FsxltError(f"{out}: --out lies inside {found[1]}, a {KINDS[found[0]]}; write "
+                         "the evaluation into a runs directory or a folder of its own")
 
 
 def _evaluation_found(out: Path, identity: dict[str, Any], replace: bool) -> bool:

@@ -96,6 +96,7 @@ def icl_cmd(
           --model models/gemma --gguf-file gemma-3-270m-q4_k_m.gguf \\
           --template-lang target --words-lang target --calibrate --out runs
     """
+    from fsxlt.directories import check_apart_from_models
     from fsxlt.errors import FsxltError
     from fsxlt.fileio import check_output_dir
     from fsxlt.icl.run import IclSettings, icl_plan
@@ -110,6 +111,7 @@ def icl_cmd(
                            encoder=encoder, max_new_tokens=max_new_tokens,
                            stop=stop_strings(stop), preset=preset)
     check_output_dir(out, "runs directory")
+    check_apart_from_models(out, [("--model", model), ("--encoder", encoder)])
     runs = icl_plan(task, lang, bucket, out, settings, test=test_file, data_dir=data_dir,
                     predict=predict)
     _run_all(runs, settings, out, device=device, threads=threads, batch_size=batch_size,
@@ -130,30 +132,32 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
              batch_size: int, save_predictions: bool, replace: bool) -> None:
     """Skip the done runs, load the model, check every pending prompt, then score and write
     one record per run (under the runs directory's lock)."""
-    from fsxlt.directories import RUNS, claim, writer_lock
+    from fsxlt.directories import RUNS, check_claim, claim, writer_lock
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.run import execute, load_test, prepare
     from fsxlt.runs import plan_messages, plan_writes
     from fsxlt.training.checkpoint import resolve_device
 
-    first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
-    if not first.pending:
-        for run in first.done:
-            typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
-        return
-    lm = load_causal_lm(settings.model, settings.gguf_file,
-                        device=str(resolve_device(device)), threads=threads)
-    test = load_test(runs[0], settings)
-    sentence_encoder = None
-    if settings.encoder is not None:
-        from fsxlt.icl.similarity import load_encoder
+    check_claim(out, RUNS)
+    with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
+        first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
+        if not first.pending:
+            for run in first.done:
+                typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+            return
+        lm = load_causal_lm(settings.model, settings.gguf_file,
+                            device=str(resolve_device(device)), threads=threads)
+        test = load_test(runs[0], settings)
+        sentence_encoder = None
+        if settings.encoder is not None:
+            from fsxlt.icl.similarity import load_encoder
 
-        sentence_encoder = load_encoder(settings.encoder)
-    prepared = [prepare(run, settings, lm.tokenizer, lm.model, test, sentence_encoder)
-                for run, _ in first.pending]  # every prompt checked before anything is written
-    _warn_label_tokens(prepared)
-    claim(out, RUNS)
-    with writer_lock(out, RUNS):
+            sentence_encoder = load_encoder(settings.encoder)
+        prepared = [prepare(run, settings, lm.tokenizer, lm.model, test, sentence_encoder)
+                    for run, _ in first.pending]  # every prompt checked before writing
+        _warn_label_tokens(prepared)
+        claim(out, RUNS)
+        lock.take()
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)

@@ -99,6 +99,7 @@ def lm_adapt_cmd(
           --model gpt2 --data-dir data/pawsx --lr 3e-4 --rank 4 --max-epochs 20 --out runs
       fsxlt report runs --compare lm-lora icl
     """
+    from fsxlt.directories import check_apart_from_models
     from fsxlt.fileio import check_output_dir
     from fsxlt.icl.lm_lora import LoraSettings
     from fsxlt.icl.tuning import LM_LRS, LmSettings, lm_plan
@@ -111,6 +112,7 @@ def lm_adapt_cmd(
                           test_limit=test_limit, dev_limit=dev_limit,
                           max_new_tokens=max_new_tokens, arm=arm, select_on=select_on)
     check_output_dir(out, "runs directory")
+    check_apart_from_models(out, [("--model", model)])
     runs = lm_plan(task, lang, bucket, out, settings, test=test_file, dev=dev_file,
                    data_dir=data_dir, predict=predict)
     failed = _run_all(runs, out, device=device, threads=threads, batch_size=batch_size,
@@ -146,26 +148,28 @@ def _run_all(runs: list[Any], out: Path, *, device: str, threads: int | None,
     """Skip the done runs, load the model, prepare every pending run, then train and write
     one record per run (under the runs directory's lock); returns the failed runs' ids and
     errors (each left its error record)."""
-    from fsxlt.directories import RUNS, claim, writer_lock
+    from fsxlt.directories import RUNS, check_claim, claim, writer_lock
     from fsxlt.icl.lm_lora import Adapters
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.tuning import execute, write_error
     from fsxlt.runs import plan_messages, plan_writes
     from fsxlt.training.checkpoint import resolve_device
 
-    first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
-    if not first.pending:
-        for run in first.done:
-            typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
-        return []
-    settings = runs[0].settings
-    lm = load_causal_lm(settings.model, settings.gguf_file,
-                        device=str(resolve_device(device)), threads=threads)
-    prepared = _prepare_all([run for run, _ in first.pending], lm)
-    adapters = Adapters(lm.model, settings.lora, settings.seed)
-    claim(out, RUNS)
+    check_claim(out, RUNS)
     failed: list[tuple[str, str]] = []
-    with writer_lock(out, RUNS):
+    with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
+        first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
+        if not first.pending:
+            for run in first.done:
+                typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+            return []
+        settings = runs[0].settings
+        lm = load_causal_lm(settings.model, settings.gguf_file,
+                            device=str(resolve_device(device)), threads=threads)
+        prepared = _prepare_all([run for run, _ in first.pending], lm)
+        adapters = Adapters(lm.model, settings.lora, settings.seed)
+        claim(out, RUNS)
+        lock.take()
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)

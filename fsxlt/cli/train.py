@@ -267,6 +267,9 @@ def source_train_cmd(
     check_source_training(method_class(method))
     get_method(method, spec.kind).check_start(spec, model)  # before any model loads
     out = check_output_dir(out, "checkpoint directory")
+    from fsxlt.directories import check_apart_from_models
+
+    check_apart_from_models(out, [("--model", model)])
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
     if out.exists() and any(out.iterdir()) and not is_checkpoint(out.resolve()):
@@ -525,12 +528,14 @@ def adapt_cmd(
           --optimizer adamw --weight-decay 0.01 --warmup 0.1 --schedule linear \\
           --label-all-tokens --data-dir data/panx --out runs
     """
+    from fsxlt.directories import check_apart_from_models
     from fsxlt.execution import adapt_plan
     from fsxlt.training.optim import flag_settings
 
     if save_predictions and no_test:
         raise FsxltError("--save-predictions saves test predictions; it cannot go with --no-test")
     check_output_dir(out, "runs directory")
+    check_apart_from_models(out, [("--from", start or model)])
     runs = adapt_plan(task, lang, Path(bucket), out, start=start or model, method=method,
                       method_options=parse_method_options(method_opt), lrs=lrs, seed=seed,
                       max_epochs=max_epochs, patience=patience,
@@ -560,21 +565,23 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
                device: str) -> list[Any]:
     """Write the records of ``fsxlt adapt``'s runs that are not done, as a sweep does
     (under the runs directory's lock); returns the outcomes of the runs that failed."""
-    from fsxlt.directories import RUNS, claim, writer_lock
+    from fsxlt.directories import RUNS, check_claim, claim, writer_lock
     from fsxlt.execution import run_group
     from fsxlt.runs import plan_messages, plan_writes
 
-    first = plan_writes(runs, replace=replace, need_predictions=save_predictions)  # refuse first
-    loaded = None
-    if first.pending:  # a broken start is a one-line error before anything is written
-        from fsxlt.modeling import quiet_transformers
-        from fsxlt.training import load_start
-
-        quiet_transformers()
-        loaded = load_start(runs[0].start, runs[0].task, seed=runs[0].seed)
-    claim(out, RUNS)
+    check_claim(out, RUNS)
     failed: list[Any] = []
-    with writer_lock(out, RUNS):
+    with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
+        first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
+        loaded = None
+        if first.pending:  # a broken start is a one-line error before anything is written
+            from fsxlt.modeling import quiet_transformers
+            from fsxlt.training import load_start
+
+            quiet_transformers()
+            loaded = load_start(runs[0].start, runs[0].task, seed=runs[0].seed)
+        claim(out, RUNS)
+        lock.take()
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)

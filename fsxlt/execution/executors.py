@@ -273,12 +273,24 @@ def check_out(config: SweepConfig) -> None:
     """What a sweep refuses of its ``out`` before it writes: an out that is, lies inside or
     holds its bucket store, that is no directory it can write, or a directory of the other
     kind; ``fsxlt sweep --dry-run`` refuses the same."""
-    from fsxlt.directories import RUNS, check_apart, check_claim
+    from fsxlt.directories import RUNS, check_apart, check_apart_from_models, check_claim
 
     for task in config.tasks:
         check_apart(config.out, task.buckets, config.source or "sweep config")
+        check_apart_from_models(config.out, _models(task), "out")
     check_output_dir(config.out, "runs directory")
     check_claim(config.out, RUNS, "out")
+
+
+def _models(task: Any) -> list[tuple[str, Any]]:
+    """The model folders a task of a sweep reads, by config key: its start, the no-source
+    encoder, each ICL arm's causal LM and sentence encoder."""
+    found: list[tuple[str, Any]] = [("start", task.start)]
+    if task.no_source:
+        found.append(("no_source_training.encoder", task.no_source.get("encoder")))
+    for arm in (task.icl.arms if task.icl is not None else ()):
+        found += [("icl model", arm.model), ("icl encoder", arm.encoder)]
+    return found
 
 
 def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
