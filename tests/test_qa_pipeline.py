@@ -183,3 +183,22 @@ def test_the_analyses_take_qa_runs_or_refuse_them_in_one_line(study, tmp_path, c
                         "--k", "1", "--out", str(tmp_path / what)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all("xquad is extractive QA" in line for line in err)
+
+
+def test_a_refused_configuration_writes_nothing(study, tmp_path, capsys):
+    """Issue 41, case 17: ``adapt --regime mixup`` on xquad was refused by the run, leaving
+    --out created with an error record in it; every check that needs no training now
+    comes before the output directory is touched."""
+    runs = tmp_path / "runs"
+    source = study["data"] / "xquad.en.json"
+    bucket = study["buckets"] / "xquad" / "de" / "k2" / "00.json"
+    argv = ["adapt", "--task", "xquad", "--lang", "de", "--bucket", str(bucket), "--from",
+            str(study["ckpt"]), "--out", str(runs), "--lr", "1e-3", "--max-epochs", "1",
+            *TRAIN]
+    assert run_app([*argv, "--regime", "mixup", "--source-train", str(source)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "has none to mix" in err, err
+    assert run_app([*argv, "--long-sentences", "windows"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "which always cuts a long paragraph into overlapping windows" in err, err
+    assert not runs.exists()

@@ -266,6 +266,17 @@ def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int
     return out
 
 
+def _check_regime_here(plan: TaskPlan, regime: str, method: Any) -> None:
+    """A regime the run cannot train (mixup on QA, on a method with its own head...) is
+    refused while runs are planned, in the engine's words, before anything is written."""
+    from fsxlt.training.protocol import Protocol, check_regime
+    from fsxlt.training.regimes import parse_regime
+
+    check_regime(parse_regime(regime, plan.regime_options, plan.task),
+                 Protocol(batch_size=plan.batch_size), plan.source_train is not None,
+                 plan.spec, method)
+
+
 def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str,
               start: str, source_training: bool, bucket: Path | None, dev: Path,
               test: Path | None, out: Path, hashes: Hashes, sweep: str | None,
@@ -302,6 +313,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         if not predict.is_file():
             raise FsxltError(f"{predict}: file to predict for {plan.task} not found")
         identity["predict"] = hashes.file(predict)
+    if bucket is not None and regime != DEFAULT_REGIME:  # refused now, not in the worker
+        _check_regime_here(plan, regime, method)
     regime_identity, regime_fields = regime_settings(plan, regime, hashes, bucket is not None)
     identity.update(regime_identity)
     companions = companion_buckets(plan, regime, lang, k, index, bucket, hashes)
