@@ -43,6 +43,22 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    """``fsxlt --version``: the version, then exit."""
+    if value:
+        from fsxlt import __version__
+
+        typer.echo(f"fsxlt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True,
+        help="Print fsxlt's version and exit.")) -> None:
+    """Few-shot crosslingual transfer: standardized buckets, fast adapting, honest reports."""
+
+
 def checked_number(param: typer.CallbackParam, value: Any) -> Any:
     """The callback of every numeric option: NaN, infinity and negative numbers refused in
     one line naming the option (a repeatable option: each of its values)."""

@@ -14,6 +14,21 @@ import typer
 
 from fsxlt.methods import BUILTIN
 
+
+def task_default(field: str) -> str:
+    """A help text's default for a task setting (``source_epochs``, ...): the value most
+    built-in tasks have and the tasks that differ, read from their YAML files."""
+    from fsxlt.tasks import builtin_tasks
+
+    tasks: dict[object, list[str]] = {}
+    for name, spec in sorted(builtin_tasks().items()):
+        tasks.setdefault(getattr(spec.training, field), []).append(name)
+    common = max(tasks, key=lambda value: len(tasks[value]))
+    others = "; ".join(f"{value} for {', '.join(names)}" for value, names in tasks.items()
+                       if value != common)
+    return f"Default: the task's ({common}{'; ' + others if others else ''})."
+
+
 Device = Annotated[
     str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
 ]
@@ -25,15 +40,16 @@ Seed = Annotated[int | None, typer.Option("--seed", min=0, help="Default: the ta
 MaxSeqLength = Annotated[
     int | None,
     typer.Option("--max-seq-length", min=8,
-                 help="Training truncation in wordpieces; default: 128."),
+                 help="Training truncation in wordpieces. " + task_default("max_seq_length")),
 ]
 MaxEpochs = Annotated[
-    int | None, typer.Option("--max-epochs", min=1, help="Adapt epoch cap; default: 50.")
+    int | None, typer.Option("--max-epochs", min=1,
+                             help="Adapt epoch cap. " + task_default("adapt_max_epochs"))
 ]
 Patience = Annotated[
     int | None,
     typer.Option("--patience", min=1, help="Stop after this many epochs without a better target "
-                 "dev score; default: 10."),
+                 "dev score. " + task_default("adapt_patience")),
 ]
 DataDir = Annotated[
     Path | None,

@@ -29,6 +29,7 @@ from fsxlt.cli.options import (
     SelectStart,
     Warmup,
     WeightDecay,
+    task_default,
 )
 from fsxlt.data import Example, has_labels, load_split
 from fsxlt.errors import FsxltError
@@ -152,9 +153,10 @@ def source_train_cmd(
     ] = None,
     lrs: Lrs = None,
     epochs: Annotated[
-        int | None, typer.Option("--epochs", help="Default: task config (10).")
+        int | None, typer.Option("--epochs", help=task_default("source_epochs"))
     ] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Default: 32.")] = None,
+    batch_size: Annotated[int | None, typer.Option(
+        "--batch-size", help=task_default("source_batch_size"))] = None,
     seed: Seed = None,
     max_seq_length: MaxSeqLength = None,
     device: Device = "auto",

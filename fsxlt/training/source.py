@@ -153,6 +153,7 @@ class _Training:
     sets: _EvalSets
     test_every_checkpoint: bool
     bar: Any
+    progress: bool = False  # bars on stderr (the training's, then the zero-shot test's)
     collector: CandidateCollector | None = None  # the candidates beside the selected one
     oracles: OracleKeeper | None = None  # keep oracle: the best epoch per target language
 
@@ -284,7 +285,7 @@ def _run(request: _Request) -> _Run:
     bar = tqdm(total=len(schedule.lrs) * schedule.epochs * steps_per_epoch,
                disable=not request.progress, desc=f"source-train {task.name}", unit="step")
     training = _Training(task, model, trainer, featurizer, device, request.amp, schedule, sets,
-                         request.checkpoint_test_scores, bar)
+                         request.checkpoint_test_scores, bar, request.progress)
     training.collector = CandidateCollector(averaging, lambda: _scores(training))
     if request.keep == "oracle":
         training.oracles = OracleKeeper([lang for lang, ex in data.target_dev.items() if ex])
@@ -448,7 +449,7 @@ def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tu
         if training.oracles is not None:
             training.oracles.epoch_done(model, entry)
         en = entry["selection_score"]
-        training.bar.set_postfix(lr=lr, epoch=epoch, dev=round(en, 4))
+        training.bar.set_postfix(lr=lr, epoch=epoch, dev=f"{100 * en:.2f}")  # as printed
         if en > run_best[0]:
             run_best = (en, epoch)
         if search.best is None or en > search.best[0]:
@@ -572,7 +573,12 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
     assert best is not None
     source_scores = {lang: score(model, sets.dev[lang], task, amp=amp)
                      for lang in data.source_dev}
-    zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in sets.test.items()}
+    zero_shot = {}
+    with tqdm(sets.test.items(), disable=not training.progress, unit="language",
+              desc=f"source-train {task.name}: zero-shot test") as bar:
+        for lang, es in bar:  # minutes for a QA test set: the bar says what runs
+            bar.set_postfix_str(f"{lang}, {es.n_examples} examples")
+            zero_shot[lang] = score(model, es, task, amp=amp)
     for lang in set(zero_shot) & set(languages):
         zero_shot[lang]["in_source"] = True  # trained on it: not a zero-shot score
     read = _data_record(data, task)

@@ -1,0 +1,39 @@
+"""What a new user met on the command line (issue 41, case 21): ``fsxlt --version``, the
+help's defaults that are the task's, and the progress bar in the summary's units."""
+
+from __future__ import annotations
+
+import re
+
+from fsxlt import __version__
+from fsxlt.cli import run_app
+from tests.train_fixtures import make_encoder_dir, nli_data, write_pairs
+
+
+def test_version(capsys):
+    assert run_app(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"fsxlt {__version__}"
+
+
+def test_source_train_help_names_the_tasks_own_defaults(capsys):
+    assert run_app(["source-train", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    # extractive QA source-trains 2 epochs of batch 12 (XGLUE's MLQA baseline), not 10 x 32
+    assert "--epochs <int> Default: the task's (10; 2 for mlqa, tydiqa, xquad)." in text
+    assert "--batch-size <int> Default: the task's (32; 12 for mlqa, tydiqa, xquad)." in text
+
+
+def test_the_bar_shows_dev_as_the_summary_does(tmp_path, capsys):
+    encoder = make_encoder_dir(tmp_path / "enc")
+    train = write_pairs(tmp_path / "train-en.tsv", nli_data(24, seed=1))
+    dev = write_pairs(tmp_path / "dev-en.tsv", nli_data(9, seed=2))
+    test = write_pairs(tmp_path / "test-de.tsv", nli_data(9, seed=3))
+    assert run_app(["source-train", "--task", "xnli", "--model", str(encoder), "--train",
+                    str(train), "--dev", str(dev), "--target", "de", "--target-test",
+                    f"de={test}", "--epochs", "1", "--lr", "1e-3", "--device", "cpu",
+                    "--out", str(tmp_path / "ckpt")]) == 0
+    captured = capsys.readouterr()
+    summary = re.search(r"English dev (\d+\.\d\d)\)", captured.out).group(1)
+    shown = re.findall(r"dev=(\d+\.\d+)", captured.err)
+    assert shown and shown[-1] == summary, (shown, summary)
+    assert "zero-shot test" in captured.err  # the test sets are scored under a bar too
