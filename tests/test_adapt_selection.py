@@ -216,3 +216,18 @@ def test_records_fsxlt_adapt_writes_with_average_last(tmp_path, capsys):
     out = tmp_path / "out"
     assert run_app(["analyze", "selection", str(runs), "--out", str(out)]) == 0
     assert (out / "xnli-de-adapt-selection.png").is_file()
+
+
+def test_icl_records_are_no_candidates(tmp_path):
+    """Issue 41, case 20: ICL records (no dev set, nothing selected) were listed as
+    target-dev candidates; LoRA-tuned causal LMs select on dev and stay."""
+    root = tmp_path / "runs"
+    claim(root, RUNS)
+    adapted = fake_record("de", 1, "full", 0, 0.6)
+    prompted = {**fake_record("de", 1, "full", 1, 0.5), "method": "icl", "icl": {"model": "m"}}
+    tuned = {**fake_record("de", 1, "full", 2, 0.5), "method": "lm-lora",
+             "lm_tuning": {"selected_lr": 1e-3}}
+    for name, record in (("full/00", adapted), ("icl/01", prompted), ("lm-lora/02", tuned)):
+        atomic_write_json(root / "xnli/de/k1" / f"{name}.json", record)
+    found = sorted(record["method"] for record in read_adapt_records(root))
+    assert found == ["full", "lm-lora"]

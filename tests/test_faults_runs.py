@@ -376,3 +376,38 @@ def test_a_replaced_zero_shot_record_is_named_on_stderr(study, tmp_path, capsys)
     assert run_app([*argv, "--replace"]) == 0
     assert f"replacing {path} (test_score differ)" in capsys.readouterr().err
     assert json.loads(path.read_text())["test_score"] != 0.99
+
+
+def test_a_report_expects_the_sets_own_number_of_buckets(study, tmp_path, capsys):
+    """Issue 41, case 20: a set of 5 buckets was reported as "Missing buckets: 05 06 ... 39"
+    (the task's 40); records now say their set's size and the report expects it."""
+    _, runs = swept(study, tmp_path)
+    record = json.loads((runs / "xnli/de/k1/full/00.json").read_text())
+    assert record["bucket"]["set_size"] == 5
+    capsys.readouterr()
+    assert run_app(["report", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "Missing buckets" not in out and "(n=5)" not in out, out
+    (runs / "xnli/de/k1/full/04.json").unlink()
+    assert run_app(["report", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "Missing buckets" in out and "k1/full: 04" in out and "05" not in out.split(
+        "Missing buckets")[1].splitlines()[1], out
+
+
+def test_a_report_says_where_the_zero_shot_score_is_when_runs_lack_it(study, tmp_path,
+                                                                      capsys):
+    """Issue 41, case 20: after ``fsxlt adapt`` (which copies no K=0 record) the report
+    had no K=0 column and did not say that the checkpoint holds the zero-shot score."""
+    runs = tmp_path / "runs"
+    assert run_app(adapt(study, runs)) == 0
+    capsys.readouterr()
+    assert run_app(["report", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert (f"No K=0 score for xnli/de: the zero-shot score of the start is in its "
+            f"checkpoint ({study['checkpoint']}/fsxlt_checkpoint.json)") in " ".join(
+                out.split()), out
+    (tmp_path / "swept").mkdir()
+    _, swept_runs = swept(study, tmp_path / "swept")
+    assert run_app(["report", str(swept_runs)]) == 0
+    assert "No K=0 score" not in capsys.readouterr().out

@@ -240,3 +240,18 @@ def test_cli_help_names_the_averaging_options():
     assert result.exit_code == 0
     assert "--average-last" in result.output and "--keep" in result.output
     assert "average-lrs" in result.output
+
+
+def test_analyze_selection_gives_the_candidates_without_checkpoint_test_scores(
+        runs, tmp_path, capsys):
+    """Issue 41, case 20: after docs/regimes.md's averaging command (no
+    --checkpoint-test-scores), ``fsxlt analyze selection CKPT`` refused the whole analysis;
+    the candidates table needs no per-checkpoint test scores."""
+    from fsxlt.cli import run_app
+
+    out = tmp_path / "analysis"
+    assert run_app(["analyze", "selection", str(runs["grid_dir"]), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "note: no selection and seed-variation tables" in printed
+    assert "--checkpoint-test-scores" in printed
+    assert (out / "source-candidates.csv").is_file() and not (out / "selection.csv").exists()

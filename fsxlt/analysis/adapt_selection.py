@@ -25,8 +25,9 @@ record holds it with a test score; ``n`` says how many.
 
 Counted: finished adapt records (:func:`fsxlt.runs.is_complete`: status
 ok, a test score) of a bucket and a K; error records, unfinished ones,
-``--no-test`` runs, K=0 records and FewCLUE's union bucket (``all``,
-reported beside the splits, never among them) are left out. The arm comes
+``--no-test`` runs, K=0 records, ICL records (they select nothing) and
+FewCLUE's union bucket (``all``, reported beside the splits, never among
+them) are left out. The arm comes
 from the record's facts (:func:`fsxlt.runs.arm_of`). Scores are in points
 (x100), like ``fsxlt report``.
 """
@@ -72,8 +73,11 @@ def is_runs_directory(path: str | Path) -> bool:
 
 def counts(record: dict[str, Any] | None) -> bool:
     """Whether an adapt record counts (see the module docstring): finished with a test
-    score, of a bucket of a K, not a union bucket."""
+    score, of a bucket of a K, not a union bucket, and a run that selected a model (an ICL
+    record trains nothing and selects nothing: no candidate of any rule)."""
     if not is_complete(record) or not isinstance(record.get("bucket"), dict):
+        return False
+    if isinstance(record.get("icl"), dict):
         return False
     return record.get("k") is not None and not record["bucket"].get("union")
 

@@ -76,14 +76,14 @@ def directional_agreement(dev: Sequence[float], test: Sequence[float],
     return (agree / pairs if pairs else None), pairs
 
 
-def _target_languages(record: dict[str, Any]) -> list[str]:
+def target_languages(record: dict[str, Any]) -> list[str]:
     return sorted({lang for c in record["checkpoints"] for lang in c.get("dev", {})}
                   - {record.get("source_language", "en")})
 
 
 def _check_language(record: dict[str, Any], language: str) -> None:
     where = record["_path"]
-    if language not in _target_languages(record):
+    if language not in target_languages(record):
         raise FsxltError(f"{where}: no {language!r} dev scores; source-train with "
                          f"--target {language} (and --checkpoint-test-scores)")
     if any(language not in (c.get("test") or {}) for c in record["checkpoints"]):
@@ -123,7 +123,7 @@ def selection_tables(records: Sequence[dict[str, Any]], languages: Sequence[str]
     tasks = {r.get("task") for r in records}
     if len(tasks) > 1:
         raise FsxltError(f"the checkpoints are of different tasks: {', '.join(map(str, tasks))}")
-    langs = list(languages) if languages else _target_languages(records[0])
+    langs = list(languages) if languages else target_languages(records[0])
     if not langs:
         raise FsxltError(f"{records[0]['_path']}: no target languages were scored; "
                          "source-train with --target LANG --checkpoint-test-scores")

@@ -284,13 +284,14 @@ def selection_command(
 ) -> None:
     """Model selection: English dev vs. oracle when source-training; rules when adapting.
 
-    Checkpoint dirs: needs checkpoints from fsxlt source-train --target LANG
-    --checkpoint-test-scores (every checkpoint scored on the target test sets);
-    give several checkpoint dirs (different --seed) for the min / max / spread of
-    zero-shot scores. Writes selection.csv, seed-variation.csv and a plot; with
-    checkpoints of source-train --average-last N also source-candidates.csv (per
+    Checkpoint dirs: selection.csv, seed-variation.csv and a plot need
+    checkpoints from fsxlt source-train --target LANG --checkpoint-test-scores
+    (every checkpoint scored on the target test sets); give several checkpoint
+    dirs (different --seed) for the min / max / spread of zero-shot scores. With
+    checkpoints of source-train --average-last N, source-candidates.csv (per
     language and candidate model: test mean and std over runs, target dev mean,
-    gap to the target-dev-selected checkpoint).
+    gap to the target-dev-selected checkpoint), with or without
+    --checkpoint-test-scores.
 
     Runs directories: per task, language, K, arm and selection rule (target dev,
     English dev, last epoch, averages, as the records' candidates hold them;
@@ -331,15 +332,31 @@ def _source_selection(checkpoints: list[Path], out: Path | None, langs: list[str
                       min_test_diff: float) -> None:
     """``fsxlt analyze selection`` of source-training checkpoints."""
     from fsxlt.analysis.plots import selection_bars
-    from fsxlt.analysis.selection import candidates_table, load_source_record, selection_tables
+    from fsxlt.analysis.selection import (
+        candidates_table,
+        load_source_record,
+        selection_tables,
+        target_languages,
+    )
 
     records = [load_source_record(path) for path in checkpoints]
-    runs, seeds = selection_tables(records, langs, min_test_diff / 100)
-    candidates = candidates_table(records, list(dict.fromkeys(runs["language"])))
-    _write_table(runs, out, "selection")
-    typer.echo("")
-    _write_table(seeds, out, "seed-variation")
-    typer.echo("")
+    try:
+        runs, seeds = selection_tables(records, langs, min_test_diff / 100)
+    except FsxltError as err:  # no per-checkpoint test scores: the candidates may still be
+        runs = seeds = None
+        missing = str(err)
+    languages = (list(dict.fromkeys(runs["language"])) if runs is not None
+                 else langs or target_languages(records[0]))
+    candidates = candidates_table(records, languages) if languages else None
+    if runs is None:
+        if candidates is None:
+            raise FsxltError(missing)
+        typer.echo(f"note: no selection and seed-variation tables ({missing})")
+    else:
+        _write_table(runs, out, "selection")
+        typer.echo("")
+        _write_table(seeds, out, "seed-variation")
+        typer.echo("")
     if candidates is None:
         typer.echo("no candidates in these checkpoints (source-train --average-last N): "
                    "no source-candidates table")
@@ -349,11 +366,13 @@ def _source_selection(checkpoints: list[Path], out: Path | None, langs: list[str
                      "source-candidates")  # learning rates readable, not 0.000
         if out is not None:
             atomic_write_text(out / "source-candidates.csv", candidates.to_csv(index=False))
-    if out is not None:
+    if out is not None and runs is not None:
         task = records[0].get("task", "task")
         selection_bars(runs, f"{task}: zero-shot by selection protocol ({len(records)} run(s))",
                        out / f"{task}-selection")
         typer.echo(f"wrote tables and a plot to {out}")
+    elif out is not None:
+        typer.echo(f"wrote the candidates table to {out}")
 
 
 def _adapt_selection(runs_dirs: list[Path], out: Path | None, *, langs: list[str],

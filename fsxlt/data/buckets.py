@@ -30,6 +30,7 @@ class Bucket:
     examples: list[Example]
     meta: dict[str, Any]
     sha256: str
+    set_size: int | None = None  # the buckets of its set (its manifest's n_buckets), if known
 
     @property
     def name(self) -> str:

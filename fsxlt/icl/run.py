@@ -436,6 +436,8 @@ def _bucket_block(prepared: Prepared) -> dict[str, Any]:
             "n_examples": len(bucket.examples), "sampler": bucket.meta.get("sampler")}
     if bucket.meta.get("name"):
         info["name"] = bucket.name
+    if bucket.set_size is not None:
+        info["set_size"] = bucket.set_size
     if run.strategy:
         info["strategy"] = run.strategy
     if bucket.union:

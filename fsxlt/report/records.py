@@ -71,7 +71,7 @@ SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "test_exact_ma
                        "dev_score",
                        "best_epoch", "metric", "fixed", "record", "bucket_sha256",
                        "test_sha256", "fsxlt_version", "torch_threads", "long_sentences",
-                       "unequal_label_tokens"]
+                       "unequal_label_tokens", "set_size", "start_path"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -207,7 +207,23 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
                 bucket_sha256=str(record["bucket"].get("sha256") or ""),
                 test_sha256=_test_sha256(record),
                 long_sentences=record_long_sentences(record),
-                unequal_label_tokens=_unequal_label_tokens(record))
+                unequal_label_tokens=_unequal_label_tokens(record),
+                set_size=_set_size(record["bucket"]), start_path=_start_path(record))
+
+
+def _start_path(record: dict[str, Any]) -> str:
+    """Where a source-trained start was when the run read it ("" for other runs)."""
+    model = record.get("model")
+    start = model.get("start") if isinstance(model, dict) else None
+    if not isinstance(start, dict) or start.get("kind") != "source-trained":
+        return ""
+    return str(start.get("path") or "")
+
+
+def _set_size(bucket: dict[str, Any]) -> float:
+    """The number of buckets in the record's set (NaN: a record of an fsxlt that did not say)."""
+    size = bucket.get("set_size")
+    return float(size) if isinstance(size, int) and not isinstance(size, bool) else float("nan")
 
 
 def _unequal_label_tokens(record: dict[str, Any]) -> bool:

@@ -6,8 +6,9 @@ Conventions (docs/protocol.md#reporting):
   one (task, arm, language, K). The standard deviation is the **sample**
   standard deviation (``ddof=1``, pandas' default) unless ``ddof=0`` is asked
   for; the report says which. A cell over one bucket shows no std.
-- A cell whose bucket count differs from ``expected`` (40) shows ``(n=…)``
-  and its missing bucket indices are listed under "Missing buckets".
+- A cell whose bucket count differs from ``expected`` (its bucket set's own
+  number, as its records say; else the task's, 40 for the study's tasks) shows
+  ``(n=…)`` and its missing bucket indices are listed under "Missing buckets".
 - K=0 is the zero-shot score of the source-trained model (one number).
 - ``†`` marks an in-context learning cell whose label words tokenize to
   different numbers of tokens (summed log-likelihoods favour the shorter
@@ -133,8 +134,12 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["fixed"] = fixed.astype(bool)
     cells["unequal_label_tokens"] = _any_flag(grouped, scores, "unequal_label_tokens")
     cells["metric"] = grouped["metric"].apply(_metric_name).reset_index(drop=True)
-    cells["expected"] = [FIXED_SPLITS if f else 1 if k == 0 else task_buckets(t, expected)
-                         for f, k, t in zip(fixed, cells["k"], cells["task"], strict=True)]
+    sizes = (grouped["set_size"].max().reset_index(drop=True) if "set_size" in scores
+             else [np.nan] * len(cells))  # the set's own count, where its records say it
+    cells["expected"] = [FIXED_SPLITS if f else 1 if k == 0 else int(size)
+                         if expected is None and size == size else task_buckets(t, expected)
+                         for f, k, t, size in zip(fixed, cells["k"], cells["task"], sizes,
+                                                  strict=True)]
     cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(n)) - have))
                         for have, n in zip(present, cells["expected"], strict=True)]
     union = {(r.task, r.language, int(r.k), r.arm): 100.0 * r.test_score
@@ -422,9 +427,33 @@ def build_tables(cells: pd.DataFrame, expected: int | None = None,
     return tables
 
 
+def zero_shot_elsewhere(records: Records) -> list[str]:
+    """A note for each (task, language) run from a source-trained checkpoint whose K=0
+    score is not in the runs directory (``fsxlt adapt`` does not copy it; a sweep does):
+    where it is, and how to have it in the report."""
+    scores = records.scores
+    if scores.empty or "start_path" not in scores:
+        return []
+    have = {(r.task, r.language) for r in records.zero_shot.itertuples(index=False)}
+    lines = []
+    for (task, language), group in scores[scores["start_path"] != ""].groupby(
+            ["task", "language"], sort=True):
+        if (task, language) in have:
+            continue
+        starts = ", ".join(f"{path}/fsxlt_checkpoint.json"
+                           for path in sorted(set(group["start_path"])))
+        lines.append(f"No K=0 score for {task}/{language}: the zero-shot score of the "
+                     f"start is in its checkpoint ({starts}), outside this runs directory; "
+                     "a sweep copies it into the runs directory "
+                     f"({task}/{language}/k0/zero-shot.json), or report a folder that "
+                     "holds the checkpoint too.")
+    return lines
+
+
 def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None) -> list[str]:
-    counts = (str(expected) if expected is not None else "the task's number of buckets "
-              f"({EXPECTED_BUCKETS} for the study's tasks, 10 for extractive QA)")
+    counts = (str(expected) if expected is not None else "the bucket set's own (as its "
+              "records say; for records that do not, the task's: "
+              f"{EXPECTED_BUCKETS} for the study's tasks, 10 for extractive QA)")
     lines = [f"Scores in points (x100). std over buckets with ddof={ddof} "
              f"({'sample' if ddof == 1 else 'population' if ddof == 0 else 'custom'} "
              f"standard deviation); (n=…) marks a bucket count other than {counts} "
@@ -435,6 +464,7 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None
         lines.append("Missing buckets:")
         lines += [f"- {r.task}/{r.language}/k{r.k}/{r.arm}: {r.missing}"
                   for r in missing.itertuples(index=False)]
+    lines += zero_shot_elsewhere(records)
     if records.failed:
         lines.append(f"Error records (not counted): {len(records.failed)}")
         lines += [f"- {p}" for p in records.failed]

@@ -440,12 +440,23 @@ def read_bucket(path: str | Path) -> Bucket:
         examples = [example_from_dict(row) for row in raw["examples"]]
         bucket = Bucket(task=meta["task"], language=meta["language"], k=int(meta["k"]),
                         index=int(meta["index"]), examples=examples, meta=meta,
-                        sha256=sha256_text(path.read_text(encoding="utf-8")))
+                        sha256=sha256_text(path.read_text(encoding="utf-8")),
+                        set_size=_set_size(path.parent))
     except (KeyError, TypeError, ValueError) as err:
         raise DataFormatError(path, f"not an fsxlt bucket file ({err})") from None
     if not examples:
         raise DataFormatError(path, "bucket holds no examples")
     return bucket
+
+
+def _set_size(directory: Path) -> int | None:
+    """How many buckets the set in ``directory`` has (its manifest's ``n_buckets``), or None
+    for a bucket file outside a set (reports then expect the task's number)."""
+    try:
+        size = json.loads((directory / MANIFEST).read_text(encoding="utf-8")).get("n_buckets")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 def read_examples_jsonl(path: str | Path) -> list[Example]:

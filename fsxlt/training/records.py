@@ -48,6 +48,8 @@ def bucket_facts(bucket: Bucket | Sequence[Example], task: str, language: str,
                 "sampler": bucket.meta.get("sampler")}
         if bucket.meta.get("name"):
             info["name"] = bucket.name
+        if bucket.set_size is not None:
+            info["set_size"] = bucket.set_size  # reports expect the set's own count
         strategy = bucket.meta.get("strategy")
         if isinstance(strategy, dict):
             info["strategy"] = strategy.get("name")
