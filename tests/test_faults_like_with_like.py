@@ -18,7 +18,14 @@ import pytest
 from fsxlt.errors import FsxltError
 from fsxlt.execution import parse_config
 from fsxlt.fileio import atomic_write_json
-from fsxlt.report import load_records, mixed_tests, mixed_threads, write_compare
+from fsxlt.report import (
+    foreign_metrics,
+    load_records,
+    mixed_tests,
+    mixed_threads,
+    other_bucket_sets,
+    write_compare,
+)
 from fsxlt.report.compare import compare
 from fsxlt.runs import RUN_FORMAT
 
@@ -154,3 +161,31 @@ def test_a_dry_run_refuses_what_the_sweep_refuses(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert status == 2 and len(err) == 1 and "is a bucket store" in err[0], err
     assert sorted(p.name for p in store.iterdir()) == [MARKER]
+
+
+def test_a_cell_scored_wholly_with_another_metric_is_named(tmp_path, capsys):
+    """Issue 41, case 3: a cell whose records all say f1 sat in xnli's accuracy table with
+    no note (one that mixes metrics was named)."""
+    runs = two_arms(tmp_path / "runs", {i: {"metric": "f1"} for i in range(4)})
+    note = foreign_metrics(load_records(runs))
+    assert note == ("note: xnli/de/k1/fc hold records scored with f1, not xnli's accuracy; "
+                    "their mean is not comparable with the table's other cells")
+    assert foreign_metrics(load_records(two_arms(tmp_path / "same"))) is None
+    from fsxlt.cli import run_app
+
+    assert run_app(["report", str(runs)]) == 0
+    assert "xnli/de/k1/fc hold records scored with f1" in capsys.readouterr().err
+
+
+def test_arms_side_by_side_on_other_bucket_sets_are_named(tmp_path, capsys):
+    """Issue 41, case 4: the plain report put two arms of the same task, language and K
+    side by side though one ran on a set sampled again (``--compare`` refused the pair)."""
+    runs = two_arms(tmp_path / "runs", {i: {"bucket": f"again-{i}"} for i in range(4)})
+    note = other_bucket_sets(load_records(runs))
+    assert note.startswith("note: xnli/de/k1 (bucket 00: fc, full): arms ran on different "
+                           "bucket sets")
+    assert other_bucket_sets(load_records(two_arms(tmp_path / "same"))) is None
+    from fsxlt.cli import run_app
+
+    assert run_app(["report", str(runs)]) == 0
+    assert "arms ran on different bucket sets" in capsys.readouterr().err

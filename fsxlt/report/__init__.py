@@ -21,12 +21,14 @@ from fsxlt.fileio import atomic_write_text
 from fsxlt.report.compare import compare, render_compare, test_set_note
 from fsxlt.report.records import Records, load_records
 from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
+from fsxlt.runs import STRATEGY_MARK
 
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
-__all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "load_records",
-           "mixed_long_sentences", "mixed_tests", "mixed_threads", "mixed_versions", "render",
-           "render_compare", "report_text", "sources_text", "strategies_text", "write_report"]
+__all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "foreign_metrics",
+           "load_records", "mixed_long_sentences", "mixed_tests", "mixed_threads",
+           "mixed_versions", "other_bucket_sets", "render", "render_compare", "report_text",
+           "sources_text", "strategies_text", "write_report"]
 
 
 def _check(fmt: str) -> None:
@@ -51,6 +53,7 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
     for path, problem in records.unreadable if warn else ():
         warn(f"warning: {Path(runs_dir) / path}: unreadable run record, not counted: {problem}")
     for note in (mixed_versions(records), mixed_threads(records), mixed_tests(records),
+                 foreign_metrics(records), other_bucket_sets(records),
                  mixed_long_sentences(records)):
         if note and warn:
             warn(note)
@@ -98,6 +101,53 @@ def mixed_tests(records: Records) -> str | None:
             shown = ", ".join(v[:15] for v in mixed[1])
             return f"note: {mixed[0]} mix records scored with different {what} ({shown})"
     return None
+
+
+def foreign_metrics(records: Records) -> str | None:
+    """One line naming the cells whose records were all scored with another metric than
+    their task's (a hand-edited or foreign record; its mean would sit in the task's table
+    under the task's metric). Tasks fsxlt does not know (a moved YAML) are left out."""
+    from fsxlt.tasks import get_task
+
+    scores = records.scores[records.scores["metric"].fillna("").astype(str) != ""]
+    found = []
+    for (task, lang, k, arm), metrics in scores.groupby(
+            ["task", "language", "k", "arm"])["metric"].unique().items():
+        try:
+            own = get_task(task).metric
+        except FsxltError:
+            continue
+        other = sorted(str(m) for m in metrics if m != own)
+        if other and len(metrics) == len(other):
+            found.append((f"{task}/{lang}/k{k}/{arm}", other, task, own))
+    if not found:
+        return None
+    cell, other, task, own = found[0]
+    more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    return (f"note: {cell}{more} hold records scored with {', '.join(other)}, not {task}'s "
+            f"{own}; their mean is not comparable with the table's other cells")
+
+
+def other_bucket_sets(records: Records) -> str | None:
+    """One line naming a (task, language, K) whose arms ran on different buckets under one
+    bucket index (a set sampled again between them): side by side in a table they look
+    comparable, and ``report --compare`` refuses the pair. Arms of a selection strategy
+    (``~diverse``) build their own buckets and are left out."""
+    scores = records.scores
+    scores = scores[(scores["bucket_sha256"].fillna("").astype(str) != "")
+                    & ~scores["arm"].astype(str).str.contains(STRATEGY_MARK, regex=False)]
+    found = []
+    for (task, lang, k), cell in scores.groupby(["task", "language", "k"], sort=True):
+        hashes = cell.groupby("bucket")["bucket_sha256"].nunique()
+        if (hashes > 1).any():
+            index = int(hashes[hashes > 1].index[0])
+            arms = sorted(set(cell[cell["bucket"] == index]["arm"]))
+            found.append(f"{task}/{lang}/k{k} (bucket {index:02d}: {', '.join(arms)})")
+    if not found:
+        return None
+    more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    return (f"note: {found[0]}{more}: arms ran on different bucket sets (sampled again "
+            "between them); their cells side by side are not paired by bucket")
 
 
 def mixed_threads(records: Records) -> str | None:
