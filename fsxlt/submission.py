@@ -76,8 +76,22 @@ def submission_file(task: TaskSpec, bucket: dict[str, Any], language: str = "") 
         return f"{name}/{task.submission or task.name}/{language}.prediction"
     if task.submission_format == "squad":
         return f"{name}/{task.submission or task.name}/predictions.{language}.json"
+    prefix = task.submission or task.name
+    if not fewclue_split(bucket):  # a sampled bucket is none of FewCLUE's splits
+        return f"{prefix}_predict_bucket{name}.json"
     split = name if not name.isdigit() else str(int(name))
-    return f"{task.submission or task.name}_predict_{split}.json"
+    return f"{prefix}_predict_{split}.json"
+
+
+def fewclue_split(bucket: dict[str, Any]) -> bool:
+    """Whether a record's bucket is one of FewCLUE's own splits (0-4, or their union
+    ``all``), which alone take FewCLUE's file names (``<task>_predict_<split>.json``):
+    imported by ``fsxlt buckets import-fewclue``, or a block that names its split and no
+    sampler."""
+    from fsxlt.sampling.fewclue import SAMPLER as FIXED_SAMPLER
+
+    sampler = bucket.get("sampler")
+    return sampler == FIXED_SAMPLER or (sampler is None and bucket.get("name") is not None)
 
 
 def read_unlabelled(path: str | Path, task: TaskSpec,

@@ -296,6 +296,14 @@ def test_submission_names_and_lines():
     ocnli, chid = get_task("ocnli"), get_task("chid")
     assert submission_file(ocnli, {"index": 0, "name": "00"}) == "ocnlif_predict_0.json"
     assert submission_file(chid, {"index": 5, "name": "all"}) == "chidf_predict_all.json"
+    # issue 41, case 5: only FewCLUE's own splits take its split names; a sampled bucket
+    # 00-05 wrote eprstmt_predict_0..5.json, which FewCLUE reads as its splits
+    eprstmt = get_task("eprstmt")
+    fixed = {"index": 0, "name": "00", "sampler": "fewclue-fixed"}
+    assert submission_file(eprstmt, fixed) == "eprstmt_predict_0.json"
+    for index in range(6):
+        sampled = {"index": index, "k": 4, "sampler": "nway-kshot"}
+        assert submission_file(eprstmt, sampled) == f"eprstmt_predict_bucket{index:02d}.json"
     assert render_submission(chid, [7, 9], ["3", "0"]) == \
         '{"id": 7, "answer": 3}\n{"id": 9, "answer": 0}\n'
     assert render_submission(ocnli, ["a"], ["neutral"]) == '{"id": "a", "label": "neutral"}\n'
