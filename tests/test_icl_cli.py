@@ -107,6 +107,8 @@ def test_similarity_order_gives_each_test_example_its_own_prefix(setup, tmp_path
     ("similarity-no-encoder", "the similarity order needs a sentence encoder"),
     # issue 31, mechanism 10: prompts that cannot work (0.2.0 scored them)
     ("same-words", "the options 'yes' and 'Yes' tokenize the same"),
+    # issue 41, case 1: one word for two labels passed (the strings compared equal)
+    ("one-word", "labels entailment and neutral have the same word 'yes'"),
     ("unknown-word", "the option 'qwzxv' tokenizes to the unknown token"),
     ("label-first", "puts {label} before {text_a}, {text_b}"),
     # issue 31, mechanism 8: every model load one line (0.2.0: tracebacks)
@@ -137,8 +139,8 @@ def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, case,
         task, lang, args = "chid", "zh", ["--calibrate"]
     elif case == "similarity-no-encoder":
         args += ["--order", "similarity"]
-    elif case in ("same-words", "unknown-word"):  # the fixture's tokenizer lowercases
-        second = "Yes" if case == "same-words" else "qwzxv"
+    elif case in ("same-words", "unknown-word", "one-word"):  # the tokenizer lowercases
+        second = {"same-words": "Yes", "unknown-word": "qwzxv", "one-word": "yes"}[case]
         task = str(write_task_yaml(tmp_path / "t.yaml", label_words={"en": {
             "entailment": "yes", "neutral": second, "contradiction": "no"}}))
     elif case.startswith("lm-"):
@@ -180,3 +182,30 @@ def test_a_fixed_split_set_is_scored_on_its_own_test_set(setup, tmp_path):
     records = sorted(out.glob("eprstmt/zh/k*/icl/*.json"))
     assert [p.stem for p in records] == ["00"] and is_complete(read_record(records[0]))
     assert read_record(records[0])["data"]["test"]["n"] == 4
+
+
+def test_two_options_of_one_text_are_refused_by_position():
+    """Issue 41, case 1: check_options compared the option strings, so two equal ones
+    never clashed; they are compared by position now, and named as the same text."""
+    from fsxlt.errors import FsxltError
+    from fsxlt.icl.scoring import check_options
+
+    with pytest.raises(FsxltError, match="the options 'yes' and 'yes' are the same text"):
+        check_options([" yes", " no", " yes"], [[5], [6], [5]], None, "xnli/de/k1/00")
+    check_options([" yes", " no"], [[5], [6]], None, "xnli/de/k1/00")
+
+
+def test_a_sweep_refuses_a_task_yaml_with_one_word_for_two_labels(setup, tmp_path, capsys):
+    from tests.sweep_fixtures import write_config
+
+    task = write_task_yaml(tmp_path / "mine.yaml", label_words={"en": {
+        "entailment": "yes", "neutral": "yes", "contradiction": "no"}})
+    config = write_config(tmp_path / "sweep.yaml", {
+        "name": "one-word", "out": str(tmp_path / "runs"),
+        "buckets": str(setup["root"] / "buckets"),
+        "methods": [], "icl": {"model": str(setup["model"]), "arms": [{}]},
+        "tasks": {str(task): {"languages": ["de"], "k": [1]}}})
+    assert run_app(["sweep", str(config), "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "labels entailment and neutral have the same word 'yes'" in err, err
+    assert err.count("\n") == 1 and not (tmp_path / "runs").exists()

@@ -99,6 +99,18 @@ def _check_template(template: Any, language: str, input_kind: str, where: str) -
     return template
 
 
+def _refuse_shared_words(words: dict[str, str], labels: Sequence[str], where: str) -> None:
+    """Refuse two labels with one word: the label that loses every tie could never be
+    predicted. Named with both labels and the word."""
+    owner: dict[str, str] = {}
+    for label in labels:
+        first = owner.setdefault(words[label], label)
+        if first != label:
+            raise FsxltError(f"{where}: labels {first} and {label} have the same word "
+                             f"{words[label]!r}; no score can tell them apart, give each "
+                             "label a word of its own")
+
+
 def _check_words(raw: Any, labels: Sequence[str], where: str) -> dict[str, dict[str, str]]:
     if not isinstance(raw, dict) or "en" not in raw:
         raise FsxltError(f"{where}: icl.label_words must map languages (at least en) to "
@@ -113,6 +125,7 @@ def _check_words(raw: Any, labels: Sequence[str], where: str) -> dict[str, dict[
             what = (f"no word for {', '.join(missing)}" if missing
                     else f"words for unknown labels {', '.join(extra)}")
             raise FsxltError(f"{where}: icl.label_words {language}: {what}")
+        _refuse_shared_words(given, labels, f"{where}: icl.label_words {language}")
         parsed[str(language)] = given
     return parsed
 

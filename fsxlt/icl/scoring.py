@@ -92,13 +92,15 @@ def check_options(options: Sequence[str], tokenized: Sequence[list[int]], unk: i
             raise FsxltError(f"{bucket}: the option {option.strip()!r} tokenizes to the "
                              "unknown token with this model's tokenizer; pick label words "
                              "its vocabulary has")
-    seen: dict[tuple[int, ...], str] = {}
-    for option, got in zip(options, tokenized, strict=True):
-        other = seen.setdefault(tuple(got), option)
-        if other != option:
+    seen: dict[tuple[int, ...], int] = {}
+    for index, (option, got) in enumerate(zip(options, tokenized, strict=True)):
+        first = seen.setdefault(tuple(got), index)  # by position: equal strings clash too
+        if first != index:
+            other = options[first]
+            same = "are the same text" if other == option else "tokenize the same"
             raise FsxltError(f"{bucket}: the options {other.strip()!r} and {option.strip()!r} "
-                             f"tokenize the same ({list(got)}) with this model's tokenizer, so "
-                             "no score can tell their labels apart; give them other words")
+                             f"{same} ({list(got)}) with this model's tokenizer, so no "
+                             "score can tell their labels apart; give them other words")
 
 
 def context_size(model: Any) -> int | None:
