@@ -88,10 +88,17 @@ def test_qg_by_generation_predicts_xglues_test_file_into_a_submission(tmp_path, 
                     "--data-dir", str(tmp_path / "XGLUE"), "--out", str(tmp_path / "b")]) == 0
     out = tmp_path / "runs"
     model = make_causal_lm_dir(tmp_path / "lm", "llama")
-    assert run_app(["icl", "--task", "qg", "--lang", "de", "--model", str(model),
-                    "--bucket", str(tmp_path / "b" / "qg" / "de" / "k2"), "--test",
-                    str(held_out), "--predict", str(to_predict), "--out", str(out),
-                    "--max-new-tokens", "5", "--stop", "?", "--threads", "1"]) == 0
+    argv = ["icl", "--task", "qg", "--lang", "de", "--model", str(model), "--bucket",
+            str(tmp_path / "b" / "qg" / "de" / "k2"), "--test", str(held_out), "--out",
+            str(out), "--max-new-tokens", "5", "--stop", "?", "--threads", "1"]
+    # issue 41, case 11: a file to predict of another language wrote QG/de.prediction
+    french = write_qg(tmp_path / "fr", "fr", "test", 4, targets=False, seed=2)
+    capsys.readouterr()
+    assert run_app([*argv, "--predict", str(french)]) == 2
+    err = capsys.readouterr().err
+    assert "--predict is a file of language fr (its name says so), not de" in err, err
+    assert not out.exists()
+    assert run_app([*argv, "--predict", str(to_predict)]) == 0
     record = read_record(out / "qg" / "de" / "k2" / "icl" / "00.json")
     assert record["metric"] == "bleu" and 0 <= record["test_score"] <= 1
     assert record["test"]["bleu"] == pytest.approx(100 * record["test_score"])

@@ -204,3 +204,27 @@ def test_a_refused_configuration_writes_nothing(study, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "which always cuts a long paragraph into overlapping windows" in err, err
     assert not runs.exists()
+
+
+def test_adapt_refuses_a_file_to_predict_of_another_language(study, tmp_path, capsys):
+    """Issue 41, case 11: ``adapt --lang de --predict xquad.en.json`` wrote
+    predictions.de.json from the English file."""
+    runs = tmp_path / "runs"
+    assert run_app(["adapt", "--task", "xquad", "--lang", "de", "--bucket",
+                    str(study["buckets"] / "xquad" / "de" / "k2" / "00.json"), "--from",
+                    str(study["ckpt"]), "--out", str(runs), "--max-epochs", "1",
+                    "--predict", str(study["data"] / "xquad.en.json"), *TRAIN]) == 2
+    err = capsys.readouterr().err
+    assert "is a file of language en (its name says so), not de" in err and \
+        err.count("\n") == 1, err
+    assert not runs.exists()
+
+
+def test_file_names_that_name_a_language():
+    from fsxlt.data.readers import named_languages
+
+    assert named_languages("XGLUE/QG/xglue.qg.fr.src.test") == ("fr",)
+    assert named_languages("xquad.de.json") == ("de",)
+    assert named_languages("MLQA_V1/test/test-context-de-question-es.json") == ("de", "es")
+    assert named_languages("data/xnli/test-zh.tsv") == ("zh",)
+    assert named_languages("mine/to-predict.json") == ()

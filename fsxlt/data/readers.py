@@ -37,6 +37,34 @@ READERS = {
 }
 
 
+# file names that name their language: XGLUE's (xglue.qg.de.src.test), XQuAD's
+# (xquad.de.json), MLQA's (test-context-de-question-es.json: either one) and fsxlt's
+# {split}-{lang} layout (test-de.tsv)
+_NAMED_LANGUAGE = (re.compile(r"^xglue\.[\w-]+\.([a-z]{2,3})\."),
+                   re.compile(r"^xquad\.([a-z]{2,3})\.json$"),
+                   re.compile(r"context-([a-z]{2,3})-question-([a-z]{2,3})"),
+                   re.compile(r"^(?:train|dev|test)-([a-z]{2,3})\.\w+$"))
+
+
+def named_languages(path: str | Path) -> tuple[str, ...]:
+    """The languages a data file's name says it holds (empty when it names none)."""
+    name = Path(path).name
+    for pattern in _NAMED_LANGUAGE:
+        found = pattern.search(name)
+        if found:
+            return tuple(found.groups())
+    return ()
+
+
+def check_file_language(path: str | Path, language: str, what: str) -> None:
+    """Refuse, in one line, a file whose name says it is of another language than the
+    run's (``--predict xglue.qg.fr.src.test`` with ``--lang de``)."""
+    named = named_languages(path)
+    if named and language not in named:
+        raise FsxltError(f"{path}: {what} is a file of language {'/'.join(named)} (its "
+                         f"name says so), not {language}; give the {language} file")
+
+
 def file_format(path: Path, task: TaskSpec) -> str:
     """The reader for ``path``: the task's format, or CoNLL-U for ``*.conllu`` files."""
     if path.suffix == ".conllu":

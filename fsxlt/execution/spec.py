@@ -312,6 +312,9 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
     if predict is not None:
         if not predict.is_file():
             raise FsxltError(f"{predict}: file to predict for {plan.task} not found")
+        from fsxlt.data.readers import check_file_language
+
+        check_file_language(predict, lang, "the file to predict")
         identity["predict"] = hashes.file(predict)
     if bucket is not None and regime != DEFAULT_REGIME:  # refused now, not in the worker
         _check_regime_here(plan, regime, method)

@@ -286,14 +286,18 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
     return runs
 
 
-def check_predict_file(spec: TaskSpec, predict: Path) -> Path:
-    """``--predict``: a file of a task that has a submission format (one line otherwise);
-    ``fsxlt icl`` and ``fsxlt lm-adapt`` both check it here."""
+def check_predict_file(spec: TaskSpec, predict: Path, language: str) -> Path:
+    """``--predict``: a file of a task that has a submission format, of the run's language
+    where its name says one (one line otherwise); ``fsxlt icl`` and ``fsxlt lm-adapt``
+    both check it here."""
+    from fsxlt.data.readers import check_file_language
+
     if spec.submission is None:
         raise FsxltError(f"{spec.name}: the task has no submission format, so there is "
                          "nothing to --predict into")
     if not Path(predict).is_file():
         raise FsxltError(f"{predict}: file to predict not found")
+    check_file_language(predict, language, "--predict")
     return Path(predict)
 
 
@@ -306,7 +310,7 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
     spec = get_task(task)
     check_settings(spec, language, settings)
     if predict is not None:
-        check_predict_file(spec, predict)
+        check_predict_file(spec, predict, language)
     entries, set_test = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
     test_path = _test_file(spec, language, test, data_dir, set_test)
     if bucket is None:

@@ -208,7 +208,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
               "model": model_fingerprint(settings.model, settings.gguf_file),
               "tuning": settings.describe(), "icl": repr(spec.icl), **decoding,
               "test": digests.setdefault(test_path, sha256_file(test_path)),
-              **({"predict": sha256_file(check_predict_file(spec, predict))} if predict
+              **({"predict": sha256_file(check_predict_file(spec, predict, language))} if predict
                  else {})}
     runs = []
     for _, _, path, own_dev in files.buckets:
