@@ -89,6 +89,7 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                  else files.test))
     if test_path is None and not no_test:
         raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
+    files.check_test(test_path, spec, "--test" if test else "the test file")
     start_is_checkpoint = is_checkpoint(start)
     runs = []
     for index, name, path, own_dev in files.buckets:

@@ -90,6 +90,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
             for k in plan.k:
                 files = bucket_files(plan, lang, k, hashes)
                 test = files.test or data_file(spec, plan.data_dir, "test", lang)
+                files.check_test(test, spec)
                 shared_dev = None  # adapting runs select on a dev set; ICL runs need none
                 if starts and any(dev is None for *_rest, dev in files.buckets):
                     shared_dev = _shared_dev(spec, plan, lang, files)

@@ -313,6 +313,11 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
         check_predict_file(spec, predict, language)
     entries, set_test = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
     test_path = _test_file(spec, language, test, data_dir, set_test)
+    if bucket is not None:
+        from fsxlt.sampling.set_files import named_files
+
+        named_files(Path(bucket)).check_test(test_path, spec, "--test" if test else
+                                             "the test file")
     if bucket is None:
         return icl_runs(spec, language, settings, out, test_path, None, predict=predict)
     refs = []

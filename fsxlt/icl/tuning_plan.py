@@ -200,6 +200,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
         raise FsxltError(f"{gguf}: GGUF file not found")
     files = named_files(Path(bucket))
     test_path = _test_file(spec, language, test, data_dir, files.test)
+    files.check_test(test_path, spec, "--test" if test else "the test file")
     _file(dev, "--dev")
     arm = settings.arm_name()
     decoding = {"decoding": settings.decode.describe()} if is_generative(spec) else {}

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.fileio import sha256_text
+from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.sampling.store import (
     DEV_REMAINING,
     MANIFEST,
@@ -48,6 +48,22 @@ class SetFiles:
     strategy: str = ""  # the shot-selection strategy that built the set (fsxlt select)
     remaining: Path | None = None  # dev examples in no bucket (sets drawn from dev)
     coordinates: tuple[str, str, int] = ("", "", 0)  # task, language, K of the set
+    source_sha256: str | None = None  # the file its buckets were drawn from (its manifest's)
+
+    def check_test(self, test: str | Path | None, task: Any, what: str = "the test file"
+                   ) -> None:
+        """Refuse, in one line, a test file that is the very file the buckets were drawn
+        from: its examples may be the demonstrations, and a score on them says nothing of
+        the transfer. Tasks that hold parts of one file out (XQuAD's paragraphs: ``data.
+        holdout``) score on their own held-out part of it, and pass."""
+        if test is None or self.source_sha256 is None or not Path(test).is_file():
+            return
+        if getattr(getattr(task, "data", None), "holdout_paragraphs", 0):
+            return
+        if sha256_file(test) == self.source_sha256:
+            raise FsxltError(f"{test}: {what} is the file the buckets of {self.directory} were "
+                             "drawn from (the same sha256), so its examples include the "
+                             "demonstrations; give a test file of its own")
 
 
 def set_files(directory: Path, digest: Digest = text_digest, n_buckets: int | None = None,
@@ -73,7 +89,14 @@ def set_files(directory: Path, digest: Digest = text_digest, n_buckets: int | No
         remaining = directory / DEV_REMAINING
     return SetFiles(directory, buckets, test, str(strategy), remaining,
                     (str(manifest.get("task")), str(manifest.get("language")),
-                     int(manifest.get("k") or 0)))
+                     int(manifest.get("k") or 0)), _source_sha256(manifest))
+
+
+def _source_sha256(meta: dict[str, Any]) -> str | None:
+    """The sha256 of the file a set (or a bucket) was drawn from, when it records one."""
+    source = meta.get("source")
+    sha = source.get("sha256") if isinstance(source, dict) else None
+    return sha if isinstance(sha, str) and sha else None
 
 
 def named_files(bucket: Path, digest: Digest = text_digest) -> SetFiles:
@@ -93,7 +116,8 @@ def named_files(bucket: Path, digest: Digest = text_digest) -> SetFiles:
     return SetFiles(bucket.parent, [(loose.index, str(loose.meta.get("name") or ""), bucket,
                                      None)],
                     None, str(strategy.get("name") or ""),
-                    coordinates=(loose.task, loose.language, loose.k))
+                    coordinates=(loose.task, loose.language, loose.k),
+                    source_sha256=_source_sha256(loose.meta))
 
 
 def read_data_file(path: str | Path, task: Any, language: str,
