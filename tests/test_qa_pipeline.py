@@ -228,3 +228,42 @@ def test_file_names_that_name_a_language():
     assert named_languages("MLQA_V1/test/test-context-de-question-es.json") == ("de", "es")
     assert named_languages("data/xnli/test-zh.tsv") == ("zh",)
     assert named_languages("mine/to-predict.json") == ()
+
+
+def test_dev_and_test_files_given_are_used_as_given(study, tmp_path):
+    """Issue 41, case 19: a --dev file for xquad was silently cut to XQuAD's 20-paragraph
+    dev part (30 dev-remaining questions given as SQuAD JSON ended in "the target dev set
+    is empty"); a set's own test.jsonl cut to 40 lines failed as invalid JSON; adapt had no
+    --dev-limit / --test-limit."""
+    bucket_set = study["buckets"] / "xquad" / "de" / "k2"
+    remaining = read_examples_jsonl(bucket_set / "dev-remaining.jsonl")[:30]
+    dev = tmp_path / "dev-de.json"
+    dev.write_text(json.dumps(squad_json(remaining), ensure_ascii=False), encoding="utf-8")
+    test = tmp_path / "test-part.jsonl"
+    test.write_text("".join((bucket_set / "test.jsonl").read_text(
+        encoding="utf-8").splitlines(keepends=True)[:40]), encoding="utf-8")
+    runs = tmp_path / "runs"
+    base = ["adapt", "--task", "xquad", "--lang", "de", "--bucket",
+            str(bucket_set / "00.json"), "--from", str(study["ckpt"]), "--out", str(runs),
+            "--lr", "1e-3", "--max-epochs", "1", *TRAIN]
+    assert run_app([*base, "--dev", str(dev), "--test", str(test)]) == 0
+    record = json.loads((runs / "xquad/de/k2/full/00.json").read_text())
+    assert record["dev"]["n"] == 30 and record["test"]["n"] == 40
+    assert record["run"]["identity"]["dev_part"] == "whole"
+    limited = tmp_path / "limited"
+    assert run_app([*base[:-len(TRAIN) - 6], "--out", str(limited), "--lr", "1e-3",
+                    "--max-epochs", "1", *TRAIN, "--dev-limit", "5", "--test-limit", "7"]) == 0
+    record = json.loads((limited / "xquad/de/k2/full/00.json").read_text())
+    assert record["dev"]["n"] == 5 and record["test"]["n"] == 7
+    assert record["run"]["identity"]["dev_limit"] == 5
+
+
+def test_a_named_test_file_that_is_the_buckets_source_is_refused(study, tmp_path, capsys):
+    """Read whole, --test xquad.de.json would score the buckets' own questions."""
+    runs = tmp_path / "runs"
+    assert run_app(["adapt", "--task", "xquad", "--lang", "de", "--bucket",
+                    str(study["buckets"] / "xquad" / "de" / "k2" / "00.json"), "--from",
+                    str(study["ckpt"]), "--out", str(runs), "--max-epochs", "1",
+                    "--test", str(study["data"] / "xquad.de.json"), *TRAIN]) == 2
+    assert "is the file the buckets of" in capsys.readouterr().err
+    assert not runs.exists()

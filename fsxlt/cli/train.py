@@ -418,10 +418,18 @@ def adapt_cmd(
         typer.Option(
             "--dev",
             help="Target dev file (default: dev-remaining.jsonl of the bucket set "
-            "for tasks sampled from dev, else --data-dir).",
+            "for tasks sampled from dev, else --data-dir). A file given is used whole, "
+            "never cut into the task's parts (XQuAD's held-out paragraphs).",
         ),
     ] = None,
-    test_file: Annotated[Path | None, typer.Option("--test", help="Target test file.")] = None,
+    test_file: Annotated[Path | None, typer.Option(
+        "--test", help="Target test file, used whole as --dev is.")] = None,
+    dev_limit: Annotated[int | None, typer.Option(
+        "--dev-limit", min=1, help="Select on the first N examples of the dev set only "
+        "(recorded in the run's identity).")] = None,
+    test_limit: Annotated[int | None, typer.Option(
+        "--test-limit", min=1, help="Score the first N examples of the test set only "
+        "(recorded in the run's identity).")] = None,
     predict: Annotated[
         Path | None,
         typer.Option(
@@ -547,7 +555,8 @@ def adapt_cmd(
                       regime=regime, source_train=source_train, source_dev=source_dev,
                       average_last=average_last, long_sentences=long_sentences,
                       optimizer=flag_settings(optimizer, weight_decay, warmup, schedule),
-                      label_all_tokens=label_all_tokens,
+                      label_all_tokens=label_all_tokens, dev_limit=dev_limit,
+                      test_limit=test_limit,
                       regime_options={
                           "batch_size": joint_batch_size, "steps_per_epoch": joint_steps,
                           "target_repeat": target_repeat, "epoch": joint_epoch,

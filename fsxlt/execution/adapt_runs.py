@@ -31,7 +31,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                source_train: Path | None = None, source_dev: Path | None = None,
                average_last: int | None = None, long_sentences: str | None = None,
                optimizer: OptimizerSettings | None = None,
-               label_all_tokens: bool = False) -> list[RunSpec]:
+               label_all_tokens: bool = False, dev_limit: int | None = None,
+               test_limit: int | None = None) -> list[RunSpec]:
     """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
     bucket file), built as a sweep builds them, so both write the same records.
 
@@ -42,7 +43,10 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     of the last N epochs, the last epoch and, given ``source_dev``, the best epoch on it).
     Defaults come from the task; each bucket selects on ``dev`` if given, else its own
     dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
-    train) or the set's remaining dev examples (tasks sampled from dev).
+    train) or the set's remaining dev examples (tasks sampled from dev). A ``dev`` or
+    ``test`` file given is used as given: read whole (never cut into the task's parts, as
+    XQuAD's file is), then its first ``dev_limit`` / ``test_limit`` examples; both are
+    read here, so a file that cannot be used is refused before anything is written.
     """
     spec = get_task(task)
     spec.check_language(language)
@@ -66,6 +70,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                         else int(max_seq_length)),
         no_source=None, method_options={method: dict(method_options)} if method_options else {},
         select_start=select_start, predict=str(predict) if predict is not None else None,
+        dev_limit=dev_limit, test_limit=test_limit, whole_dev=dev is not None,
+        whole_test=test is not None,
         **_protocol_fields(spec, batch_size, patience_from, long_sentences, optimizer,
                            label_all_tokens),
         **_regime_fields(regime, regime_options or {}, source_train, source_dev, average_last))
@@ -89,7 +95,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                  else files.test))
     if test_path is None and not no_test:
         raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
-    files.check_test(test_path, spec, "--test" if test else "the test file")
+    files.check_test(test_path, spec, "--test" if test else "the test file",
+                     whole=test is not None)
     start_is_checkpoint = is_checkpoint(start)
     runs = []
     for index, name, path, own_dev in files.buckets:
@@ -98,7 +105,25 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                               start_is_checkpoint, path, Path(chosen_dev),
                               Path(test_path) if test_path else None, Path(out), hashes, None,
                               files.strategy, plan.regimes[0]))
+    _check_eval_sets(runs, dev is not None, test is not None)
     return runs
+
+
+def _check_eval_sets(runs: list[RunSpec], dev_named: bool, test_named: bool) -> None:
+    """Read the dev and test sets the runs will read (each file once), so that a file that
+    cannot be used (unreadable, or empty once read as planned) is one line now, not an
+    error record after --out was made."""
+    seen: set[tuple[str, str]] = set()
+    for run in runs:
+        for which, path in (("dev", run.dev_path), ("test", run.test_path)):
+            if not path or (which, path) in seen:
+                continue
+            seen.add((which, path))
+            if not run.read_eval(which):
+                named = dev_named if which == "dev" else test_named
+                raise FsxltError(f"{path}: the {which} set {'given' if named else 'found'} "
+                                 f"holds no example to {'select' if which == 'dev' else 'score'} "
+                                 "on")
 
 
 def _protocol_fields(spec: TaskSpec, batch_size: int | None, patience_from: str | None,

@@ -76,6 +76,20 @@ class RunSpec:
     source_dev_path: str = ""      # the source dev file of the source-dev candidate
     average_last: int | None = None  # candidates: the average of the last N epochs
     task_ref: str = ""             # the task YAML of a task that came from one
+    dev_split: str = "dev"         # the part of dev_path read ("": the whole file, as named)
+    test_split: str = "test"       # the part of test_path read ("": the whole file)
+    dev_limit: int | None = None   # only the first N examples of the dev set
+    test_limit: int | None = None  # only the first N examples of the test set
+
+    def read_eval(self, which: str) -> list[Any]:
+        """The run's dev or test examples, read as planned: the task's part of the file
+        (or the whole file the user named), then the first N where a limit is set."""
+        from fsxlt.sampling.set_files import read_data_file
+
+        path, split, limit = ((self.dev_path, self.dev_split, self.dev_limit) if which == "dev"
+                              else (self.test_path, self.test_split, self.test_limit))
+        examples = read_data_file(path, self.task_spec, self.language, split or None)
+        return examples[:limit] if limit is not None else examples
 
     @property
     def task_spec(self) -> Any:
@@ -266,6 +280,23 @@ def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int
     return out
 
 
+def _reading(plan: TaskPlan, has_test: bool) -> dict[str, Any]:
+    """What the identity adds of how the dev and test files are read, only where it is not
+    the default (earlier identities stay): a limit, or a named file of a task that holds
+    parts of its files out read whole."""
+    cuts = bool(plan.spec.data.holdout_paragraphs) and not plan.spec.is_generation
+    found: dict[str, Any] = {}
+    if plan.dev_limit is not None:
+        found["dev_limit"] = plan.dev_limit
+    if plan.test_limit is not None and has_test:
+        found["test_limit"] = plan.test_limit
+    if cuts and plan.whole_dev:
+        found["dev_part"] = "whole"
+    if cuts and plan.whole_test and has_test:
+        found["test_part"] = "whole"
+    return found
+
+
 def _check_regime_here(plan: TaskPlan, regime: str, method: Any) -> None:
     """A regime the run cannot train (mixup on QA, on a method with its own head...) is
     refused while runs are planned, in the engine's words, before anything is written."""
@@ -308,6 +339,7 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         identity["optimizer"] = plan.optimizer.describe()
     if plan.label_all_tokens and bucket is not None:
         identity["label_all_tokens"] = True
+    identity.update(_reading(plan, test is not None))
     predict = Path(plan.predict.replace("{lang}", lang)) if plan.predict else None
     if predict is not None:
         if not predict.is_file():
@@ -344,6 +376,9 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    predict_path=str(predict) if predict is not None else "",
                    source_languages=sources, strategy=strategy,
                    identity_json=json.dumps(identity, sort_keys=True),
+                   dev_split="" if plan.whole_dev else "dev",
+                   test_split="" if plan.whole_test else "test",
+                   dev_limit=plan.dev_limit, test_limit=plan.test_limit,
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
                    batch_size=plan.batch_size, patience_from=plan.patience_from,
                    long_sentences=plan.long_sentences, task_ref=plan.task_ref,

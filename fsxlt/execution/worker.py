@@ -144,8 +144,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     try:
         task = first.task_spec  # a task YAML's own spec (its path travels with the run)
         start = start if start is not None else load_start(first.start, task, seed=first.seed)
-        test = (read_data_file(first.test_path, task, first.language, "test")
-                if first.test_path else None)
+        test = first.read_eval("test") if first.test_path else None
     except Exception as err:  # every run of the group fails the same way
         for run in runs:
             report(write_error(run, err, "load"))
@@ -159,7 +158,7 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                                                                       r.max_seq_length)):
         batch = list(batch)
         try:
-            dev = read_data_file(dev_path, task, first.language, "dev")
+            dev = batch[0].read_eval("dev")  # the runs of a group read their dev alike
             if engine is not None and engine_max_len == max_len:
                 engine.replace_dev(dev, dev_path)  # same test set: keep it tokenized
             else:

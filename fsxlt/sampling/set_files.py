@@ -15,6 +15,7 @@ own (no manifest: nothing to check it against, no files of its own).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,15 +51,16 @@ class SetFiles:
     coordinates: tuple[str, str, int] = ("", "", 0)  # task, language, K of the set
     source_sha256: str | None = None  # the file its buckets were drawn from (its manifest's)
 
-    def check_test(self, test: str | Path | None, task: Any, what: str = "the test file"
-                   ) -> None:
+    def check_test(self, test: str | Path | None, task: Any, what: str = "the test file",
+                   whole: bool = False) -> None:
         """Refuse, in one line, a test file that is the very file the buckets were drawn
         from: its examples may be the demonstrations, and a score on them says nothing of
         the transfer. Tasks that hold parts of one file out (XQuAD's paragraphs: ``data.
-        holdout``) score on their own held-out part of it, and pass."""
+        holdout``) score on their own held-out part of it, and pass, unless the file is
+        read ``whole`` (a file the user named to ``fsxlt adapt``)."""
         if test is None or self.source_sha256 is None or not Path(test).is_file():
             return
-        if getattr(getattr(task, "data", None), "holdout_paragraphs", 0):
+        if getattr(getattr(task, "data", None), "holdout_paragraphs", 0) and not whole:
             return
         if sha256_file(test) == self.source_sha256:
             raise FsxltError(f"{test}: {what} is the file the buckets of {self.directory} were "
@@ -128,9 +130,31 @@ def read_data_file(path: str | Path, task: Any, language: str,
     from fsxlt.data import read_examples
 
     path = Path(path)
-    if path.suffix == ".jsonl" and (path.parent / MANIFEST).is_file():
-        return read_examples_jsonl(path)
-    return read_examples(path, task, language=language, split=split)
+    if path.suffix == ".jsonl" and ((path.parent / MANIFEST).is_file()
+                                    or _fsxlt_examples(path)):
+        return read_examples_jsonl(path)  # a set's file, or a part of one copied away
+    try:
+        return read_examples(path, task, language=language, split=split)
+    except DataFormatError as err:
+        if path.suffix != ".jsonl" or "invalid JSON" not in str(err):
+            raise
+        raise FsxltError(f"{err}; a data file is read in the task's format "
+                         f"({task.data.format}) or as fsxlt's examples, one JSON object a "
+                         "line (a bucket set's test.jsonl, dev-remaining.jsonl)") from None
+
+
+def _fsxlt_examples(path: Path) -> bool:
+    """Whether a JSON-lines file holds fsxlt's examples (a set's test.jsonl copied or cut
+    elsewhere): its first line is one."""
+    from fsxlt.data.examples import example_from_dict
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        example_from_dict(json.loads(first))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return True
 
 
 def _entries(directory: Path, manifest: dict[str, Any], n_buckets: int | None,
