@@ -411,3 +411,34 @@ def test_a_report_says_where_the_zero_shot_score_is_when_runs_lack_it(study, tmp
     _, swept_runs = swept(study, tmp_path / "swept")
     assert run_app(["report", str(swept_runs)]) == 0
     assert "No K=0 score" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["icl", "lm-adapt", "adapt"])
+def test_a_locked_runs_directory_is_refused_before_any_model_loads(study, tmp_path, capsys,
+                                                                   monkeypatch, command):
+    """Issue 41, case 18: ``fsxlt icl`` on a runs directory another command was writing
+    refused only after loading the model (91 s for Gemma 3 270M)."""
+    from fsxlt.directories import RUNS, claim, writer_lock
+    import fsxlt.training as training
+    from fsxlt.icl import model as lm_module
+    from tests.icl_fixtures import make_causal_lm_dir
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a model was loaded before the lock was taken")
+
+    monkeypatch.setattr(lm_module, "load_causal_lm", no_load)
+    monkeypatch.setattr(training, "load_start", no_load)
+    runs = claim(tmp_path / "runs", RUNS)
+    lm = make_causal_lm_dir(tmp_path / "lm")
+    bucket = str(study["buckets"] / "xnli/de/k1/00.json")
+    test = str(study["data"] / "test-de.tsv")
+    argv = {"icl": ["icl", "--task", "xnli", "--lang", "de", "--model", str(lm), "--bucket",
+                    bucket, "--test", test, "--out", str(runs)],
+            "lm-adapt": ["lm-adapt", "--task", "xnli", "--lang", "de", "--model", str(lm),
+                         "--bucket", bucket, "--test", test, "--max-epochs", "1", "--out",
+                         str(runs)],
+            "adapt": adapt(study, runs)}[command]
+    with writer_lock(runs, RUNS):  # another command writing this runs directory
+        capsys.readouterr()
+        one_line(run_app(argv), capsys.readouterr().err,
+                 "another fsxlt command is writing this runs directory")
