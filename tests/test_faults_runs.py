@@ -418,8 +418,8 @@ def test_a_locked_runs_directory_is_refused_before_any_model_loads(study, tmp_pa
                                                                    monkeypatch, command):
     """Issue 41, case 18: ``fsxlt icl`` on a runs directory another command was writing
     refused only after loading the model (91 s for Gemma 3 270M)."""
-    from fsxlt.directories import RUNS, claim, writer_lock
     import fsxlt.training as training
+    from fsxlt.directories import RUNS, claim, writer_lock
     from fsxlt.icl import model as lm_module
     from tests.icl_fixtures import make_causal_lm_dir
 
