@@ -27,7 +27,7 @@ def write_run(runs: Path, strategy: str, index: int, score: float,
         bucket["strategy_pools"] = pools
     record = {"format": RUN_FORMAT, "status": "ok", "task": "panx", "language": "de", "k": 1,
               "bucket": bucket, "method": "full", "model": {"source_training": True},
-              "test_score": score, "dev_score": score, "best_epoch": 1, "metric": "f1",
+              "test_score": score, "dev_score": score, "best_epoch": 1, "metric": "seqeval_f1",
               "sweep": {"arm": f"full~{strategy}"}}
     path = runs / f"panx/de/k1/full~{strategy}/{index:02d}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -202,3 +202,16 @@ def test_no_writer_writes_into_a_model_folder_it_reads(world, tmp_path, capsys, 
     relation = {"itself": "is", "inside": "lies inside", "around": "holds"}[how]
     assert f"{relation} the folder of {option}" in err[0], err
     assert snapshot(home) == before
+
+
+def test_a_sweep_writes_nothing_into_its_icl_arms_model(world, tmp_path, capsys):
+    model = tmp_path / "lm"
+    shutil.copytree(world["lm"], model)
+    config = sweep_config(world, model / "runs", icl={"model": str(model), "arms": [{}]})
+    argv = ["sweep", str(write_config(tmp_path / "sweep.yaml", config)), "--workers", "0"]
+    before = snapshot(tmp_path)
+    capsys.readouterr()
+    assert run_app(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "lies inside the folder of icl model" in err[0], err
+    assert snapshot(tmp_path) == before

@@ -65,13 +65,21 @@ def test_every_scorable_task_has_complete_prompts(name):
 
 @pytest.mark.parametrize(("changes", "problem"), [
     ({"icl": None}, "no icl section"),
-    ({"label_words": {"en": {"0": "yes", "1": "yes"}}}, "en words are not distinct"),
     ({"label_words": {"en": {"0": "no", "1": "yes"}}}, "label words in ['en'], templates"),
     ({"instruction": {"en": "Answer yes or no."}}, "instructions in ['en'], templates"),
 ])
 def test_incomplete_prompts_are_caught(tmp_path, changes, problem):
     spec = get_task(write_task_yaml(tmp_path / "qam.yaml", base="qam", **changes))
     assert any(problem in line for line in prompt_problems(spec)), prompt_problems(spec)
+
+
+def test_words_that_are_not_distinct_are_refused_when_the_yaml_is_read(tmp_path):
+    """Two labels with one word never reach the registry's checks: the task YAML itself is
+    refused, naming both labels and the word (issue 41, case 1)."""
+    path = write_task_yaml(tmp_path / "qam.yaml", base="qam",
+                           label_words={"en": {"0": "yes", "1": "yes"}})
+    with pytest.raises(FsxltError, match="labels 0 and 1 have the same word 'yes'"):
+        get_task(path)
 
 
 def test_a_ranking_task_has_no_prompts_and_is_refused():

@@ -289,7 +289,7 @@ def _models(task: Any) -> list[tuple[str, Any]]:
     if task.no_source:
         found.append(("no_source_training.encoder", task.no_source.get("encoder")))
     for arm in (task.icl.arms if task.icl is not None else ()):
-        found += [("icl model", arm.model), ("icl encoder", arm.encoder)]
+        found += [("icl model", arm.settings.model), ("icl encoder", arm.settings.encoder)]
     return found
 
 
