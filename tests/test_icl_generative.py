@@ -150,3 +150,25 @@ def test_a_sweeps_icl_arm_generates_with_its_decoding_settings(tmp_path, capsys)
                     "--test-limit", "3", "--max-new-tokens", "3", "--stop", "?", "--stop", ".",
                     "--out", str(out), "--threads", "1"]) == 0
     assert capsys.readouterr().out.count("already done with these settings") == 2
+
+
+def test_a_named_test_file_is_read_whole_and_the_buckets_source_refused(qa, tmp_path, capsys):
+    """Issue 41, case 19, for fsxlt icl: a --test file is used as given (never cut to
+    XQuAD's held-out part); the buckets' own source file, read whole, is refused."""
+    import json
+
+    from fsxlt.data.qa import squad_json
+    from fsxlt.sampling.store import read_examples_jsonl
+
+    bucket_set = qa["buckets"] / "xquad" / "de" / "k2"
+    mine = tmp_path / "mine.json"  # 5 questions of the set's dev part, as SQuAD JSON
+    mine.write_text(json.dumps(squad_json(read_examples_jsonl(
+        bucket_set / "dev-remaining.jsonl")[:5]), ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "runs"
+    assert _icl(qa, out, "--bucket", str(bucket_set / "00.json"), "--test", str(mine)) == 0
+    record = read_record(out / "xquad" / "de" / "k2" / "icl" / "00.json")
+    assert record["test"]["n"] == 5 and record["run"]["identity"]["test_part"] == "whole"
+    capsys.readouterr()
+    assert _icl(qa, tmp_path / "other", "--bucket", str(bucket_set / "00.json"), "--test",
+                str(qa["data"] / "xquad.de.json")) == 2
+    assert "is the file the buckets of" in capsys.readouterr().err

@@ -280,11 +280,16 @@ def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int
     return out
 
 
+def _cuts(plan: TaskPlan) -> bool:
+    """Whether the task reads a part of its files (XQuAD's held-out paragraphs)."""
+    return bool(plan.spec.data.holdout_paragraphs) and not plan.spec.is_generation
+
+
 def _reading(plan: TaskPlan, has_test: bool) -> dict[str, Any]:
     """What the identity adds of how the dev and test files are read, only where it is not
     the default (earlier identities stay): a limit, or a named file of a task that holds
     parts of its files out read whole."""
-    cuts = bool(plan.spec.data.holdout_paragraphs) and not plan.spec.is_generation
+    cuts = _cuts(plan)
     found: dict[str, Any] = {}
     if plan.dev_limit is not None:
         found["dev_limit"] = plan.dev_limit
@@ -376,8 +381,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    predict_path=str(predict) if predict is not None else "",
                    source_languages=sources, strategy=strategy,
                    identity_json=json.dumps(identity, sort_keys=True),
-                   dev_split="" if plan.whole_dev else "dev",
-                   test_split="" if plan.whole_test else "test",
+                   dev_split="" if plan.whole_dev and _cuts(plan) else "dev",
+                   test_split="" if plan.whole_test and _cuts(plan) else "test",
                    dev_limit=plan.dev_limit, test_limit=plan.test_limit,
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
                    batch_size=plan.batch_size, patience_from=plan.patience_from,

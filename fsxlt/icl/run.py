@@ -161,6 +161,7 @@ class IclRun:
     strategy: str = ""
     spec: TaskSpec | None = field(default=None, compare=False)  # a task YAML's, if given
     predict_path: str = ""    # a file to predict (XGLUE/FewCLUE submission files)
+    test_split: str = "test"  # the part of test_path read ("": a file --test named, whole)
 
     @property
     def task_spec(self) -> TaskSpec:
@@ -248,7 +249,7 @@ class BucketRef:
 def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, test_path: Path,
              buckets: list[BucketRef] | None, *,
              digest: Callable[[Path], str] | None = None,
-             predict: Path | None = None) -> list[IclRun]:
+             predict: Path | None = None, whole_test: bool = False) -> list[IclRun]:
     """The runs of ``settings`` on ``buckets`` (one each), or the zero-shot run (K=0) when
     ``buckets`` is None; ``fsxlt icl`` and a sweep's ICL arms both build their runs here,
     so their identities are one. ``digest``: the test file's content hash (a sweep's
@@ -266,14 +267,16 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
               "model": model_fingerprint(settings.model, settings.gguf_file),
               "prompt": {**settings.describe(), "icl": repr(spec.icl), **decoding},
               "test": (digest or sha256_file)(Path(test_path)),
-              **({"predict": sha256_file(predict)} if predict is not None else {})}
+              **({"predict": sha256_file(predict)} if predict is not None else {}),
+              **({"test_part": "whole"} if whole_test and cuts_parts(spec) else {})}
     to_predict = str(predict) if predict is not None else ""
+    split = "" if whole_test and cuts_parts(spec) else "test"
     if buckets is None:
         identity = {**common, "k": 0, "index": 0, "bucket": sha256_text("")}
         return [IclRun(spec.name, language, 0, 0, ZERO_SHOT_RUN, "", sha256_text(""),
                        str(test_path), str(record_path(out, spec.name, language, 0, arm,
                                                        ZERO_SHOT_RUN)), identity, spec=spec,
-                       predict_path=to_predict)]
+                       predict_path=to_predict, test_split=split)]
     runs = []
     for ref in buckets:
         full_arm = f"{arm}~{ref.strategy}" if ref.strategy else arm
@@ -282,8 +285,14 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
                            ref.sha256, str(test_path),
                            str(record_path(out, spec.name, language, ref.k, full_arm,
                                            ref.name)), identity, ref.strategy, spec,
-                           to_predict))
+                           to_predict, split))
     return runs
+
+
+def cuts_parts(spec: TaskSpec) -> bool:
+    """Whether the task reads a part of its files (XQuAD's held-out paragraphs), so that a
+    file read whole is another set of examples (and says so in the identity)."""
+    return bool(spec.data.holdout_paragraphs) and not spec.is_generation
 
 
 def check_predict_file(spec: TaskSpec, predict: Path, language: str) -> Path:
@@ -317,9 +326,10 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
         from fsxlt.sampling.set_files import named_files
 
         named_files(Path(bucket)).check_test(test_path, spec, "--test" if test else
-                                             "the test file")
+                                             "the test file", whole=test is not None)
     if bucket is None:
-        return icl_runs(spec, language, settings, out, test_path, None, predict=predict)
+        return icl_runs(spec, language, settings, out, test_path, None, predict=predict,
+                        whole_test=test is not None)
     refs = []
     for path, loaded in entries:
         if (loaded.task, loaded.language) != (spec.name, language):
@@ -329,7 +339,8 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
         strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
         refs.append(BucketRef(loaded.k, loaded.index, loaded.name, path, loaded.sha256,
                               strategy))
-    return icl_runs(spec, language, settings, out, test_path, refs, predict=predict)
+    return icl_runs(spec, language, settings, out, test_path, refs, predict=predict,
+                    whole_test=test is not None)
 
 
 # --------------------------------------------------------------------------- preparing
@@ -428,7 +439,8 @@ def load_test(run: IclRun, settings: IclSettings) -> list[Any]:
     bucket set's own test set (fixed splits: FewCLUE's)."""
     from fsxlt.sampling.set_files import read_data_file
 
-    examples = read_data_file(run.test_path, run.task_spec, run.language, "test")
+    examples = read_data_file(run.test_path, run.task_spec, run.language,
+                              run.test_split or None)
     if not examples:
         raise FsxltError(f"{run.test_path}: no test examples")
     return sample_test(examples, settings)

@@ -119,7 +119,8 @@ def load_split(run: LmRun, split: str) -> list[Any]:
     from fsxlt.sampling.set_files import read_data_file
 
     path = run.test_path if split == "test" else run.dev_path
-    examples = read_data_file(path, run.task_spec, run.language, split)
+    whole = run.whole_test if split == "test" else run.whole_dev  # a file named: as given
+    examples = read_data_file(path, run.task_spec, run.language, None if whole else split)
     if not examples:
         raise FsxltError(f"{path}: no {split} examples")
     settings = run.settings

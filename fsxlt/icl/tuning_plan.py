@@ -110,6 +110,8 @@ class LmRun:
     strategy: str = ""
     spec: TaskSpec | None = field(default=None, compare=False)
     predict_path: str = ""    # a file to predict (XGLUE/FewCLUE submission files)
+    whole_dev: bool = False   # a --dev file named: read whole, never cut into the task's parts
+    whole_test: bool = False  # the same for --test
 
     @property
     def task_spec(self) -> TaskSpec:
@@ -188,7 +190,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
     submission file beside its record (its hash joins the identity)."""
     from fsxlt.fileio import sha256_file
     from fsxlt.icl.model import model_fingerprint
-    from fsxlt.icl.run import check_predict_file
+    from fsxlt.icl.run import check_predict_file, cuts_parts
     from fsxlt.sampling.set_files import named_files
     from fsxlt.sampling.store import read_bucket
 
@@ -200,7 +202,8 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
         raise FsxltError(f"{gguf}: GGUF file not found")
     files = named_files(Path(bucket))
     test_path = _test_file(spec, language, test, data_dir, files.test)
-    files.check_test(test_path, spec, "--test" if test else "the test file")
+    files.check_test(test_path, spec, "--test" if test else "the test file",
+                     whole=test is not None)
     _file(dev, "--dev")
     arm = settings.arm_name()
     decoding = {"decoding": settings.decode.describe()} if is_generative(spec) else {}
@@ -210,7 +213,8 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
               "tuning": settings.describe(), "icl": repr(spec.icl), **decoding,
               "test": digests.setdefault(test_path, sha256_file(test_path)),
               **({"predict": sha256_file(check_predict_file(spec, predict, language))} if predict
-                 else {})}
+                 else {}),
+              **({"test_part": "whole"} if test is not None and cuts_parts(spec) else {})}
     runs = []
     for _, _, path, own_dev in files.buckets:
         loaded = read_bucket(path)
@@ -223,11 +227,14 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
         strategy = loaded.meta.get("strategy")
         strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
         identity = {**common, "k": loaded.k, "index": loaded.index, "bucket": loaded.sha256,
-                    "dev": digests[dev_path]}
+                    "dev": digests[dev_path],
+                    **({"dev_part": "whole"} if dev is not None and cuts_parts(spec) else {})}
         full_arm = f"{arm}~{strategy}" if strategy else arm
         runs.append(LmRun(spec.name, language, loaded.k, loaded.index, loaded.name, str(path),
                           loaded.sha256, str(dev_path), str(test_path),
                           str(record_path(out, spec.name, language, loaded.k, full_arm,
                                           loaded.name)), identity, settings, strategy, spec,
-                          str(predict) if predict is not None else ""))
+                          str(predict) if predict is not None else "",
+                          dev is not None and cuts_parts(spec),
+                          test is not None and cuts_parts(spec)))
     return runs

@@ -60,7 +60,8 @@ class SetFiles:
         read ``whole`` (a file the user named to ``fsxlt adapt``)."""
         if test is None or self.source_sha256 is None or not Path(test).is_file():
             return
-        if getattr(getattr(task, "data", None), "holdout_paragraphs", 0) and not whole:
+        read_whole = whole and not getattr(task, "is_generation", False)  # QG keeps its part
+        if getattr(getattr(task, "data", None), "holdout_paragraphs", 0) and not read_whole:
             return
         if sha256_file(test) == self.source_sha256:
             raise FsxltError(f"{test}: {what} is the file the buckets of {self.directory} were "
