@@ -19,6 +19,7 @@ import pytest
 from fsxlt.cli import run_app
 from tests.icl_fixtures import make_causal_lm_dir
 from tests.sweep_fixtures import build_study, sweep_config, write_config
+from tests.test_faults_writers import adapt, icl, lm_adapt
 
 # what is planted -> the words the refusal uses for it
 CONTENTS: dict[str, tuple[bytes | None, str]] = {
@@ -46,26 +47,6 @@ def study(tmp_path_factory) -> dict[str, Path]:
 def sweep(w: dict[str, Path], out: Path) -> list[str]:
     config = write_config(out.parent / "sweep.yaml", sweep_config(w, out))
     return ["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]
-
-
-def adapt(w: dict[str, Path], out: Path) -> list[str]:
-    return ["adapt", "--task", "xnli", "--lang", "de", "--bucket",
-            str(w["buckets"] / "xnli/de/k1/00.json"), "--from", str(w["checkpoint"]),
-            "--data-dir", str(w["data"]), "--lr", "1e-2", "--max-epochs", "1", "--device",
-            "cpu", "--out", str(out)]
-
-
-def icl(w: dict[str, Path], out: Path) -> list[str]:
-    return ["icl", "--task", "xnli", "--lang", "de", "--model", str(w["lm"]), "--bucket",
-            str(w["buckets"] / "xnli/de/k1/00.json"), "--test", str(w["data"] / "test-de.tsv"),
-            "--test-limit", "3", "--out", str(out)]
-
-
-def lm_adapt(w: dict[str, Path], out: Path) -> list[str]:
-    return ["lm-adapt", "--task", "xnli", "--lang", "de", "--model", str(w["lm"]), "--bucket",
-            str(w["buckets"] / "xnli/de/k1/00.json"), "--test", str(w["data"] / "test-de.tsv"),
-            "--test-limit", "3", "--dev-limit", "3", "--max-epochs", "1", "--lr", "1e-2",
-            "--out", str(out)]
 
 
 # writer -> (its argv, the record paths it writes, relative to the runs directory)
