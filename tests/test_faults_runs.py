@@ -442,3 +442,19 @@ def test_a_locked_runs_directory_is_refused_before_any_model_loads(study, tmp_pa
         capsys.readouterr()
         one_line(run_app(argv), capsys.readouterr().err,
                  "another fsxlt command is writing this runs directory")
+
+
+def test_a_sweep_refuses_an_unusable_test_file_before_writing(study, tmp_path, capsys):
+    """Issue 41, case 17, for sweeps: a test file that cannot be read failed in every
+    worker, leaving the runs directory and an error record per run; it is read (once)
+    before anything is written now."""
+    data = tmp_path / "data"
+    shutil.copytree(study["data"], data)
+    (data / "test-de.tsv").write_bytes(b"\xff\xfe not a tsv \x00\n")
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml",
+                          sweep_config(study, runs, data_dir=str(data)))
+    capsys.readouterr()
+    one_line(run_app(["sweep", str(config), "--workers", "0", "--lang", "de", "--k", "1"]),
+             capsys.readouterr().err, "test-de.tsv")
+    assert not runs.exists()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan, parse_patience_from
 from fsxlt.execution.inputs import data_file
-from fsxlt.execution.spec import Hashes, RunSpec, build_run
+from fsxlt.execution.spec import Hashes, RunSpec, build_run, check_eval_sets
 from fsxlt.runs import DEFAULT_REGIME, is_checkpoint
 from fsxlt.sampling.set_files import SetFiles, named_files
 from fsxlt.tasks import TaskSpec, get_task
@@ -105,25 +105,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                               start_is_checkpoint, path, Path(chosen_dev),
                               Path(test_path) if test_path else None, Path(out), hashes, None,
                               files.strategy, plan.regimes[0]))
-    _check_eval_sets(runs, dev is not None, test is not None)
+    check_eval_sets(runs)
     return runs
-
-
-def _check_eval_sets(runs: list[RunSpec], dev_named: bool, test_named: bool) -> None:
-    """Read the dev and test sets the runs will read (each file once), so that a file that
-    cannot be used (unreadable, or empty once read as planned) is one line now, not an
-    error record after --out was made."""
-    seen: set[tuple[str, str]] = set()
-    for run in runs:
-        for which, path in (("dev", run.dev_path), ("test", run.test_path)):
-            if not path or (which, path) in seen:
-                continue
-            seen.add((which, path))
-            if not run.read_eval(which):
-                named = dev_named if which == "dev" else test_named
-                raise FsxltError(f"{path}: the {which} set {'given' if named else 'found'} "
-                                 f"holds no example to {'select' if which == 'dev' else 'score'} "
-                                 "on")
 
 
 def _protocol_fields(spec: TaskSpec, batch_size: int | None, patience_from: str | None,

@@ -43,7 +43,7 @@ from typing import Any
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig
 from fsxlt.execution.expansion import expand
-from fsxlt.execution.spec import Plan, RunSpec
+from fsxlt.execution.spec import Plan, RunSpec, check_eval_sets
 from fsxlt.execution.worker import Outcome, die_with_parent, run_group
 from fsxlt.fileio import atomic_write_json, check_output_dir
 
@@ -321,6 +321,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     status = sweep_status(config, save_predictions, plan, replace)  # refusals: nothing written
     for zero in plan.zero_shot:
         check_zero_shot(zero.record_path, zero.record, replace)
+    check_eval_sets([run for run, _ in status.pending if isinstance(run, RunSpec)])
     claim(config.out, RUNS, "out")
     say = note or (lambda line: print(line, file=sys.stderr))
     with writer_lock(config.out, RUNS):

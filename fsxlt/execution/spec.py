@@ -280,6 +280,23 @@ def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int
     return out
 
 
+def check_eval_sets(runs: list[RunSpec]) -> None:
+    """Read the dev and test sets the runs will read (each file once, as planned), so that a
+    file that cannot be used (unreadable, or empty once read) is one line before anything
+    is written, not an error record in an output directory made for nothing."""
+    seen: set[tuple[str, str, str, int | None]] = set()
+    for run in runs:
+        for which, path, split, limit in (
+                ("dev", run.dev_path, run.dev_split, run.dev_limit),
+                ("test", run.test_path, run.test_split, run.test_limit)):
+            if not path or (which, path, split, limit) in seen:
+                continue
+            seen.add((which, path, split, limit))
+            if not run.read_eval(which):
+                raise FsxltError(f"{path}: the {which} set of {run.id} holds no example to "
+                                 f"{'select on' if which == 'dev' else 'score'}")
+
+
 def _cuts(plan: TaskPlan) -> bool:
     """Whether the task reads a part of its files (XQuAD's held-out paragraphs)."""
     return bool(plan.spec.data.holdout_paragraphs) and not plan.spec.is_generation
