@@ -267,3 +267,17 @@ def test_a_named_test_file_that_is_the_buckets_source_is_refused(study, tmp_path
                     "--test", str(study["data"] / "xquad.de.json"), *TRAIN]) == 2
     assert "is the file the buckets of" in capsys.readouterr().err
     assert not runs.exists()
+
+
+def test_adapts_limits_take_the_samples_icl_and_lm_adapt_take():
+    """--test-limit N scores the test examples fsxlt icl --test-limit N scores (seed 0), so
+    the arms pair in report --compare; --dev-limit takes lm-adapt's dev sample."""
+    from fsxlt.data.examples import seeded_sample
+    from fsxlt.execution.spec import EVAL_SAMPLE_KEYS
+    from fsxlt.icl.run import IclSettings, sample_test
+
+    examples = list(range(50))
+    for n in (1, 7, 49):
+        assert seeded_sample(examples, n, EVAL_SAMPLE_KEYS["test"]) == sample_test(
+            examples, IclSettings(model="m", seed=0, test_limit=n))
+    assert EVAL_SAMPLE_KEYS["dev"] == "fsxlt-lm-dev:0"

@@ -425,11 +425,11 @@ def adapt_cmd(
     test_file: Annotated[Path | None, typer.Option(
         "--test", help="Target test file, used whole as --dev is.")] = None,
     dev_limit: Annotated[int | None, typer.Option(
-        "--dev-limit", min=1, help="Select on the first N examples of the dev set only "
-        "(recorded in the run's identity).")] = None,
+        "--dev-limit", min=1, help="Select on a seeded sample of N dev examples (fsxlt "
+        "lm-adapt's at its default seed; in the run's identity).")] = None,
     test_limit: Annotated[int | None, typer.Option(
-        "--test-limit", min=1, help="Score the first N examples of the test set only "
-        "(recorded in the run's identity).")] = None,
+        "--test-limit", min=1, help="Score a seeded sample of N test examples, the one "
+        "fsxlt icl --test-limit N scores at its default seed (in the run's identity).")] = None,
     predict: Annotated[
         Path | None,
         typer.Option(

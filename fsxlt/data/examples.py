@@ -9,6 +9,7 @@ split and row index. Ids let a bucket be checked against its source data.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,3 +183,11 @@ class Split:
     examples: list[Example]
     source: str
     sha256: str
+
+
+def seeded_sample(examples: list[Any], limit: int | None, key: str) -> list[Any]:
+    """The first ``limit`` of a sample seeded by ``key``, in file order (all: no limit)."""
+    if limit is None or limit >= len(examples):
+        return list(examples)
+    chosen = random.Random(key).sample(range(len(examples)), limit)
+    return [examples[i] for i in sorted(chosen)]

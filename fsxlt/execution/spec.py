@@ -31,6 +31,10 @@ from fsxlt.runs import (
 from fsxlt.sampling.store import bucket_name
 from fsxlt.tasks import get_task
 
+# the seeded samples --dev-limit / --test-limit take: fsxlt icl's test sample and fsxlt
+# lm-adapt's dev sample at their default seed 0 (fsxlt.icl.run.sample_test, icl.tuning)
+EVAL_SAMPLE_KEYS = {"dev": "fsxlt-lm-dev:0", "test": "fsxlt-icl-test:0"}
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -83,13 +87,16 @@ class RunSpec:
 
     def read_eval(self, which: str) -> list[Any]:
         """The run's dev or test examples, read as planned: the task's part of the file
-        (or the whole file the user named), then the first N where a limit is set."""
+        (or the whole file the user named), then, where a limit is set, the seeded sample of
+        that many that ``fsxlt icl`` and ``fsxlt lm-adapt`` take with seed 0 (so the arms
+        score the same test examples and pair in ``report --compare``)."""
+        from fsxlt.data.examples import seeded_sample
         from fsxlt.sampling.set_files import read_data_file
 
         path, split, limit = ((self.dev_path, self.dev_split, self.dev_limit) if which == "dev"
                               else (self.test_path, self.test_split, self.test_limit))
         examples = read_data_file(path, self.task_spec, self.language, split or None)
-        return examples[:limit] if limit is not None else examples
+        return seeded_sample(examples, limit, EVAL_SAMPLE_KEYS[which])
 
     @property
     def task_spec(self) -> Any:

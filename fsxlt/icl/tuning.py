@@ -34,7 +34,6 @@ tokenizes one (every bad input a one-line error before anything is written);
 
 from __future__ import annotations
 
-import random
 import time
 import traceback
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from typing import Any
 
 import torch
 
+from fsxlt.data.examples import seeded_sample
 from fsxlt.errors import FsxltError
 from fsxlt.icl.generation import DecodeSettings, check_room, generate
 from fsxlt.icl.generative import generation_block, gold_of, is_generative
@@ -102,14 +102,6 @@ class LmPrepared:
     dev: EvalSplit
     test: EvalSplit
     longest: int
-
-
-def seeded_sample(examples: list[Any], limit: int | None, key: str) -> list[Any]:
-    """The first ``limit`` of a sample seeded by ``key``, in file order (all: no limit)."""
-    if limit is None or limit >= len(examples):
-        return list(examples)
-    chosen = random.Random(key).sample(range(len(examples)), limit)
-    return [examples[i] for i in sorted(chosen)]
 
 
 def load_split(run: LmRun, split: str) -> list[Any]:
