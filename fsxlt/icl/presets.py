@@ -15,8 +15,11 @@ context is empty: each option is the whole sentence ``premise, QUESTION? WORD,
 hypothesis`` (English: ``right``; ``Yes`` / ``Also`` / ``No``), scored in full
 after the BOS token. An XNLI option starts with lm-eval's default target
 delimiter, a space; a PAWS-X option with none (its ``target_delimiter: ""``).
-PAWS-X's sentences are first preprocessed as its ``process_docs_paraphrases``
-does (:func:`pawsx_sentences`). Demonstrations are the right option's sentence
+PAWS-X's German, English, Spanish and French sentences are first preprocessed as
+its ``process_docs_paraphrases`` does (:func:`pawsx_sentences`); its Japanese,
+Korean and Chinese tasks have no ``process_docs`` and take them as they are.
+For per-character normalisation (``acc_norm``) an option's length is its whole
+sentence's, ``len(choice)`` as the harness counts it. Demonstrations are the right option's sentence
 after the target delimiter, each followed by lm-eval's few-shot delimiter
 ``"\\n\\n"``; the context's trailing whitespace then moves to the front of
 every option, as lm-eval's ``_encode_pair`` moves it.
@@ -49,7 +52,9 @@ from fsxlt.icl.prompts import PromptSettings, PromptText, render
 FEWSHOT_DELIMITER = "\n\n"
 LM_EVAL_VERSION = ("lm-evaluation-harness v0.4 task configs: xnli utils.py ac98d9e (whole-"
                    "sentence choices) with xnli_common_yaml 15fcc68; paws-x template version "
-                   "1.0 (PR #2434: No/Yes by label, French Non) with utils.py d734f6a")
+                   "1.0 (PR #2434: No/Yes by label, French Non) with utils.py d734f6a; "
+                   "process_docs for paws de/en/es/fr only, acc_norm over len(choice): "
+                   "checked against lm-eval 0.4.13")  # in the identity: runs before rerun
 FEWCLUE_VERSION = ("CLUEbenchmark/FewCLUE baselines/models_keras/gpt: data_util.py 5af61bc, "
                    "config.py 838fcdf, label_config.py 4e4ac6c (zero-shot)")
 
@@ -82,6 +87,9 @@ PAWSX_WORDS = {
     "ko": ("맞죠", "예", "아니요"),
     "zh": ("对吧", "是", "不是"),
 }
+# the PAWS-X languages whose lm-eval task preprocesses its sentences (``process_docs`` in
+# paws_de/en/es/fr.yaml; paws_ja/ko/zh.yaml have none and take the sentences as they are)
+PAWSX_PREPROCESSED = ("de", "en", "es", "fr")
 # lm-eval's general_detokenize, in order: plain replacements, then a space dropped
 # before an apostrophe, a full stop or a comma
 DETOKENIZE = ((" n't", "n't"), (" )", ")"), ("( ", "("), ('" ', '"'), (' "', '"'))
@@ -135,13 +143,17 @@ def _whole_sentences(choices: Callable[[Any], dict[str, str]], delimiter: str,
     """lm-eval's multiple-choice requests as prompt pieces: the context (each
     demonstration's right sentence after ``delimiter``, then the few-shot delimiter) less
     its trailing whitespace, an empty query, and per label the whitespace the context lost,
-    ``delimiter`` and the label's sentence."""
+    ``delimiter`` and the label's sentence; each option's length for ``acc_norm`` is its
+    sentence's, ``len(choice)`` as the harness counts it (whitespace the choice starts
+    with included, the moved whitespace and the delimiter not)."""
     context = "".join(delimiter + choices(d)[d.label] + FEWSHOT_DELIMITER
                       for d in demonstrations)
     prefix = context.rstrip()
     moved = context[len(prefix):] + delimiter
+    sentences = [[choices(e)[label] for label in labels] for e in examples]
     return PromptText(prefix, [""] * len(examples),
-                      [[moved + choices(e)[label] for label in labels] for e in examples])
+                      [[moved + sentence for sentence in row] for row in sentences],
+                      [[len(sentence) for sentence in row] for row in sentences])
 
 
 def _xnli(labels: Sequence[str], language: str, demonstrations: Sequence[Any],
@@ -160,7 +172,9 @@ def _pawsx(labels: Sequence[str], language: str, demonstrations: Sequence[Any],
     question, yes, no = PAWSX_WORDS[language]
 
     def choices(example: Any) -> dict[str, str]:
-        first, second = pawsx_sentences(example.text_a, example.text_b or "")
+        first, second = example.text_a, example.text_b or ""
+        if language in PAWSX_PREPROCESSED:
+            first, second = pawsx_sentences(first, second)
         return {"0": f"{first}, {question}? {no}, {second}",
                 "1": f"{first}, {question}? {yes}, {second}"}
 

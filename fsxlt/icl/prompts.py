@@ -177,6 +177,10 @@ class PromptText:
     prefix: str
     queries: list[str]
     continuations: list[list[str]]
+    # per example, per option: its length in characters for per-character normalisation,
+    # where the renderer knows it (a preset: len(choice) as the harness measures it);
+    # None: the option less the whitespace that joins it (fsxlt.icl.scoring.option_chars)
+    chars: list[list[int]] | None = None
 
 
 def _language(choice: str, target: str) -> str:

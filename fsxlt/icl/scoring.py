@@ -51,7 +51,9 @@ class TokenizedPrompt:
 
 def option_chars(option: str) -> int:
     """An option's length in characters, not counting the whitespace that joins it to the
-    prompt (lm-eval's ``len(choice)``: its target delimiter left out)."""
+    prompt: a task YAML's option is a joining space and a stripped label word. A preset
+    gives its own lengths instead (:attr:`fsxlt.icl.prompts.PromptText.chars`: lm-eval's
+    ``len(choice)``, which counts whitespace the choice itself starts with)."""
     return len(option.lstrip())
 
 
@@ -74,9 +76,10 @@ def tokenize_prompt(tokenizer: Any, text: PromptText, bucket: str, *,
         if check:
             check_options(options, tokenized, getattr(tokenizer, "unk_token_id", None), bucket)
         continuations.append(tokenized)
+    chars = text.chars if text.chars is not None else [
+        [option_chars(option) for option in options] for options in text.continuations]
     return TokenizedPrompt(bos + ids(text.prefix), [ids(q) for q in text.queries],
-                           continuations, [[option_chars(option) for option in options]
-                                           for options in text.continuations])
+                           continuations, [list(row) for row in chars])
 
 
 def check_options(options: Sequence[str], tokenized: Sequence[list[int]], unk: int | None,
