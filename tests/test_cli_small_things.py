@@ -37,3 +37,12 @@ def test_the_bar_shows_dev_as_the_summary_does(tmp_path, capsys):
     shown = re.findall(r"dev=(\d+\.\d+)", captured.err)
     assert shown and shown[-1] == summary, (shown, summary)
     assert "zero-shot test" in captured.err  # the test sets are scored under a bar too
+
+
+def test_sample_help_names_the_tasks_own_number_of_buckets(capsys):
+    """Issue 42, item 5: ``fsxlt sample --help`` said --n-buckets defaults to 40; extractive
+    QA's and generation's sets hold 10, FewCLUE's 5 fixed splits."""
+    assert run_app(["sample", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Default: the task's (40;" in text and "10 for mlqa, ntg, qg, tydiqa, xquad" \
+        in text.replace("- qg", "-qg")

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
+from fsxlt.cli.options import task_default
 from fsxlt.cli.progress import bar
 from fsxlt.directories import BUCKETS, check_claim
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
@@ -65,7 +66,8 @@ def sample_command(
         help="Directory with files named by the task's pattern, e.g. train-de.tsv.")] = None,
     split: Annotated[str | None, typer.Option(
         help="Split to sample from; default: the task's (dev for XNLI/PAWS-X).")] = None,
-    n_buckets: Annotated[int | None, typer.Option(help="Buckets per K (default 40).")] = None,
+    n_buckets: Annotated[int | None, typer.Option(
+        help="Buckets per K. " + task_default("n_buckets", "sampling"))] = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed (default: task config).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
 ) -> None:

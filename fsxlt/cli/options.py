@@ -15,14 +15,15 @@ import typer
 from fsxlt.methods import BUILTIN
 
 
-def task_default(field: str) -> str:
-    """A help text's default for a task setting (``source_epochs``, ...): the value most
-    built-in tasks have and the tasks that differ, read from their YAML files."""
+def task_default(field: str, section: str = "training") -> str:
+    """A help text's default for a task setting (``source_epochs``, ...; ``section``: the
+    task's ``training`` or ``sampling`` block): the value most built-in tasks have and the
+    tasks that differ, read from their YAML files."""
     from fsxlt.tasks import builtin_tasks
 
     tasks: dict[object, list[str]] = {}
     for name, spec in sorted(builtin_tasks().items()):
-        tasks.setdefault(getattr(spec.training, field), []).append(name)
+        tasks.setdefault(getattr(getattr(spec, section), field), []).append(name)
     common = max(tasks, key=lambda value: len(tasks[value]))
     others = "; ".join(f"{value} for {', '.join(names)}" for value, names in tasks.items()
                        if value != common)
