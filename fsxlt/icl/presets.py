@@ -31,8 +31,8 @@ its BERT vocabulary adds; cut in characters here, one token per Chinese
 character there), then the label word, all of a task's words equally long in
 characters. No instruction. FewCLUE prompts without demonstrations; with a
 bucket, fsxlt shows each demonstration as its query and its label word,
-followed by ``"\\n\\n"`` (an extension, not FewCLUE's). IFLYTEK (two labels
-share a word there) and ChID (whole-sentence scoring with ``[SEP]``) are not
+followed by ``"\\n\\n"`` (an extension, not FewCLUE's). IFLYTEK (three pairs of
+labels share a word there) and ChID (whole-sentence scoring with ``[SEP]``) are not
 covered.
 
 This module renders text only; it loads no model.
