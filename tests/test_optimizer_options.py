@@ -115,7 +115,7 @@ def test_adamw_groups_hold_the_trainable_parameters_decayed_or_not(encoder):
     assert isinstance(optimizer, torch.optim.AdamW)
     decayed, kept = ([names[id(p)] for p in group["params"]]
                      for group in optimizer.param_groups)
-    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.01, 0.0]
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.05, 0.0]
     assert "classifier.weight" in decayed and "pooler.dense.weight" in decayed
     assert "encoder.encoder.layer.0.attention.self.query.weight" in decayed
     assert "classifier.bias" in kept and "encoder.encoder.layer.0.output.LayerNorm.weight" in kept
@@ -246,7 +246,7 @@ def test_the_sweep_identity_holds_the_settings_only_when_not_default(tmp_path):
 
 def test_sweep_configs_read_the_settings_per_task_and_arm(tmp_path):
     config = {"out": str(tmp_path / "runs"), "methods": [],
-              "optimizer": {"name": "adamw", "weight_decay": 0.01, "warmup": 0.1,
+              "optimizer": {"name": "adamw", "weight_decay": 0.05, "warmup": 0.1,
                             "schedule": "linear"},
               "no_source_training": {"encoder": "e", "optimizer": None,
                                      "label_all_tokens": False},
@@ -421,7 +421,7 @@ def test_adapt_runs_and_records_the_peer_s_settings(encoder, tmp_path):
     status = run_app(["adapt", "--task", "panx", "--lang", "de", "--bucket", str(directory),
                       "--from", str(encoder), "--dev", str(dev), "--no-test", "--lr", "1e-3",
                       "--max-epochs", "2", "--device", "cpu", "--out", str(tmp_path / "runs"),
-                      "--optimizer", "adamw", "--weight-decay", "0.01", "--warmup", "0.1",
+                      "--optimizer", "adamw", "--weight-decay", "0.05", "--warmup", "0.1",
                       "--schedule", "linear", "--label-all-tokens"])
     assert status == 0
     record = json.loads(next((tmp_path / "runs").rglob("00.json")).read_text(encoding="utf-8"))

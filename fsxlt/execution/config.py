@@ -27,7 +27,7 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # (the study's) or windows (each window a training row;
                                     # tagging tasks)
     optimizer: null                 # null: Adam, constant lr (the study's); or {name: adamw,
-                                    # weight_decay: 0.01, warmup: 0.1, schedule: linear}
+                                    # weight_decay: 0.05, warmup: 0.1, schedule: linear}
     label_all_tokens: false         # true (tagging): train on every wordpiece of a word
     no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
                                     # it may set its own lrs, max_epochs, patience,
