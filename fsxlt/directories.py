@@ -15,18 +15,18 @@ to the leaderboard: :func:`submission_list`). Every writing command *claims*
 its root first: :func:`claim` refuses, in one line, a root that is or lies
 inside a directory of another kind, or that holds one, and writes the marker
 only then, so a refused command writes nothing (:func:`check_claim` refuses the
-same way without writing, for a command to call before its work).
+same way without writing, for a command to call before its work). Trees written
+before markers existed are recognised by their content (a bucket manifest, a run record) where it
+matters: the bucket store and the runs directory each refuse to write over
+the other's files. The marker is a hidden file at the root, neither a set
+nor a record: code that walks a tree must not take it for one (the bucket
+store's walkers look for ``manifest.json`` only).
 
 A model is identified by its files' content (:mod:`fsxlt.identity`), so no
 output may be written into the folder of a model, encoder or checkpoint a
 command reads: its own records would change the model's fingerprint, and every
 rerun would find a model that differs. :func:`check_apart_from_models` refuses an
-output equal to, inside or holding such a folder. Trees written before markers existed are
-recognised by their content (a bucket manifest, a run record) where it
-matters: the bucket store and the runs directory each refuse to write over
-the other's files. The marker is a hidden file at the root, neither a set
-nor a record: code that walks a tree must not take it for one (the bucket
-store's walkers look for ``manifest.json`` only).
+output equal to, inside or holding such a folder.
 
 One writer at a time: a command holds :func:`writer_lock` on the root it
 writes (``.fsxlt-writer.lock``, an exclusive ``flock``) from its last check to
@@ -168,6 +168,12 @@ class WriterLock:
         handle.flush()
         self.handle = handle
 
+    def claim(self) -> None:
+        """Make the root a directory of this lock's kind (:func:`claim`) and hold the lock:
+        what an ``early`` command does once its cheap checks and its model load passed."""
+        claim(self.root, self.kind)
+        self.take()
+
     def release(self, refused: bool = False) -> None:
         """Empty the lock file (a finished directory names no machine or process) and let go;
         ``refused``: a lock file this command created is removed with it."""
@@ -196,12 +202,15 @@ def writer_lock(root: str | Path, kind: str, early: bool = False) -> Iterator[Wr
     kernel releases it when the holder exits or is killed, so no lock is ever stale.
     Without ``fcntl`` (not POSIX) writers are not serialised.
 
-    ``early``: for a command that loads a model before it writes. The lock is taken at
-    once only where ``root`` already exists (a directory another command may be writing:
-    refused before the load), else by the command's ``take()`` once it has claimed
-    ``root``; a command refused while holding it leaves no lock file it created.
+    ``early``: for a command that loads a model before it writes. ``root`` is checked
+    (:func:`check_claim`) and the lock taken at once only where ``root`` already exists
+    (a directory another command may be writing: refused before the load), else by the
+    command's ``lock.claim()`` before its first write; a command refused while holding
+    it leaves no lock file it created.
     """
     lock = WriterLock(root, kind)
+    if early:
+        check_claim(root, kind)
     if not early or Path(root).is_dir():
         lock.take()
     try:

@@ -271,7 +271,8 @@ def test_a_named_test_file_that_is_the_buckets_source_is_refused(study, tmp_path
 
 def test_adapts_limits_take_the_samples_icl_and_lm_adapt_take():
     """--test-limit N scores the test examples fsxlt icl --test-limit N scores (seed 0), so
-    the arms pair in report --compare; --dev-limit takes lm-adapt's dev sample."""
+    the arms pair in report --compare (--dev-limit takes lm-adapt's dev sample by the
+    same shared key)."""
     from fsxlt.data.examples import seeded_sample
     from fsxlt.execution.spec import EVAL_SAMPLE_KEYS
     from fsxlt.icl.run import IclSettings, sample_test
@@ -280,4 +281,3 @@ def test_adapts_limits_take_the_samples_icl_and_lm_adapt_take():
     for n in (1, 7, 49):
         assert seeded_sample(examples, n, EVAL_SAMPLE_KEYS["test"]) == sample_test(
             examples, IclSettings(model="m", seed=0, test_limit=n))
-    assert EVAL_SAMPLE_KEYS["dev"] == "fsxlt-lm-dev:0"

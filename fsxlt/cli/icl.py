@@ -132,13 +132,12 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
              batch_size: int, save_predictions: bool, replace: bool) -> None:
     """Skip the done runs, load the model, check every pending prompt, then score and write
     one record per run (under the runs directory's lock)."""
-    from fsxlt.directories import RUNS, check_claim, claim, writer_lock
+    from fsxlt.directories import RUNS, writer_lock
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.run import execute, load_test, prepare
     from fsxlt.runs import plan_messages, plan_writes
     from fsxlt.training.checkpoint import resolve_device
 
-    check_claim(out, RUNS)
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
         first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         if not first.pending:
@@ -156,8 +155,7 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
         prepared = [prepare(run, settings, lm.tokenizer, lm.model, test, sentence_encoder)
                     for run, _ in first.pending]  # every prompt checked before writing
         _warn_label_tokens(prepared)
-        claim(out, RUNS)
-        lock.take()
+        lock.claim()
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)

@@ -148,14 +148,13 @@ def _run_all(runs: list[Any], out: Path, *, device: str, threads: int | None,
     """Skip the done runs, load the model, prepare every pending run, then train and write
     one record per run (under the runs directory's lock); returns the failed runs' ids and
     errors (each left its error record)."""
-    from fsxlt.directories import RUNS, check_claim, claim, writer_lock
+    from fsxlt.directories import RUNS, writer_lock
     from fsxlt.icl.lm_lora import Adapters
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.tuning import execute, write_error
     from fsxlt.runs import plan_messages, plan_writes
     from fsxlt.training.checkpoint import resolve_device
 
-    check_claim(out, RUNS)
     failed: list[tuple[str, str]] = []
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
         first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
@@ -168,8 +167,7 @@ def _run_all(runs: list[Any], out: Path, *, device: str, threads: int | None,
                             device=str(resolve_device(device)), threads=threads)
         prepared = _prepare_all([run for run, _ in first.pending], lm)
         adapters = Adapters(lm.model, settings.lora, settings.seed)
-        claim(out, RUNS)
-        lock.take()
+        lock.claim()
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)

@@ -576,11 +576,10 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
                device: str) -> list[Any]:
     """Write the records of ``fsxlt adapt``'s runs that are not done, as a sweep does
     (under the runs directory's lock); returns the outcomes of the runs that failed."""
-    from fsxlt.directories import RUNS, check_claim, claim, writer_lock
+    from fsxlt.directories import RUNS, writer_lock
     from fsxlt.execution import run_group
     from fsxlt.runs import plan_messages, plan_writes
 
-    check_claim(out, RUNS)
     failed: list[Any] = []
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
         first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
@@ -591,8 +590,7 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
 
             quiet_transformers()
             loaded = load_start(runs[0].start, runs[0].task, seed=runs[0].seed)
-        claim(out, RUNS)
-        lock.take()
+        lock.claim()
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)

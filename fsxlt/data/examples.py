@@ -185,6 +185,12 @@ class Split:
     sha256: str
 
 
+# the keys of the seeded evaluation samples (fsxlt icl's --test-limit, fsxlt lm-adapt's
+# --dev-limit; fsxlt adapt's limits take them at seed 0, so the arms score the same examples)
+TEST_SAMPLE_KEY = "fsxlt-icl-test:{seed}"
+DEV_SAMPLE_KEY = "fsxlt-lm-dev:{seed}"
+
+
 def seeded_sample(examples: list[Any], limit: int | None, key: str) -> list[Any]:
     """The first ``limit`` of a sample seeded by ``key``, in file order (all: no limit)."""
     if limit is None or limit >= len(examples):

@@ -119,7 +119,7 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
 
 def split_part(examples: list[Example], task: TaskSpec, split: str | None) -> list[Example]:
     """The examples of ``split`` in a file that holds several (see :func:`read_examples`)."""
-    if split is None or not task.data.holdout_paragraphs or task.is_generation:
+    if split is None or not task.reads_parts:
         return examples
     part = split if split in ("test", "dev") else "train"
     return holdout_part(examples, task.data.holdout_paragraphs,  # type: ignore[arg-type]

@@ -45,8 +45,9 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
     train) or the set's remaining dev examples (tasks sampled from dev). A ``dev`` or
     ``test`` file given is used as given: read whole (never cut into the task's parts, as
-    XQuAD's file is), then its first ``dev_limit`` / ``test_limit`` examples; both are
-    read here, so a file that cannot be used is refused before anything is written.
+    XQuAD's file is); ``dev_limit`` / ``test_limit`` keep a seeded sample of that many
+    (:meth:`RunSpec.read_eval`). Both sets are read here, so a file that cannot be used
+    is refused before anything is written.
     """
     spec = get_task(task)
     spec.check_language(language)

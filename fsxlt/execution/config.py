@@ -151,8 +151,8 @@ class TaskPlan:
     source_dev: str | None = None    # the source dev file of the source-dev candidate
     average_last: int | None = None  # candidates: the average of the last N epochs
     task_ref: str = ""               # the task YAML the task came from ("": a built-in task)
-    dev_limit: int | None = None     # the first N examples of the target dev set (fsxlt adapt)
-    test_limit: int | None = None    # the first N examples of the test set (fsxlt adapt)
+    dev_limit: int | None = None     # a seeded sample of N target dev examples (fsxlt adapt)
+    test_limit: int | None = None    # a seeded sample of N test examples (fsxlt adapt)
     whole_dev: bool = False          # a dev file the user named: read whole, never cut into
     whole_test: bool = False         # the task's parts (XQuAD's holdout); the same for test
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsxlt.data.examples import DEV_SAMPLE_KEY, TEST_SAMPLE_KEY
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan
 from fsxlt.fileio import sha256_file, sha256_text
@@ -31,9 +32,9 @@ from fsxlt.runs import (
 from fsxlt.sampling.store import bucket_name
 from fsxlt.tasks import get_task
 
-# the seeded samples --dev-limit / --test-limit take: fsxlt icl's test sample and fsxlt
-# lm-adapt's dev sample at their default seed 0 (fsxlt.icl.run.sample_test, icl.tuning)
-EVAL_SAMPLE_KEYS = {"dev": "fsxlt-lm-dev:0", "test": "fsxlt-icl-test:0"}
+# the seeded samples --dev-limit / --test-limit take: fsxlt lm-adapt's dev sample and
+# fsxlt icl's test sample at their default seed 0
+EVAL_SAMPLE_KEYS = {"dev": DEV_SAMPLE_KEY.format(seed=0), "test": TEST_SAMPLE_KEY.format(seed=0)}
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,8 @@ class RunSpec:
     task_ref: str = ""             # the task YAML of a task that came from one
     dev_split: str = "dev"         # the part of dev_path read ("": the whole file, as named)
     test_split: str = "test"       # the part of test_path read ("": the whole file)
-    dev_limit: int | None = None   # only the first N examples of the dev set
-    test_limit: int | None = None  # only the first N examples of the test set
+    dev_limit: int | None = None   # a seeded sample of N dev examples (read_eval)
+    test_limit: int | None = None  # a seeded sample of N test examples
 
     def read_eval(self, which: str) -> list[Any]:
         """The run's dev or test examples, read as planned: the task's part of the file
@@ -304,16 +305,11 @@ def check_eval_sets(runs: list[RunSpec]) -> None:
                                  f"{'select on' if which == 'dev' else 'score'}")
 
 
-def _cuts(plan: TaskPlan) -> bool:
-    """Whether the task reads a part of its files (XQuAD's held-out paragraphs)."""
-    return bool(plan.spec.data.holdout_paragraphs) and not plan.spec.is_generation
-
-
 def _reading(plan: TaskPlan, has_test: bool) -> dict[str, Any]:
     """What the identity adds of how the dev and test files are read, only where it is not
     the default (earlier identities stay): a limit, or a named file of a task that holds
     parts of its files out read whole."""
-    cuts = _cuts(plan)
+    cuts = plan.spec.reads_parts
     found: dict[str, Any] = {}
     if plan.dev_limit is not None:
         found["dev_limit"] = plan.dev_limit
@@ -405,8 +401,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    predict_path=str(predict) if predict is not None else "",
                    source_languages=sources, strategy=strategy,
                    identity_json=json.dumps(identity, sort_keys=True),
-                   dev_split="" if plan.whole_dev and _cuts(plan) else "dev",
-                   test_split="" if plan.whole_test and _cuts(plan) else "test",
+                   dev_split="" if plan.whole_dev and plan.spec.reads_parts else "dev",
+                   test_split="" if plan.whole_test and plan.spec.reads_parts else "test",
                    dev_limit=plan.dev_limit, test_limit=plan.test_limit,
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
                    batch_size=plan.batch_size, patience_from=plan.patience_from,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsxlt.data.examples import TEST_SAMPLE_KEY, seeded_sample
 from fsxlt.errors import FsxltError
 from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings, check_room
 from fsxlt.icl.generative import (
@@ -205,15 +206,15 @@ def _test_file(spec: TaskSpec, language: str, test: Path | None, data_dir: Path 
     return path
 
 
-def _bucket_entries(bucket: Path) -> tuple[list[tuple[Path, Any]], Path | None]:
+def _bucket_entries(bucket: Path) -> tuple[list[tuple[Path, Any]], Any]:
     """The bucket files named by ``bucket`` (a set directory, a bucket of a set, or a bucket
     file on its own), hash-checked by the set (:func:`~fsxlt.sampling.set_files.named_files`)
-    and read, and the set's own test file (fixed splits)."""
+    and read, and the set's files (its own test file, fixed splits; its source's hash)."""
     from fsxlt.sampling.set_files import named_files
     from fsxlt.sampling.store import read_bucket
 
     files = named_files(bucket)
-    return [(path, read_bucket(path)) for _, _, path, _ in files.buckets], files.test
+    return [(path, read_bucket(path)) for _, _, path, _ in files.buckets], files
 
 
 def check_settings(spec: TaskSpec, language: str, settings: IclSettings) -> None:
@@ -268,9 +269,9 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
               "prompt": {**settings.describe(), "icl": repr(spec.icl), **decoding},
               "test": (digest or sha256_file)(Path(test_path)),
               **({"predict": sha256_file(predict)} if predict is not None else {}),
-              **({"test_part": "whole"} if whole_test and cuts_parts(spec) else {})}
+              **({"test_part": "whole"} if whole_test and spec.reads_parts else {})}
     to_predict = str(predict) if predict is not None else ""
-    split = "" if whole_test and cuts_parts(spec) else "test"
+    split = "" if whole_test and spec.reads_parts else "test"
     if buckets is None:
         identity = {**common, "k": 0, "index": 0, "bucket": sha256_text("")}
         return [IclRun(spec.name, language, 0, 0, ZERO_SHOT_RUN, "", sha256_text(""),
@@ -288,11 +289,6 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
                            to_predict, split))
     return runs
 
-
-def cuts_parts(spec: TaskSpec) -> bool:
-    """Whether the task reads a part of its files (XQuAD's held-out paragraphs), so that a
-    file read whole is another set of examples (and says so in the identity)."""
-    return bool(spec.data.holdout_paragraphs) and not spec.is_generation
 
 
 def check_predict_file(spec: TaskSpec, predict: Path, language: str) -> Path:
@@ -320,13 +316,12 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
     check_settings(spec, language, settings)
     if predict is not None:
         check_predict_file(spec, predict, language)
-    entries, set_test = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
-    test_path = _test_file(spec, language, test, data_dir, set_test)
-    if bucket is not None:
-        from fsxlt.sampling.set_files import named_files
-
-        named_files(Path(bucket)).check_test(test_path, spec, "--test" if test else
-                                             "the test file", whole=test is not None)
+    entries, files = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
+    test_path = _test_file(spec, language, test, data_dir,
+                           files.test if files is not None else None)
+    if files is not None:
+        files.check_test(test_path, spec, "--test" if test else "the test file",
+                         whole=test is not None)
     if bucket is None:
         return icl_runs(spec, language, settings, out, test_path, None, predict=predict,
                         whole_test=test is not None)
@@ -380,11 +375,8 @@ def demonstration_order(examples: list[Any], settings: IclSettings, index: int) 
 
 def sample_test(examples: list[Any], settings: IclSettings) -> list[Any]:
     """The first ``test_limit`` examples of a seeded sample (the same for every bucket)."""
-    if settings.test_limit is None or settings.test_limit >= len(examples):
-        return list(examples)
-    chosen = random.Random(f"fsxlt-icl-test:{settings.seed}").sample(
-        range(len(examples)), settings.test_limit)
-    return [examples[i] for i in sorted(chosen)]
+    return seeded_sample(examples, settings.test_limit, TEST_SAMPLE_KEY.format(
+        seed=settings.seed))
 
 
 def _content_free_example(spec: TaskSpec) -> Any:

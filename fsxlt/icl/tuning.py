@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from fsxlt.data.examples import seeded_sample
+from fsxlt.data.examples import DEV_SAMPLE_KEY, seeded_sample
 from fsxlt.errors import FsxltError
 from fsxlt.icl.generation import DecodeSettings, check_room, generate
 from fsxlt.icl.generative import generation_block, gold_of, is_generative
@@ -120,7 +120,8 @@ def load_split(run: LmRun, split: str) -> list[Any]:
         return sample_test(examples, IclSettings(model=settings.model,
                                                  seed=settings.sample_seed,
                                                  test_limit=settings.test_limit))
-    return seeded_sample(examples, settings.dev_limit, f"fsxlt-lm-dev:{settings.sample_seed}")
+    return seeded_sample(examples, settings.dev_limit,
+                         DEV_SAMPLE_KEY.format(seed=settings.sample_seed))
 
 
 def _prompt_text(spec: TaskSpec, language: str, examples: list[Any]) -> PromptText:

@@ -190,7 +190,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
     submission file beside its record (its hash joins the identity)."""
     from fsxlt.fileio import sha256_file
     from fsxlt.icl.model import model_fingerprint
-    from fsxlt.icl.run import check_predict_file, cuts_parts
+    from fsxlt.icl.run import check_predict_file
     from fsxlt.sampling.set_files import named_files
     from fsxlt.sampling.store import read_bucket
 
@@ -214,7 +214,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
               "test": digests.setdefault(test_path, sha256_file(test_path)),
               **({"predict": sha256_file(check_predict_file(spec, predict, language))} if predict
                  else {}),
-              **({"test_part": "whole"} if test is not None and cuts_parts(spec) else {})}
+              **({"test_part": "whole"} if test is not None and spec.reads_parts else {})}
     runs = []
     for _, _, path, own_dev in files.buckets:
         loaded = read_bucket(path)
@@ -228,13 +228,13 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
         strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
         identity = {**common, "k": loaded.k, "index": loaded.index, "bucket": loaded.sha256,
                     "dev": digests[dev_path],
-                    **({"dev_part": "whole"} if dev is not None and cuts_parts(spec) else {})}
+                    **({"dev_part": "whole"} if dev is not None and spec.reads_parts else {})}
         full_arm = f"{arm}~{strategy}" if strategy else arm
         runs.append(LmRun(spec.name, language, loaded.k, loaded.index, loaded.name, str(path),
                           loaded.sha256, str(dev_path), str(test_path),
                           str(record_path(out, spec.name, language, loaded.k, full_arm,
                                           loaded.name)), identity, settings, strategy, spec,
                           str(predict) if predict is not None else "",
-                          dev is not None and cuts_parts(spec),
-                          test is not None and cuts_parts(spec)))
+                          dev is not None and spec.reads_parts,
+                          test is not None and spec.reads_parts))
     return runs

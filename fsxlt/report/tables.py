@@ -108,6 +108,20 @@ def task_buckets(task: str, expected: int | None) -> int:
         return EXPECTED_BUCKETS
 
 
+def _expected_buckets(task: str, k: int, fixed: bool, set_size: float,
+                      expected: int | None) -> int:
+    """The buckets a cell should have: FewCLUE's five fixed splits, one K=0 run, else
+    ``expected`` when given, its set's own number where its records say it (``set_size``,
+    NaN when they do not), else the task's."""
+    if fixed:
+        return FIXED_SPLITS
+    if k == 0:
+        return 1
+    if expected is None and not np.isnan(set_size):
+        return int(set_size)
+    return task_buckets(task, expected)
+
+
 def aggregate(records: Records, *, ddof: int = 1,
               expected: int | None = None) -> pd.DataFrame:
     """One row per (task, arm, language, k): n, mean, std (points), missing buckets, gain,
@@ -136,10 +150,8 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["metric"] = grouped["metric"].apply(_metric_name).reset_index(drop=True)
     sizes = (grouped["set_size"].max().reset_index(drop=True) if "set_size" in scores
              else [np.nan] * len(cells))  # the set's own count, where its records say it
-    cells["expected"] = [FIXED_SPLITS if f else 1 if k == 0 else int(size)
-                         if expected is None and size == size else task_buckets(t, expected)
-                         for f, k, t, size in zip(fixed, cells["k"], cells["task"], sizes,
-                                                  strict=True)]
+    cells["expected"] = [_expected_buckets(t, k, f, size, expected) for f, k, t, size in zip(
+        fixed, cells["k"], cells["task"], sizes, strict=True)]
     cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(n)) - have))
                         for have, n in zip(present, cells["expected"], strict=True)]
     union = {(r.task, r.language, int(r.k), r.arm): 100.0 * r.test_score

@@ -60,9 +60,8 @@ class SetFiles:
         read ``whole`` (a file the user named to ``fsxlt adapt``)."""
         if test is None or self.source_sha256 is None or not Path(test).is_file():
             return
-        read_whole = whole and not getattr(task, "is_generation", False)  # QG keeps its part
-        if getattr(getattr(task, "data", None), "holdout_paragraphs", 0) and not read_whole:
-            return
+        if task.data.holdout_paragraphs and (task.is_generation or not whole):
+            return  # its held-out part of the source file (QG cuts its own, even named)
         if sha256_file(test) == self.source_sha256:
             raise FsxltError(f"{test}: {what} is the file the buckets of {self.directory} were "
                              "drawn from (the same sha256), so its examples include the "
