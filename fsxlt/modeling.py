@@ -77,14 +77,13 @@ DEFAULT_LONG_SENTENCES = LONG_SENTENCES[0]
 
 def check_long_sentences(value: str, task: TaskSpec, where: str = "long_sentences") -> str:
     """``value`` as a ``long_sentences`` setting for ``task``, or a one-line error: one of
-    :data:`LONG_SENTENCES`, and ``windows`` only for tagging (classification inputs have
-    no word boundaries to cut at: they are truncated)."""
+    :data:`LONG_SENTENCES`, ``windows`` for tagging only (others truncate; QA has its own)."""
     if value not in LONG_SENTENCES:
         raise FsxltError(f"{where} must be one of {', '.join(LONG_SENTENCES)}, got {value!r}")
     if value == "windows" and task.is_qa:
-        raise FsxltError(f"{where} concerns the training rows of tagging tasks; {task.name} "
-                         "is extractive QA, which always cuts a long paragraph into "
-                         "overlapping windows of its own (docs/qa.md)")
+        raise FsxltError(f"{where} concerns the training rows of tagging tasks; {task.name} is "
+                         "extractive QA, which always cuts a long paragraph into overlapping "
+                         "windows of its own (docs/qa.md)")
     if value == "windows" and not task.is_tagging:
         raise FsxltError(f"{where} windows is for tagging tasks; {task.name} is "
                          f"{task.kind}, whose inputs are truncated")

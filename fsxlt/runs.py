@@ -47,7 +47,7 @@ rewritten. A folder where a record belongs is refused before any run.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -382,25 +382,6 @@ def record_version(record: dict[str, Any]) -> str:
     return str((record.get("versions") or {}).get("fsxlt") or "unknown")
 
 
-def record_long_sentences(record: dict[str, Any]) -> str:
-    """How a tagging record's training rows treated sentences longer than
-    ``max_seq_length``, in words: ``source windows, adapt truncate`` (the start's
-    source-training, then its adapting; ``adapt ...`` alone from a pretrained
-    encoder); ``not recorded`` for a tagging record of fsxlt before it said; empty
-    for other tasks, whose inputs are always truncated."""
-    facts = record.get("long_sentences")
-    if not isinstance(facts, dict):
-        return "not recorded" if _tagging(record) else ""
-    parts = [f"{stage} {facts[stage]}" for stage in ("source", "adapt") if stage in facts]
-    return ", ".join(parts)
-
-
-def _tagging(record: dict[str, Any]) -> bool:
-    """Whether a record is of a tagging task (its dev scores count words)."""
-    return any(isinstance(record.get(split), dict) and "n_words" in record[split]
-               for split in ("dev", "test"))
-
-
 def record_state(path: str | Path, identity_hash_: str, metric: str | None = None) -> str:
     """``done``, or what to do: ``missing``/``corrupt``/``error`` (run it), ``different``
     (a finished record of other settings, or scored with another ``metric`` than the
@@ -454,8 +435,7 @@ def error_record(*, identity: dict[str, Any], arm: str, writer: str, sweep: str,
 def refusal(path: str | Path, record: dict[str, Any] | None, identity: dict[str, Any],
             count: int = 1, metric: str | None = None) -> str:
     """The one line that refuses to replace a finished record of other settings, or
-    anything else at a record path (a record of a format this version does not write,
-    named with its writer's version; any other JSON value; bytes that are not JSON)."""
+    anything else at a record path (:func:`not_a_record`, :func:`_foreign`)."""
     more = f" (and {count - 1} more)" if count > 1 else ""
     if record is None or not _our_format(record):
         what = _foreign(record) if record is not None else not_a_record(path)
@@ -486,9 +466,8 @@ def not_a_record(path: str | Path) -> str:
             "bytes that are not a JSON record"
     if isinstance(value, dict):
         return _foreign(value)
-    kinds = {list: "a JSON array", str: "a JSON string", bool: "a JSON true or false",
-             type(None): "a JSON null"}
-    return kinds.get(type(value), "a JSON number")
+    names = {list: "array", str: "string", bool: "true or false", type(None): "null"}
+    return f"a JSON {names.get(type(value), 'number')}"
 
 
 def _foreign(record: dict[str, Any]) -> str:
@@ -498,17 +477,6 @@ def _foreign(record: dict[str, Any]) -> str:
         "record format"
     version = record_version(record)
     return what + ("" if version == "unknown" else f" written by fsxlt {version}")
-
-
-def versions_note(versions: Iterable[str], what: str) -> str | None:
-    """One line when records of ``versions`` (:func:`record_version`) come from different
-    fsxlt versions (or another version than this one), else None; numerics may change
-    between versions."""
-    found = sorted(set(versions))
-    if not found or found == [__version__]:
-        return None
-    return (f"note: {what} written by fsxlt {', '.join(found)} (this is {__version__}); "
-            "numerics may differ between versions")
 
 
 # --------------------------------------------------------------------------- writing
@@ -613,10 +581,8 @@ def check_zero_shot(path: str | Path, record: dict[str, Any], replace: bool = Fa
 
     path = Path(path)
     _check_place(path)
-    if not path.exists():
-        return ""
     old = read_record(path)
-    if old is not None and old.get("status") == "error":
+    if not path.exists() or (old is not None and old.get("status") == "error"):
         return ""
     if old is not None and dumps_json(old) == dumps_json(record):
         return None

@@ -1,18 +1,16 @@
 """The task registry: what each FS-XLT task is, read from one YAML file per task.
 
-A task spec says what kind of problem a task is (sentence or pair
-classification, word tagging, multiple choice, whose labels are the
-candidate positions, extractive QA, or generation of a target text from a source
-text, which has no labels), its label set, metric, languages, where its data comes
-from (local files or the Hugging Face hub) and the default sampling and
-training hyperparameters of docs/protocol.md. FewCLUE's tasks add ``label_names``
-(descriptions of numeric label ids), ``source_task`` (the English counterpart
-whose checkpoint starts the FS-XLT arm) and ``submission`` (the task's name in
-its benchmark's prediction files; ``submission_format``: fewclue, xglue or squad, the
-last for extractive QA's SQuAD-style prediction files); ``benchmark``
-names the benchmark a task belongs to (``fewclue``: the task is one of FewCLUE's, which
-``fsxlt buckets import-fewclue`` imports). The built-in specs live
-in ``configs/<task>.yaml``; a path to another YAML file with the same fields
+A task spec says what kind of problem a task is (classification, tagging, multiple
+choice over candidate positions, extractive QA, or generation of a target text, which
+has no labels), its label set, metric, languages, where its data comes from (local files
+or the Hugging Face hub) and the default sampling and training hyperparameters of
+docs/protocol.md. FewCLUE's tasks add ``label_names`` (descriptions of numeric label
+ids), ``source_task`` (the English counterpart whose checkpoint starts the FS-XLT arm)
+and ``submission`` (the task's name in its benchmark's prediction files;
+``submission_format``: fewclue, xglue or squad, the last for extractive QA's SQuAD-style
+prediction files); ``benchmark`` names the benchmark a task belongs to (``fewclue``: the
+task is one of FewCLUE's, which ``fsxlt buckets import-fewclue`` imports). The built-in
+specs live in ``configs/<task>.yaml``; a path to another YAML file with the same fields
 defines a new task without touching the code.
 
 This module loads no data and no models.
@@ -221,9 +219,7 @@ class TaskSpec:
 
     @property
     def reads_parts(self) -> bool:
-        """Whether a split read from the task's file is a part of it (XQuAD's held-out
-        paragraphs, ``data.holdout``), so the whole file is other examples. Generation
-        tasks with a holdout (``xquad-qg``) cut their pairs in their own reader."""
+        """Whether a split of its file is a part of it (``data.holdout``, not generation)."""
         return bool(self.data.holdout_paragraphs) and not self.is_generation
 
     @property
@@ -526,11 +522,6 @@ def _builtin_config_dir():
     return resources.files("fsxlt").joinpath("configs")
 
 
-# libyaml's safe loader where PyYAML has it (the same documents, about ten times faster:
-# the command line reads every built-in task for its help texts); else PyYAML's own
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 @cache
 def builtin_tasks() -> dict[str, TaskSpec]:
     """All tasks shipped in ``configs/``, by name."""
@@ -538,7 +529,8 @@ def builtin_tasks() -> dict[str, TaskSpec]:
     for entry in sorted(_builtin_config_dir().iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".yaml"):
             continue
-        raw = yaml.load(entry.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
+        raw = yaml.load(entry.read_text(encoding="utf-8"),  # libyaml's: CLI help reads all
+                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if isinstance(raw, dict) and "kind" in raw and (
                 "labels" in raw or raw["kind"] in UNLABELLED_KINDS):
             spec = parse_task(raw, where=f"configs/{entry.name}")

@@ -22,7 +22,8 @@ from fsxlt.execution import adapt_plan, expand, parse_config
 from fsxlt.fileio import atomic_write_json
 from fsxlt.modeling import Featurizer, check_long_sentences
 from fsxlt.report import load_records, mixed_long_sentences
-from fsxlt.runs import RUN_FORMAT, record_long_sentences
+from fsxlt.report.records import record_long_sentences
+from fsxlt.runs import RUN_FORMAT
 from fsxlt.tasks import get_task
 from fsxlt.training.checkpoint import start_long_sentences
 from fsxlt.training.protocol import Protocol

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from fsxlt.cli.app import app
-from fsxlt.cli.inputs import limit_examples, read_split
+from fsxlt.cli.inputs import lang_files, source_data, target_data
 from fsxlt.cli.options import (
     BatchSize,
     DataDir,
@@ -31,7 +31,7 @@ from fsxlt.cli.options import (
     WeightDecay,
     task_default,
 )
-from fsxlt.data import Example, has_labels, load_split
+from fsxlt.directories import check_apart_from_models
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import check_output_dir
 from fsxlt.methods import (
@@ -44,34 +44,6 @@ from fsxlt.methods import (
 )
 from fsxlt.runs import is_checkpoint
 from fsxlt.tasks import TaskSpec, get_task
-
-
-def _zero_shot_test(task: TaskSpec, lang: str,
-                    data_dir: Path) -> tuple[list[Example], str] | None:
-    """A target's test set from ``data_dir`` for the zero-shot score, or None (said in a
-    one-line note) when there is none to score: no test file, or one without labels
-    (XGLUE's test files, which only XGLUE scores)."""
-    path = task.data.locate(data_dir, "test", lang)
-    if not path.is_file():
-        why = "no test file"
-    elif not has_labels(path, task, language=lang):
-        why = "the test file carries no labels (a file to predict, as XGLUE's are)"
-    else:
-        loaded = load_split(task, lang, "test", path=path)
-        return loaded.examples, loaded.source
-    typer.echo(f"note: {path}: {why}; no zero-shot test score for {lang} (pass "
-               f"--target-test {lang}=FILE to score a labelled one)", err=True)
-    return None
-
-
-def _lang_files(values: list[str] | None, option: str) -> dict[str, Path]:
-    out = {}
-    for value in values or []:
-        lang, sep, path = value.partition("=")
-        if not sep or not lang or not path:
-            raise FsxltError(f"{option} expects LANG=FILE, got {value!r}")
-        out[lang.strip()] = Path(path)
-    return out
 
 
 def _print_scores(label: str, scores: dict | None) -> None:
@@ -268,19 +240,11 @@ def source_train_cmd(
     label_all_tokens = check_label_all_tokens(label_all_tokens, spec, "--label-all-tokens")
     check_source_training(method_class(method))
     get_method(method, spec.kind).check_start(spec, model)  # before any model loads
-    out = check_output_dir(out, "checkpoint directory")
-    from fsxlt.directories import check_apart_from_models
-
-    check_apart_from_models(out, [("--model", model)])
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
-    if out.exists() and any(out.iterdir()) and not is_checkpoint(out.resolve()):
-        raise FsxltError(f"{out}: not a checkpoint directory; --overwrite replaces a "
-                         "checkpoint, nothing else (give --out a new folder)")
-    train, source_dev, sources = _source_data(spec, source_langs, train_file, dev_file,
+    out = _checkpoint_out(out, model, overwrite)
+    train, source_dev, sources = source_data(spec, source_langs, train_file, dev_file,
                                               data_dir, train_limit)
-    tdev, ttest = _target_data(spec, targets, _lang_files(target_dev, "--target-dev"),
-                               _lang_files(target_test, "--target-test"), data_dir, sources)
+    tdev, ttest = target_data(spec, targets, lang_files(target_dev, "--target-dev"),
+                               lang_files(target_test, "--target-test"), data_dir, sources)
     quiet_transformers()
     result = source_train(
         spec, train, source_dev, model_name=model, source_languages=source_langs,
@@ -294,49 +258,17 @@ def source_train_cmd(
     _print_source_result(result, source_langs == ["en"] and select == "source-dev", out)
 
 
-def _source_data(spec: TaskSpec, source_langs: list[str], train_file: Path | None,
-                 dev_file: Path | None, data_dir: Path | None, train_limit: int | None,
-                 ) -> tuple[list[Example], dict[str, list[Example]], dict[str, str]]:
-    """The source train examples (joined over the source languages), the dev set of each
-    source language, and where each came from."""
-    if len(source_langs) > 1 and (train_file or dev_file):
-        raise FsxltError("several source languages read their files from --data-dir, "
-                         "not --train/--dev")
-    train: list[Example] = []
-    source_dev: dict[str, list[Example]] = {}
-    sources: dict[str, str] = {}
-    for src in source_langs:
-        part, train_src = read_split(spec, src, "train", train_file, data_dir)
-        train += limit_examples(part, train_limit)  # the limit applies per source language
-        source_dev[src], sources[f"dev-{src}"] = read_split(spec, src, "dev", dev_file, data_dir)
-        sources.setdefault("train", train_src)
-        sources.setdefault("dev", sources[f"dev-{src}"])
-    if len(source_langs) > 1:
-        sources["train"] = " + ".join(str(spec.data.locate(data_dir, "train", lang))
-                                      for lang in source_langs)
-    return train, source_dev, sources
-
-
-def _target_data(spec: TaskSpec, targets: list[str] | None, dev_files: dict[str, Path],
-                 test_files: dict[str, Path], data_dir: Path | None, sources: dict[str, str],
-                 ) -> tuple[dict[str, list[Example]], dict[str, list[Example]]]:
-    """The dev and test sets of every target (``--target``, ``--target-dev``,
-    ``--target-test``); where each came from is added to ``sources``."""
-    langs = list(dict.fromkeys(list(targets or []) + list(dev_files) + list(test_files)))
-    tdev, ttest = {}, {}
-    for lang in langs:
-        spec.check_language(lang)
-        if lang in dev_files or data_dir is not None:
-            tdev[lang], sources[f"dev-{lang}"] = read_split(
-                spec, lang, "dev", dev_files.get(lang), data_dir
-            )
-        if lang in test_files:
-            ttest[lang], sources[f"test-{lang}"] = read_split(
-                spec, lang, "test", test_files[lang], data_dir
-            )
-        elif data_dir is not None and (found := _zero_shot_test(spec, lang, data_dir)):
-            ttest[lang], sources[f"test-{lang}"] = found
-    return tdev, ttest
+def _checkpoint_out(out: Path, model: str, overwrite: bool) -> Path:
+    """``source-train --out``, checked before any data loads: a folder it can write, apart
+    from the encoder it reads, empty or (``--overwrite``) a checkpoint."""
+    out = check_output_dir(out, "checkpoint directory")
+    check_apart_from_models(out, [("--model", model)])
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise FsxltError(f"{out} exists and is not empty; pass --overwrite to replace it")
+    if out.exists() and any(out.iterdir()) and not is_checkpoint(out.resolve()):
+        raise FsxltError(f"{out}: not a checkpoint directory; --overwrite replaces a "
+                         "checkpoint, nothing else (give --out a new folder)")
+    return out
 
 
 def _print_source_result(result: Any, english: bool, out: Path) -> None:
@@ -538,7 +470,6 @@ def adapt_cmd(
           --optimizer adamw --weight-decay 0.01 --warmup 0.1 --schedule linear \\
           --label-all-tokens --data-dir data/panx --out runs
     """
-    from fsxlt.directories import check_apart_from_models
     from fsxlt.execution import adapt_plan
     from fsxlt.training.optim import flag_settings
 

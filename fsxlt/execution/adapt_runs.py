@@ -88,16 +88,7 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     if (set_task, set_lang) != (spec.name, language):
         raise FsxltError(f"{bucket}: buckets of {set_task}/{set_lang}, not "
                          f"{spec.name}/{language}")
-    for path, what in ((dev, "--dev"), (test, "--test")):
-        if path is not None and not Path(path).is_file():
-            raise FsxltError(f"{path}: {what} file not found")
-    test_path = None if no_test else (
-        test or (data_file(spec, plan.data_dir, "test", language) if data_dir is not None
-                 else files.test))
-    if test_path is None and not no_test:
-        raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
-    files.check_test(test_path, spec, "--test" if test else "the test file",
-                     whole=test is not None)
+    test_path = _adapt_test(spec, plan, language, files, dev, test, no_test)
     start_is_checkpoint = is_checkpoint(start)
     runs = []
     for index, name, path, own_dev in files.buckets:
@@ -166,6 +157,25 @@ def _regime_fields(regime: str, options: dict[str, Any], source_train: Path | No
             "source_train": str(source_train) if source_train is not None else None,
             "source_dev": str(source_dev) if source_dev is not None else None,
             "average_last": average_last}
+
+
+def _adapt_test(spec: TaskSpec, plan: TaskPlan, language: str, files: SetFiles,
+                dev: Path | None, test: Path | None, no_test: bool) -> Path | None:
+    """The test file of ``fsxlt adapt``'s runs (None: ``--no-test``): ``--test``, else the
+    task's under ``--data-dir``, else the set's own; named files must exist, and the test
+    file may not be the buckets' source (:meth:`SetFiles.check_test`)."""
+    for path, what in ((dev, "--dev"), (test, "--test")):
+        if path is not None and not Path(path).is_file():
+            raise FsxltError(f"{path}: {what} file not found")
+    if no_test:
+        return None
+    test_path = test or (data_file(spec, plan.data_dir, "test", language)
+                         if plan.data_dir is not None else files.test)
+    if test_path is None:
+        raise FsxltError("no target test set: pass --test FILE, --data-dir DIR or --no-test")
+    files.check_test(test_path, spec, "--test" if test else "the test file",
+                     whole=test is not None)
+    return Path(test_path)
 
 
 def _check_multi_languages(plan: TaskPlan, language: str) -> None:

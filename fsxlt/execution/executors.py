@@ -35,11 +35,12 @@ from __future__ import annotations
 import os
 import queue
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsxlt import __version__
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig
 from fsxlt.execution.expansion import expand
@@ -126,6 +127,17 @@ def write_zero_shot(plan: Plan, replace: bool = False,
             say(f"replacing {zero.record_path} ({differ} differ)")
         if differ is not None:
             atomic_write_json(zero.record_path, zero.record)
+
+
+def versions_note(versions: Iterable[str], what: str) -> str | None:
+    """One line when records of ``versions`` (:func:`fsxlt.runs.record_version`) come from different
+    fsxlt versions (or another version than this one), else None; numerics may change
+    between versions."""
+    found = sorted(set(versions))
+    if not found or found == [__version__]:
+        return None
+    return (f"note: {what} written by fsxlt {', '.join(found)} (this is {__version__}); "
+            "numerics may differ between versions")
 
 
 # --------------------------------------------------------------------------- local
@@ -310,7 +322,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     (records replaced, finished records from other fsxlt versions).
     """
     from fsxlt.directories import RUNS, claim, writer_lock
-    from fsxlt.runs import check_zero_shot, versions_note
+    from fsxlt.runs import check_zero_shot
 
     if executor not in EXECUTORS:
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.data.examples import TEST_SAMPLE_KEY, seeded_sample
+from fsxlt.data.readers import check_file_language
 from fsxlt.errors import FsxltError
 from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings, check_room
 from fsxlt.icl.generative import (
@@ -207,9 +208,8 @@ def _test_file(spec: TaskSpec, language: str, test: Path | None, data_dir: Path 
 
 
 def _bucket_entries(bucket: Path) -> tuple[list[tuple[Path, Any]], Any]:
-    """The bucket files named by ``bucket`` (a set directory, a bucket of a set, or a bucket
-    file on its own), hash-checked by the set (:func:`~fsxlt.sampling.set_files.named_files`)
-    and read, and the set's files (its own test file, fixed splits; its source's hash)."""
+    """The bucket files named by ``bucket`` (a set, a bucket of one, or a bucket file on its
+    own), hash-checked and read, and their :class:`~fsxlt.sampling.set_files.SetFiles`."""
     from fsxlt.sampling.set_files import named_files
     from fsxlt.sampling.store import read_bucket
 
@@ -290,13 +290,9 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
     return runs
 
 
-
 def check_predict_file(spec: TaskSpec, predict: Path, language: str) -> Path:
-    """``--predict``: a file of a task that has a submission format, of the run's language
-    where its name says one (one line otherwise); ``fsxlt icl`` and ``fsxlt lm-adapt``
-    both check it here."""
-    from fsxlt.data.readers import check_file_language
-
+    """``--predict``: a file of a task with a submission format, of the run's language where
+    its name says one (else one line); ``fsxlt icl`` and ``fsxlt lm-adapt`` check it here."""
     if spec.submission is None:
         raise FsxltError(f"{spec.name}: the task has no submission format, so there is "
                          "nothing to --predict into")
@@ -317,14 +313,13 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
     if predict is not None:
         check_predict_file(spec, predict, language)
     entries, files = _bucket_entries(Path(bucket)) if bucket is not None else ([], None)
-    test_path = _test_file(spec, language, test, data_dir,
-                           files.test if files is not None else None)
+    test_path = _test_file(spec, language, test, data_dir, files.test if files else None)
+    whole = test is not None  # a --test file is read as given
     if files is not None:
-        files.check_test(test_path, spec, "--test" if test else "the test file",
-                         whole=test is not None)
+        files.check_test(test_path, spec, "--test" if whole else "the test file", whole=whole)
     if bucket is None:
         return icl_runs(spec, language, settings, out, test_path, None, predict=predict,
-                        whole_test=test is not None)
+                        whole_test=whole)
     refs = []
     for path, loaded in entries:
         if (loaded.task, loaded.language) != (spec.name, language):
@@ -335,7 +330,7 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
         refs.append(BucketRef(loaded.k, loaded.index, loaded.name, path, loaded.sha256,
                               strategy))
     return icl_runs(spec, language, settings, out, test_path, refs, predict=predict,
-                    whole_test=test is not None)
+                    whole_test=whole)
 
 
 # --------------------------------------------------------------------------- preparing
@@ -431,8 +426,7 @@ def load_test(run: IclRun, settings: IclSettings) -> list[Any]:
     bucket set's own test set (fixed splits: FewCLUE's)."""
     from fsxlt.sampling.set_files import read_data_file
 
-    examples = read_data_file(run.test_path, run.task_spec, run.language,
-                              run.test_split or None)
+    examples = read_data_file(run.test_path, run.task_spec, run.language, run.test_split or None)
     if not examples:
         raise FsxltError(f"{run.test_path}: no test examples")
     return sample_test(examples, settings)

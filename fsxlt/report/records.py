@@ -12,7 +12,7 @@ sorted into:
   it ran with, which moves CPU numerics; empty on GPU or where not
   recorded), long_sentences (tagging: how the
   start's and the run's training rows treated long sentences,
-  :func:`fsxlt.runs.record_long_sentences`) and unequal_label_tokens (an ICL
+  :func:`record_long_sentences`) and unequal_label_tokens (an ICL
   run whose label words tokenize to different numbers of tokens). The arm
   comes from the record's own facts (:func:`fsxlt.runs.arm_of`) and names the
   source when it is not English (``full@de``), so runs from different sources are never one cell;
@@ -58,7 +58,6 @@ from fsxlt.runs import (
     ZERO_SHOT_FORMAT,
     arm_of,
     is_complete,
-    record_long_sentences,
     record_problem,
     record_version,
     source_languages_of,
@@ -224,6 +223,25 @@ def _set_size(bucket: dict[str, Any]) -> float:
     """The number of buckets in the record's set (NaN: a record of an fsxlt that did not say)."""
     size = bucket.get("set_size")
     return float(size) if isinstance(size, int) and not isinstance(size, bool) else float("nan")
+
+
+def record_long_sentences(record: dict[str, Any]) -> str:
+    """How a tagging record's training rows treated sentences longer than
+    ``max_seq_length``, in words: ``source windows, adapt truncate`` (the start's
+    source-training, then its adapting; ``adapt ...`` alone from a pretrained
+    encoder); ``not recorded`` for a tagging record of fsxlt before it said; empty
+    for other tasks, whose inputs are always truncated."""
+    facts = record.get("long_sentences")
+    if not isinstance(facts, dict):
+        return "not recorded" if _tagging(record) else ""
+    parts = [f"{stage} {facts[stage]}" for stage in ("source", "adapt") if stage in facts]
+    return ", ".join(parts)
+
+
+def _tagging(record: dict[str, Any]) -> bool:
+    """Whether a record is of a tagging task (its dev scores count words)."""
+    return any(isinstance(record.get(split), dict) and "n_words" in record[split]
+               for split in ("dev", "test"))
 
 
 def _unequal_label_tokens(record: dict[str, Any]) -> bool:

@@ -573,12 +573,9 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
     assert best is not None
     source_scores = {lang: score(model, sets.dev[lang], task, amp=amp)
                      for lang in data.source_dev}
-    zero_shot = {}
-    with tqdm(sets.test.items(), disable=not training.progress, unit="language",
-              desc=f"source-train {task.name}: zero-shot test") as bar:
-        for lang, es in bar:  # minutes for a QA test set: the bar says what runs
-            bar.set_postfix_str(f"{lang}, {es.n_examples} examples")
-            zero_shot[lang] = score(model, es, task, amp=amp)
+    zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in tqdm(
+        sets.test.items(), disable=not training.progress, unit="language",
+        desc=f"source-train {task.name}: zero-shot test")}  # minutes for QA: a bar says so
     for lang in set(zero_shot) & set(languages):
         zero_shot[lang]["in_source"] = True  # trained on it: not a zero-shot score
     read = _data_record(data, task)
