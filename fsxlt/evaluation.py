@@ -66,8 +66,9 @@ from typing import Any
 import torch
 
 from fsxlt.data import Example
+from fsxlt.encoding import EncodedSplit, Featurizer, collate
 from fsxlt.errors import FsxltError
-from fsxlt.modeling import EncodedSplit, Featurizer, FsxltModel, collate
+from fsxlt.modeling import FsxltModel
 from fsxlt.tasks import TaskSpec
 
 DEFAULT_EVAL_TOKENS = 32768
@@ -496,7 +497,9 @@ def predict_answers(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -
     try:
         with torch.inference_mode(), autocast_context(eval_set.device, amp):
             for batch, rows in zip(eval_set.batches, eval_set.batch_rows, strict=True):
-                best = [t.tolist() for t in best_spans(model(batch), batch["context_mask"])]
+                owned = batch["max_context"] if eval_set.encoded.qa_decoding == "max-context" \
+                    else None  # any-window: every window's starts count
+                best = [t.tolist() for t in best_spans(model(batch), batch["context_mask"], owned)]
                 for slot, row in enumerate(rows):
                     scores[row], starts[row], ends[row] = (part[slot] for part in best)
     finally:

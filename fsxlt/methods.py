@@ -22,134 +22,88 @@ at fixed points and knows nothing else about it, so the study's five methods
 The contract (attributes and hooks; only :meth:`Method.prepare` is required):
 
 ``name``, ``version``, ``summary``
-    How records, reports and ``fsxlt methods`` name it; the version and the
-    option values go into every run record and the sweep's config hash, so
-    changing either reruns the method's runs.
+    How records, reports and ``fsxlt methods`` name it; the version and the option
+    values go into every run record and the sweep's config hash, so changing either
+    reruns the method's runs.
 ``label``
     How report tables and plots title its arm (``Full FT``); default: the name.
 ``source_trains``
-    Whether ``fsxlt source-train --method`` may train a start with it
-    (``full``, ``pet``); default: no. A checkpoint records the method it was
-    trained with, and loading it for scoring rebuilds that method
-    (:mod:`fsxlt.training.starts`), so it is scored the way it was trained.
+    Whether ``fsxlt source-train --method`` may train a start with it (``full``,
+    ``pet``); default: no. A checkpoint records the method it was trained with, and
+    loading it for scoring rebuilds that method (:mod:`fsxlt.training.starts`), so it is
+    scored the way it was trained.
 ``identity_by_name``
-    True for the study's five methods (docs/protocol.md#adapting-variants),
-    whose records and config hashes name them only (as they always have); any other method's
+    True for the study's five methods (docs/protocol.md#adapting-variants), whose
+    records and config hashes name them only (as they always have); any other method's
     identity (:meth:`Method.identity`) is its name, version and options.
 ``saved_modules``
-    Modules the method adds to the model (attribute names) that a
-    source-trained checkpoint saves beside the head and that ``bind`` gets
-    back, by name, in ``start_info`` (``pet``: ``mlm_head``); default: none.
+    Modules the method adds to the model (attribute names) that a source-trained
+    checkpoint saves beside the head and that ``bind`` gets back, by name, in
+    ``start_info`` (``pet``: ``mlm_head``); default: none.
 ``scores_untrained``
-    Whether the model as ``prepare`` leaves it predicts something before any
-    training, so that K=0 (no bucket) is a run of its own (``pet``: the
-    pretrained masked LM and the pattern); default: no.
+    Whether the model as ``prepare`` leaves it predicts something before any training,
+    so that K=0 (no bucket) is a run of its own (``pet``: the pretrained masked LM and
+    the pattern); default: no.
 ``kinds``
-    The task kinds it supports (``classification``, ``tagging``,
-    ``multiple_choice``; default: all three).
+    The task kinds it supports (``classification``, ``tagging``, ``multiple_choice``;
+    default: all three).
 ``options``
-    Typed :class:`Option` declarations with defaults; ``--method-opt
-    key=value`` and a sweep config's ``method_options`` set them, and a
-    wrong key or value is a one-line error.
+    Typed :class:`Option` declarations with defaults; ``--method-opt key=value`` and a
+    sweep config's ``method_options`` set them, and a wrong key or value is a one-line
+    error.
 ``validate()``
-    Check option values beyond their type, when the method is built (before
-    any model is loaded); default: nothing. Raise ``FsxltError``; any other
-    exception becomes a one-line error naming the method.
+    Check option values beyond their type, when the method is built (before any model is
+    loaded); default: nothing. Raise ``FsxltError``; any other exception becomes a
+    one-line error naming the method.
 ``check_start(task, start)``
-    Cheap checks once the task and the start (checkpoint or encoder) are
-    known, before any model loads (``pet``: the task's pattern and the
-    encoder's masked-LM head, from its config); default: the task's kind.
+    Cheap checks once the task and the start (checkpoint or encoder) are known, before
+    any model loads (``pet``: the task's pattern and the encoder's masked-LM head, from
+    its config); default: the task's kind.
 ``prepare(model, seed)``
-    Called before every run, after the engine restored the starting weights:
-    set up the head (keep, reset, replace it), change the model if the method
-    needs to, and set ``requires_grad`` on exactly the parameters it trains.
+    Called before every run, after the engine restored the starting weights: set up the
+    head (keep, reset, replace it), change the model if the method needs to, and set
+    ``requires_grad`` on exactly the parameters it trains.
 ``feature_point(model)``
-    Where a *frozen* encoder's output can be cached (``"encoder"``: the
-    hidden states before the pooler; ``"pooled"``: after it), or ``None``
-    (the default): the encoder runs every time.
+    Where a *frozen* encoder's output can be cached (``"encoder"``: the hidden states
+    before the pooler; ``"pooled"``: after it), or ``None`` (the default): the encoder
+    runs every time.
 ``loss(logits, labels)``
-    The training loss, summed over the micro-batch (the engine divides by
-    the size of the whole bucket); default: cross-entropy. Prediction is the
-    arg-max of the model's logits, so a method that predicts differently
-    installs its own head module in ``prepare``.
+    The training loss, summed over the micro-batch (the engine divides by the size of
+    the whole bucket); default: cross-entropy. Prediction is the arg-max of the model's
+    logits, so a method that predicts differently installs its own head in ``prepare``.
 ``teardown(model)``
-    Undo structural changes (e.g. remove adapter layers) before the engine
-    restores the starting weights for the next run; default: nothing.
+    Undo structural changes (e.g. remove adapter layers) before the engine restores the
+    starting weights for the next run; default: nothing.
 ``keeps(following)``, ``start_names(model)``
     Whether the change may stay for the next run, of ``following`` (``lora``: same
     options; default: no): the engine then skips ``teardown``, restores the start under
     the names ``start_names`` gives, and ``following.prepare`` resets it exactly.
 ``bind(task, language, tokenizer, start_info)`` and ``encode(featurizer, examples)``
-    For methods that read their inputs differently (``pet`` renders every
-    example through a cloze pattern): ``bind`` tells the method the task,
-    target language, tokenizer and start before the runs, ``encode`` returns
-    its own tokenized rows (the engine keeps them, like the task's, for every
-    run); default: the task's inputs.
+    For methods that read their inputs differently (``pet`` renders every example
+    through a cloze pattern): ``bind`` tells the method the task, target language,
+    tokenizer and start before the runs, ``encode`` returns its own tokenized rows (the
+    engine keeps them, like the task's, for every run); default: the task's inputs.
 
-Discovery: the built-in methods below; methods that installed packages
-register under the entry-point group ``fsxlt.methods`` (``name =
-"package.module:Class"``); and ``--method package.module:Class`` for a class
-that is importable but not installed. A plug-in that fails to load (a
-syntax error, a missing module, an exception on import or in ``validate``)
-is a one-line error naming it; :func:`discover` sets such installed
-plug-ins apart so the others stay usable. Nothing in this module imports
-torch, so the command line validates ``--method`` without loading it.
+Discovery: the built-in methods below; methods that installed packages register under
+the entry-point group ``fsxlt.methods`` (``name = "package.module:Class"``); and
+``--method package.module:Class`` for a class that is importable but not installed. A
+plug-in that fails to load (a syntax error, a missing module, an exception on import or
+in ``validate``) is a one-line error naming it; :func:`discover` sets such installed
+plug-ins apart so the others stay usable. Nothing in this module imports torch, so the
+command line validates ``--method`` without loading it.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fsxlt.errors import FsxltError
+from fsxlt.method_options import Option, parse_method_options
 from fsxlt.plugins import CLASS_REFERENCE, describe_error
 
 DEFAULT_MODEL = "bert-base-multilingual-cased"
 ENTRY_POINT_GROUP = "fsxlt.methods"
 KINDS = ("classification", "tagging", "multiple_choice", "extractive_qa")
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option of a method: name, type (int, float, str, bool or list), default, help."""
-
-    name: str
-    type: type
-    default: Any
-    help: str = ""
-
-    def parse(self, value: Any, method: str) -> Any:
-        """``value`` (a command-line string or a YAML value) as this option's type.
-
-        A float option takes finite numbers only: ``nan``, ``inf`` and ``-inf``
-        are refused in one line naming the option.
-        """
-        try:
-            if self.type is bool:
-                if isinstance(value, bool):
-                    return value
-                text = str(value).strip().lower()
-                if text in ("true", "1", "yes", "on"):
-                    return True
-                if text in ("false", "0", "no", "off"):
-                    return False
-                raise ValueError(value)
-            if self.type is list:
-                items = value if isinstance(value, (list, tuple)) else str(value).split(",")
-                return [str(item).strip() for item in items if str(item).strip()]
-            if self.type is int and (isinstance(value, bool) or
-                                     (isinstance(value, float) and not value.is_integer())):
-                raise ValueError(value)
-            parsed = self.type(value)
-            if self.type is float and not math.isfinite(parsed):
-                raise ValueError(value)  # nan, inf, -inf: training would turn to NaN
-            return parsed
-        except (TypeError, ValueError):
-            kind = {int: "an integer", float: "a finite number", str: "a string",
-                    bool: "true or false", list: "a list"}.get(self.type, self.type.__name__)
-            raise FsxltError(f"method {method}: option {self.name} must be {kind}, "
-                             f"got {value!r}") from None
 
 
 class Method:
@@ -285,7 +239,18 @@ class _HeadOnly(Method):
     classifier: ClassVar[str] = "keep"  # keep | reset | cos
     identity_by_name = True  # all four are study methods (docs/protocol.md)
 
+    def check_start(self, task: Any, start: str | None = None) -> None:
+        """A pooler method refuses a checkpoint whose head has none (``--head cls``)."""
+        super().check_start(task, start)
+        from fsxlt.runs import checkpoint_meta
+
+        if self.train_pooler and checkpoint_meta(start).get("head") == "cls":
+            raise FsxltError(f"method {self.name} trains the pooler; {start} has a head "
+                             "without one (source-trained with --head cls)")
+
     def prepare(self, model: Any, seed: int) -> None:
+        if self.train_pooler and model.pooler is None:
+            raise FsxltError(f"method {self.name} trains the pooler; this start has none")
         if self.classifier == "cos":
             model.use_cosine_head(seed)
         elif self.classifier == "reset":
@@ -578,17 +543,6 @@ def get_method(ref: str | Method, kind: str = "classification",
         method = _build(method_class(ref), options or {})
     method.check_kind(kind)
     return method
-
-
-def parse_method_options(pairs: list[str] | None) -> dict[str, str]:
-    """``["rank=4", "alpha=8"]`` -> ``{"rank": "4", "alpha": "8"}`` (values typed later)."""
-    options: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise FsxltError(f"--method-opt expects key=value, got {pair!r}")
-        options[key.strip()] = value.strip()
-    return options
 
 
 __all__ = ["BUILTIN", "DEFAULT_MODEL", "ENTRY_POINT_GROUP", "METHODS", "Method", "Option",

@@ -43,8 +43,9 @@ import torch
 from torch import nn
 
 from fsxlt.data import CHID_BLANK, WSC_MARKS, ChoiceExample, Example, TextExample
+from fsxlt.encoding import EncodedSplit, Featurizer, Row
 from fsxlt.errors import FsxltError
-from fsxlt.modeling import EncodedSplit, Featurizer, FsxltModel, Row
+from fsxlt.modeling import FsxltModel
 from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint
 from fsxlt.tasks import PET_PLACEHOLDERS, PetSpec, TaskSpec
 

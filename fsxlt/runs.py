@@ -1,7 +1,6 @@
 """The runs directory: its layout, its record format and the rule that writes records.
 
-``fsxlt adapt`` and ``fsxlt sweep`` write here; ``fsxlt report`` and
-``fsxlt analyze`` read. This module is the one place that knows how::
+``fsxlt adapt``/``sweep`` write here, ``report``/``analyze`` read; this module knows how::
 
     RUNS/.fsxlt-directory                       marks RUNS as a runs directory (JSON)
     RUNS/<task>/<lang>/k0/zero-shot.json        K=0 record (copied from the start)
@@ -11,37 +10,33 @@
     RUNS/<task>/<lang>/k<K>/<arm>/<bucket>.predictions.jsonl   its test predictions
     RUNS/<task>/<lang>/k<K>/<arm>/submission/   its benchmark submission files
 
-*Arms.* The arm of a run names how it was made: the method, ``+joint``
-(``+joint-macro``, ...) when it trained on the source data beside the bucket
-(a training regime other than the sequential one), ``-epoch0``
-when the start model competed as epoch 0, ``-nosource`` when the start was
-a pretrained encoder (no source training), ``@de`` / ``@en+de+es`` when the
-start was source-trained on anything but English, ``~diverse`` when a
-shot-selection strategy built the bucket set. :func:`arm_of` derives it from
-a record's own facts, and every command files and reads records by it.
+*Arms.* The arm of a run names how it was made: the method, ``+joint`` (``+joint-macro``,
+...) when it trained on the source data beside the bucket (a training regime other than
+the sequential one), ``-epoch0`` when the start model competed as epoch 0, ``-nosource``
+when the start was a pretrained encoder (no source training), ``@de`` / ``@en+de+es`` when
+the start was source-trained on anything but English, ``~diverse`` when a shot-selection
+strategy built the bucket set. :func:`arm_of` derives it from a record's own facts, and
+every command files and reads records by it.
 
-*Records.* A finished record is the adapt engine's record (format
-``fsxlt-adapt-run/1``) with ``status: ok``, a numeric ``test_score`` and a
-``run`` block: the run's ``identity`` (everything that determines its
-result: coordinates, hyperparameters and the content hashes of its bucket,
-dev and test files and its start), the identity's ``hash``, the ``arm``,
-the ``writer`` (``fsxlt adapt`` or ``sweep 'NAME'``) and the
-``fsxlt_version``. A failed run leaves an error record (``status: error``)
-that the next start reruns. Records of earlier versions carry the identity
-hash in a ``sweep`` block; they are read the same way.
+*Records.* A finished record is the adapt engine's record (format ``fsxlt-adapt-run/1``)
+with ``status: ok``, a numeric ``test_score`` and a ``run`` block: the run's ``identity``
+(everything that determines its result: coordinates, hyperparameters and the content
+hashes of its bucket, dev and test files and its start), the identity's ``hash``, the
+``arm``, the ``writer`` (``fsxlt adapt`` or ``sweep 'NAME'``) and the ``fsxlt_version``. A
+failed run leaves an error record (``status: error``) that the next start reruns. Records
+of earlier versions carry the identity hash in a ``sweep`` block, read the same way.
 
-*The write rule (write-once).* Before a run, :func:`record_state` compares
-the record at its path with the run's identity: ``missing``, ``corrupt``
-(a record of this format without its result) and ``error`` records are
-(re)written; ``done`` (same identity) is skipped and said so; a finished record
-with another identity is ``different``, and anything else at the path is
-``foreign``: a record of a format this version does not write
-(``fsxlt-adapt-run/2`` of a newer fsxlt, any other JSON object), any other JSON
-value, bytes that are not JSON (fsxlt writes whole JSON objects, atomically, so
-it never left them). Neither is ever replaced unless the command was given
-``--replace`` (which says what it replaced). Finished means finished in any
-version: only what this version can read and knows to be unfinished is
-rewritten. A folder where a record belongs is refused before any run.
+*The write rule (write-once).* Before a run, :func:`record_state` compares the record at
+its path with the run's identity: ``missing``, ``corrupt`` (a record of this format
+without its result) and ``error`` records are (re)written; ``done`` (same identity) is
+skipped and said so; a finished record with another identity is ``different``, and
+anything else at the path is ``foreign``: a record of a format this version does not write
+(``fsxlt-adapt-run/2`` of a newer fsxlt, any other JSON object), any other JSON value,
+bytes that are not JSON (fsxlt writes whole JSON objects, atomically, so it never left
+them). Neither is ever replaced unless the command was given ``--replace`` (which says
+what it replaced). Finished means finished in any version: only what this version can read
+and knows to be unfinished is rewritten. A folder where a record belongs is refused before
+any run.
 """
 
 from __future__ import annotations
@@ -189,14 +184,19 @@ def source_languages_of(meta: dict[str, Any]) -> list[str]:
 def start_source_languages(start: str | Path | None) -> list[str]:
     """The source languages recorded in a checkpoint directory (English when it predates
     them); empty for a start that is not an fsxlt checkpoint (a pretrained encoder)."""
+    return source_languages_of(checkpoint_meta(start)) if is_checkpoint(start) else []
+
+
+def checkpoint_meta(start: str | Path | None) -> dict[str, Any]:
+    """A checkpoint directory's record ({} for a start that is no checkpoint)."""
     if not is_checkpoint(start):
-        return []
+        return {}
     meta_path = Path(str(start)) / CHECKPOINT_FILE
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise FsxltError(f"{meta_path}: unreadable checkpoint record ({err})") from None
-    return source_languages_of(meta)
+    return meta if isinstance(meta, dict) else {}
 
 
 def start_fingerprint(start: str | Path) -> str:

@@ -15,15 +15,32 @@ first answer's first and last wordpiece. A window that does not hold the
 whole answer points both at position 0 (the first token, ``[CLS]``), as BERT
 for SQuAD does.
 
-**Decoding.** Per window, the :data:`N_BEST` (20) best starts and ends among
-the context's wordpieces are paired; a pair is valid when the end is not
-before the start and the span has at most :data:`MAX_ANSWER_TOKENS` (30)
-wordpieces; its score is start logit + end logit. The answer of a question
-is the best valid span over all its windows, its text cut from the context
-by character offsets (the empty string if no window has a valid span).
-Tokens outside the context (the question, special tokens, padding) are
-never candidates: they are masked before the n-best is taken. The pairing
-runs on the accelerator for a whole batch of windows (:func:`best_spans`).
+**Decoding.** Two rules, named by :data:`QA_DECODING`; every record says which.
+
+``max-context`` (the default) is BERT's, as ``run_squad.py`` of
+google-research/bert writes it (``write_predictions``, lines 775-805; XTREME
+scores XQuAD and MLQA with the same rule, through transformers' SQuAD
+utilities): per window, the :data:`N_BEST` (20) best starts and the 20 best
+ends among the window's tokens (question and special tokens included, padding
+not) are paired; a pair is kept when both ends lie in the context, the end is
+not before the start, the span has at most :data:`MAX_ANSWER_TOKENS` (30)
+wordpieces, and the window is the start token's *max-context* window: of the
+windows holding that token, the one where the smaller of its left and right
+context is largest, plus 0.01 × the window's length (``_check_is_max_context``,
+lines 513-545; the first such window on a tie). ``any-window`` is fsxlt 0.4's
+rule: the 20 best starts and ends are taken among the context's tokens only,
+and a start counts in every window that holds it.
+
+Under both, a span's score is start logit + end logit, the answer of a
+question is the best kept span over all its windows, its text cut from the
+context by character offsets, without surrounding whitespace (the empty string
+if no window keeps a span).
+A piece that claims characters the next piece also claims (SentencePiece's
+lone word-boundary piece ``▁`` before a character it has no joint piece for is
+given that character's offsets by the fast tokenizer) ends where the next piece
+begins, so an answer that ends on it does not take the next word's first
+character. The pairing runs on the accelerator for a whole batch of windows
+(:func:`best_spans`).
 """
 
 from __future__ import annotations
@@ -40,6 +57,8 @@ DOC_STRIDE = 128
 MAX_QUESTION_TOKENS = 64
 MAX_ANSWER_TOKENS = 30
 N_BEST = 20
+QA_DECODING = ("max-context", "any-window")  # BERT's and XTREME's; fsxlt 0.4's
+DEFAULT_QA_DECODING = "max-context"
 
 
 def pair_template(tokenizer: Any) -> tuple[list[tuple[int, int]], list[tuple[int, int]],
@@ -69,6 +88,41 @@ def window_starts(n_tokens: int, room: int, stride: int = DOC_STRIDE) -> list[in
         start += min(room, stride)
         starts.append(start)
     return starts
+
+
+def check_qa_decoding(rule: str, what: str = "qa_decoding") -> str:
+    """``rule`` if it names a QA decoding rule (:data:`QA_DECODING`); else one line naming
+    ``what``."""
+    if rule not in QA_DECODING:
+        raise FsxltError(f"{what} must be one of {', '.join(QA_DECODING)}, got {rule!r}")
+    return rule
+
+
+def max_context_windows(starts: Sequence[int], lengths: Sequence[int], n_tokens: int,
+                        ) -> list[int]:
+    """For each of a context's ``n_tokens`` wordpieces, the window (index into ``starts``,
+    ``lengths``) that gives it the most context: the largest min(left, right) + 0.01 ×
+    the window's length, the first window on a tie (BERT's ``_check_is_max_context``)."""
+    best = [0] * n_tokens
+    best_score = [float("-inf")] * n_tokens
+    for window, (start, length) in enumerate(zip(starts, lengths, strict=True)):
+        end = start + length - 1
+        for position in range(start, min(end, n_tokens - 1) + 1):
+            score = min(position - start, end - position) + 0.01 * length
+            if score > best_score[position]:
+                best_score[position], best[position] = score, window
+    return best
+
+
+def trimmed_offsets(offsets: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Context offsets with each piece ending no later than the next piece begins (a lone
+    ``▁`` reported over the next word's first character becomes empty)."""
+    out = [tuple(o) for o in offsets]
+    for i in range(len(out) - 1):
+        begin, end = out[i]
+        if end > out[i + 1][0] >= begin:
+            out[i] = (begin, out[i + 1][0])
+    return out
 
 
 def answer_span(offsets: Sequence[tuple[int, int]], first: int, last_char: int,
@@ -122,7 +176,7 @@ class QAFeaturizer:
         enc = self.tokenizer(texts, add_special_tokens=False, verbose=False,
                              return_offsets_mapping=with_offsets)
         return [(list(enc["input_ids"][i]),
-                 [tuple(o) for o in enc["offset_mapping"][i]] if with_offsets else None)
+                 trimmed_offsets(enc["offset_mapping"][i]) if with_offsets else None)
                 for i in range(len(texts))]
 
     def _windows(self, question: list[int], ids: list[int], offsets: list[tuple[int, int]],
@@ -137,7 +191,10 @@ class QAFeaturizer:
             first = example.starts[0]
             last_char = first + len(example.answers[0])
         windows = []
-        for start in window_starts(len(ids), room, self.stride):
+        starts = window_starts(len(ids), room, self.stride)
+        owner = max_context_windows(starts, [min(room, len(ids) - s) for s in starts],
+                                    len(ids))
+        for number, start in enumerate(starts):
             piece_ids, piece_offsets = ids[start:start + room], offsets[start:start + room]
             span = answer_span(piece_offsets, first, last_char)
             labels = [0, 0] if span is None else [len(head) + span[0], len(head) + span[1]]
@@ -147,7 +204,10 @@ class QAFeaturizer:
             windows.append({"input_ids": head + piece_ids + self.suffix, "token_type_ids": types,
                             "labels": labels,
                             "offsets": [None] * len(head) + piece_offsets
-                            + [None] * len(self.suffix)})
+                            + [None] * len(self.suffix),
+                            "max_context": [False] * len(head)
+                            + [owner[start + i] == number for i in range(len(piece_ids))]
+                            + [False] * len(self.suffix)})
         return windows
 
 
@@ -160,20 +220,27 @@ def span_logits(logits: torch.Tensor, attention_mask: torch.Tensor) -> torch.Ten
 
 
 def best_spans(rows: torch.Tensor, context_mask: torch.Tensor,
-               n_best: int = N_BEST, max_tokens: int = MAX_ANSWER_TOKENS,
+               max_context: torch.Tensor | None = None, n_best: int = N_BEST,
+               max_tokens: int = MAX_ANSWER_TOKENS,
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Each window's best valid span (see the module docstring): (score, start, end), with
-    score ``-inf`` for a window without a valid span. ``rows`` are :func:`span_logits`."""
+    """Each window's best kept span (the module docstring's rules): (score, start, end),
+    score ``-inf`` for a window that keeps none. ``rows`` are :func:`span_logits`;
+    ``max_context`` (each token's flag, ``max-context``) or None (``any-window``)."""
     start, end = rows.float()[0::2], rows.float()[1::2]
-    outside = ~context_mask.bool()
-    start = start.masked_fill(outside, float("-inf"))
-    end = end.masked_fill(outside, float("-inf"))
+    context = context_mask.bool()
+    if max_context is None:  # any-window: the n-best among the context's tokens
+        start = start.masked_fill(~context, float("-inf"))
+        end = end.masked_fill(~context, float("-inf"))
+        start_ok = end_ok = context
+    else:  # max-context: the n-best among the window's tokens, then BERT's filters
+        start_ok, end_ok = context & max_context.bool(), context
     k = min(n_best, start.shape[1])
     start_values, start_at = start.topk(k, dim=1)
     end_values, end_at = end.topk(k, dim=1)
     length = end_at[:, None, :] - start_at[:, :, None]
     scores = start_values[:, :, None] + end_values[:, None, :]
-    scores = scores.masked_fill((length < 0) | (length >= max_tokens), float("-inf"))
+    kept = start_ok.gather(1, start_at)[:, :, None] & end_ok.gather(1, end_at)[:, None, :]
+    scores = scores.masked_fill((length < 0) | (length >= max_tokens) | ~kept, float("-inf"))
     best = scores.flatten(1).argmax(dim=1)
     score = scores.flatten(1).gather(1, best[:, None])[:, 0]
     return score, start_at.gather(1, (best // k)[:, None])[:, 0], \
@@ -195,5 +262,5 @@ def answers_of(encoded: Any, scores: Sequence[float], starts: Sequence[int],
             continue
         offsets = encoded.rows[index].offsets
         first, last = offsets[starts[index]], offsets[ends[index]]
-        answers.append(encoded.contexts[example][first[0]:last[1]])
+        answers.append(encoded.contexts[example][first[0]:last[1]].strip())
     return answers

@@ -116,7 +116,7 @@ def padded(batch: dict[str, torch.Tensor], max_len: int) -> dict[str, torch.Tens
 
 def naive_windows(tokenizer: Any, examples: Sequence[QAExample], max_len: int) -> list[dict]:
     """Every window, tokenized now (question by question), padded to ``max_len``."""
-    from fsxlt.modeling import Row, collate
+    from fsxlt.encoding import Row, collate
     from fsxlt.spans import QAFeaturizer
 
     featurizer = QAFeaturizer(tokenizer, max_len, True)
@@ -147,8 +147,8 @@ def naive_answers(model: Any, windows: list[dict], examples: Sequence[QAExample]
 
 def naive_adapt(start_dir: Path, task: Any, bucket: list[QAExample], dev: list[QAExample],
                 test: list[QAExample], args: argparse.Namespace) -> dict[str, Any]:
+    from fsxlt.encoding import collate
     from fsxlt.evaluation import compute_scores
-    from fsxlt.modeling import collate
     from fsxlt.training import load_start
 
     start = load_start(start_dir, task, seed=args.seed)

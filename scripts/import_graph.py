@@ -16,9 +16,9 @@ layers and left out of the upward count.
     0  errors, fileio, config_checks, lazy, identity
     1  tasks, data, runs, directories, synthetic, sampling.store, sampling.samplers,
        icl.prompts                   (prompt text that task YAMLs are checked against)
-    2  modeling, evaluation, spans, qa_metrics, text_metrics  (the model, featurizer,
+    2  modeling, encoding, evaluation, spans, qa_metrics, text_metrics  (the model, featurizer,
        metrics, prediction)
-    3  methods, plugins, pet, lora   (what adapting changes; plug-in loading)
+    3  methods, method_options, plugins, pet, lora  (what adapting changes; plug-ins)
     4  training, predictions         (source-training, adapting, loading starts)
     5  sampling, analysis, report, execution, submission, scoring, icl
     6  demo, cli
@@ -45,8 +45,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "fileio", "config_checks", "lazy", "identity"),
     ("tasks", "data", "runs", "directories", "synthetic", "sampling.store",
      "sampling.samplers", "icl.prompts"),
-    ("modeling", "evaluation", "spans", "qa_metrics", "text_metrics"),
-    ("methods", "plugins", "pet", "lora"),
+    ("modeling", "encoding", "evaluation", "spans", "qa_metrics", "text_metrics"),
+    ("methods", "method_options", "plugins", "pet", "lora"),
     ("training", "predictions"),
     ("sampling", "analysis", "report", "execution", "submission", "scoring", "icl"),
     ("demo", "cli"),

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from fsxlt.data import TaggedSentence
+from fsxlt.encoding import Featurizer, collate
 from fsxlt.evaluation import (
     compute_scores,
     make_eval_set,
@@ -15,7 +16,6 @@ from fsxlt.evaluation import (
     seqeval_scores,
     token_accuracy,
 )
-from fsxlt.modeling import Featurizer, collate
 from fsxlt.tasks import get_task
 from fsxlt.training.checkpoint import load_start
 from tests.train_fixtures import make_encoder_dir, ner_data, nli_data

@@ -206,7 +206,7 @@ def test_multiple_choice_head_loss_and_prediction_by_hand(encoder):
 
 
 def test_candidates_are_batched_example_after_example(encoder):
-    from fsxlt.modeling import Featurizer, collate
+    from fsxlt.encoding import Featurizer, collate
     from fsxlt.training.checkpoint import load_encoder
 
     _model, tokenizer = load_encoder(str(encoder), 0)
@@ -221,7 +221,7 @@ def test_candidates_are_batched_example_after_example(encoder):
 
 
 def test_blank_window_keeps_the_blank_of_a_long_passage(encoder):
-    from fsxlt.modeling import Featurizer
+    from fsxlt.encoding import Featurizer
     from fsxlt.training.checkpoint import load_encoder
 
     _model, tokenizer = load_encoder(str(encoder), 0)

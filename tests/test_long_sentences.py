@@ -17,10 +17,10 @@ import pytest
 
 from fsxlt.cli import run_app
 from fsxlt.data import TaggedSentence
+from fsxlt.encoding import Featurizer, check_long_sentences
 from fsxlt.errors import FsxltError
 from fsxlt.execution import adapt_plan, expand, parse_config
 from fsxlt.fileio import atomic_write_json
-from fsxlt.modeling import Featurizer, check_long_sentences
 from fsxlt.report import load_records, mixed_long_sentences
 from fsxlt.report.records import record_long_sentences
 from fsxlt.runs import RUN_FORMAT

@@ -233,7 +233,7 @@ def test_answer_span_needs_the_whole_answer_in_the_window():
 
 @pytest.fixture(scope="module")
 def featurizer(tmp_path_factory):
-    from fsxlt.modeling import Featurizer
+    from fsxlt.encoding import Featurizer
 
     tokenizer = make_tokenizer(tmp_path_factory.mktemp("tok"), QA_EXTRA)
     return Featurizer(tokenizer, get_task("xquad"), max_seq_length=24)
@@ -256,7 +256,7 @@ def test_one_window_for_a_short_context_with_the_answer_in_it(featurizer):
 
 
 def test_an_answer_across_a_window_edge_is_learnt_from_the_window_that_holds_it(featurizer):
-    from fsxlt.modeling import Row
+    from fsxlt.encoding import Row
     from fsxlt.spans import QAFeaturizer
 
     words = " ".join(["the cat"] * 7) + " a maria went to berlin ."

@@ -67,6 +67,23 @@ def test_adapt_scores_f1_and_em_and_its_prediction_file_scores_the_same(study, t
     assert again["data"]["test"]["sha256"] == record["data"]["test"]["sha256"]
     assert again["data"]["dev"]["sha256"] == record["data"]["dev"]["sha256"]
     assert again["test"] == record["test"]
+    # BERT's max-context decoding by default, recorded; fsxlt 0.4's rule is another run
+    assert record["qa_decoding"] == "max-context" == record["run"]["identity"]["qa_decoding"]
+    old_rule = tmp_path / "any-window"
+    assert run_app(["adapt", "--task", "xquad", "--lang", "de", "--bucket",
+                    str(bucket_set / "00.json"), "--from", str(study["ckpt"]), "--out",
+                    str(old_rule), "--lr", "1e-3", "--max-epochs", "2", "--patience", "1",
+                    "--data-dir", str(study["data"]), "--qa-decoding", "any-window",
+                    *TRAIN]) == 0
+    legacy = json.loads((old_rule / "xquad/de/k2/full/00.json").read_text())
+    assert legacy["qa_decoding"] == "any-window" and legacy["config_hash"] != again["config_hash"]
+    capsys.readouterr()
+    assert run_app(["adapt", "--task", "xquad", "--lang", "de", "--bucket",
+                    str(bucket_set / "00.json"), "--from", str(study["ckpt"]), "--out",
+                    str(with_dir), "--lr", "1e-3", "--max-epochs", "2", "--patience", "1",
+                    "--data-dir", str(study["data"]), "--qa-decoding", "any-window",
+                    *TRAIN]) == 2
+    assert "(qa_decoding differ)" in capsys.readouterr().err
     answers = runs / "xquad/de/k2/full/submission/00/XQuAD/predictions.de.json"
     assert set(json.loads(answers.read_text())) == {
         qa["id"] for article in held_out["data"] for p in article["paragraphs"]

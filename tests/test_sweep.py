@@ -312,7 +312,8 @@ def test_the_dont_stop_preset_runs_the_peer_s_protocol(tmp_path, monkeypatch):
         assert plan.regimes == ("sequential", "joint-macro", "mixup", "multi")
         assert plan.regime_options == {"batch_size": 16, "target_batch_size": 16,
                                        "epoch": "source-pass", "alpha": 0.4,
-                                       "languages": list(plan.languages)}
+                                       "languages": list(plan.languages),
+                                       "target_restart": True}
         assert plan.optimizer == PEER and plan.lrs == (2e-5,)
         assert plan.max_epochs == plan.patience == 10 and plan.average_last == 1
         assert plan.label_all_tokens == (plan.task == "panx")

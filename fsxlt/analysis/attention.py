@@ -79,7 +79,7 @@ def eager_attention(encoder: Any) -> Iterator[None]:
 def cls_attention(model: Any, featurizer: Any, examples: Sequence[Example],
                   device: torch.device | str = "cpu", batch_size: int = 32) -> list[Attention]:
     """Top-layer attention from [CLS] to each wordpiece (mean over heads), per example."""
-    from fsxlt.modeling import collate
+    from fsxlt.encoding import collate
 
     rows = featurizer.encode(examples, windows=False).rows
     tokenizer = featurizer.tokenizer

@@ -99,24 +99,37 @@ PatienceFrom = Annotated[
 OptimizerName = Annotated[
     str | None,
     typer.Option("--optimizer", help="adam (default: the study's; no weight decay, constant "
-                 "learning rate) or adamw (decoupled weight decay, the peer study's)."),
+                 "learning rate), adamw (torch's, decoupled weight decay) or "
+                 "transformers-adamw (transformers 4.x's AdamW update rule, the peer "
+                 "study's: epsilon before the bias correction, decay after the update)."),
 ]
 WeightDecay = Annotated[
     float | None,
     typer.Option("--weight-decay", help="Weight decay of every weight except biases and "
-                 "LayerNorm/layer_norm weights; default 0 (the peer study: 0.01 with "
-                 "--optimizer adamw)."),
+                 "LayerNorm/layer_norm weights; default 0 (the peer study: 0.05)."),
 ]
 Warmup = Annotated[
     float | None,
     typer.Option("--warmup", help="Warm the learning rate up linearly from 0 over this "
                  "fraction of all training steps, in [0, 1); default 0 (the peer: 0.1)."),
 ]
+FractionalWarmup = Annotated[
+    bool,
+    typer.Option("--fractional-warmup", help="Keep --warmup x steps unrounded (the peer's "
+                 "trident: 2.5 warm-up steps of 25), not rounded to whole steps."),
+]
 Schedule = Annotated[
     str | None,
     typer.Option("--schedule", help="Learning rate after the warm-up: constant (default) or "
                  "linear (down to 0 at the last step: steps per epoch x epochs, "
                  "transformers' get_linear_schedule_with_warmup)."),
+]
+QaDecoding = Annotated[
+    str | None,
+    typer.Option("--qa-decoding", help="Extractive QA: how answers are decoded: max-context "
+                 "(default; BERT's and XTREME's: a span counts only in the window where its "
+                 "start token has the most context) or any-window (fsxlt 0.4's). In the "
+                 "run's identity."),
 ]
 LabelAllTokens = Annotated[
     bool,

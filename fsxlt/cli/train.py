@@ -13,6 +13,7 @@ from fsxlt.cli.options import (
     BatchSize,
     DataDir,
     Device,
+    FractionalWarmup,
     LabelAllTokens,
     LongSentences,
     Lrs,
@@ -23,6 +24,7 @@ from fsxlt.cli.options import (
     OptimizerName,
     Patience,
     PatienceFrom,
+    QaDecoding,
     Replace,
     Schedule,
     Seed,
@@ -179,6 +181,12 @@ def source_train_cmd(
     weight_decay: WeightDecay = None,
     warmup: Warmup = None,
     schedule: Schedule = None,
+    fractional_warmup: FractionalWarmup = False,
+    head: Annotated[str, typer.Option(
+        "--head", help="Classification and multiple choice: pooler (default; BERT's "
+        "pooler, dropout, linear: the study's) or cls (dropout and a linear layer on the "
+        "[CLS] state, no pooler: the peer study's). The checkpoint keeps it; adapting "
+        "from it uses it.")] = "pooler",
     label_all_tokens: LabelAllTokens = False,
 ) -> None:
     """Source-train over the lr grid; keep the checkpoint with the best source dev score.
@@ -210,21 +218,22 @@ def source_train_cmd(
     the seeds' --seed-weights. A tagging sentence longer than --max-seq-length is truncated
     for training (the study's) unless --long-sentences windows; the checkpoint records
     which, and so does every record adapted from it. Adam with a constant learning rate is
-    the study's optimizer; --optimizer adamw --weight-decay 0.01 --warmup 0.1 --schedule
-    linear is the peer study's (Schmidt et al. 2022), and --label-all-tokens (tagging)
-    trains on every wordpiece of a word; the checkpoint records both:
+    the study's optimizer; --optimizer transformers-adamw --weight-decay 0.05 --warmup 0.1
+    --fractional-warmup --schedule linear is the peer study's (Schmidt et al. 2022), and
+    --label-all-tokens (tagging) trains on every wordpiece of a word; the checkpoint
+    records both:
 
     \b
-      fsxlt source-train --task panx --data-dir data/panx --target de --optimizer adamw \\
-          --weight-decay 0.01 --warmup 0.1 --schedule linear --label-all-tokens \\
-          --out ckpt/panx-peer
+      fsxlt source-train --task panx --data-dir data/panx --target de --optimizer \\
+          transformers-adamw --weight-decay 0.05 --warmup 0.1 --fractional-warmup \\
+          --schedule linear --label-all-tokens --out ckpt/panx-peer
     """
-    from fsxlt.modeling import (
+    from fsxlt.encoding import (
         DEFAULT_LONG_SENTENCES,
         check_label_all_tokens,
         check_long_sentences,
-        quiet_transformers,
     )
+    from fsxlt.modeling import check_head, quiet_transformers
     from fsxlt.training import source_train
     from fsxlt.training.candidates import check_averaging
     from fsxlt.training.optim import flag_settings
@@ -236,8 +245,9 @@ def source_train_cmd(
     check_seeds(seeds, seed, keep, seed_weights, lrs or spec.training.source_lrs)
     long_sentences = check_long_sentences(long_sentences or DEFAULT_LONG_SENTENCES, spec,
                                           "--long-sentences")
-    settings = flag_settings(optimizer, weight_decay, warmup, schedule)
+    settings = flag_settings(optimizer, weight_decay, warmup, schedule, fractional_warmup)
     label_all_tokens = check_label_all_tokens(label_all_tokens, spec, "--label-all-tokens")
+    check_head(head, spec.kind, "--head")
     check_source_training(method_class(method))
     get_method(method, spec.kind).check_start(spec, model)  # before any model loads
     out = _checkpoint_out(out, model, overwrite)
@@ -252,7 +262,7 @@ def source_train_cmd(
         epochs=epochs, batch_size=batch_size, seed=seed, max_seq_length=max_seq_length,
         device=device, checkpoint_test_scores=checkpoint_test_scores, progress=True,
         method=method, average_last=average_last, keep=keep, long_sentences=long_sentences,
-        optimizer=settings, label_all_tokens=label_all_tokens,
+        optimizer=settings, label_all_tokens=label_all_tokens, head=head,
         seeds=seeds, seed_weights=seed_weights)
     result.save(out, overwrite=overwrite)  # with the oracle starts, OUT/oracle-<lang>
     _print_source_result(result, source_langs == ["en"] and select == "source-dev", out)
@@ -382,7 +392,9 @@ def adapt_cmd(
     weight_decay: WeightDecay = None,
     warmup: Warmup = None,
     schedule: Schedule = None,
+    fractional_warmup: FractionalWarmup = False,
     label_all_tokens: LabelAllTokens = False,
+    qa_decoding: QaDecoding = None,
     max_seq_length: MaxSeqLength = None,
     device: Device = "auto",
     save_predictions: Annotated[
@@ -416,6 +428,10 @@ def adapt_cmd(
         "--target-batch-size", min=1, help="joint-concat, joint-macro, mixup: bucket rows "
         "per step, cycling through the bucket (default: the whole bucket every step).")
     ] = None,
+    target_restart: Annotated[bool, typer.Option(
+        "--target-restart", help="joint-concat, joint-macro, mixup, multi: every epoch "
+        "begins a new pass over the bucket (the peer's data loaders), instead of carrying "
+        "on where the last epoch stopped.")] = False,
     target_repeat: Annotated[int | None, typer.Option(
         "--target-repeat", min=1, help="joint: copies of the bucket in the shuffled pool "
         "beside the source data; default 100.")] = None,
@@ -446,10 +462,11 @@ def adapt_cmd(
     other settings is refused unless --replace. Starting from a pretrained
     encoder (not an fsxlt checkpoint) files the run under the -nosource arm; a
     joint regime (--regime) under its own arm (full+joint, full+mixup-nosource).
-    --optimizer adamw --weight-decay 0.01 --warmup 0.1 --schedule linear trains as
-    the peer study (Schmidt et al. 2022) does (the schedule spans steps per epoch x
-    --max-epochs steps) and --label-all-tokens scores every wordpiece of a tagged word
-    in training; records name both, and their identity holds them when not the defaults.
+    --optimizer transformers-adamw --weight-decay 0.05 --warmup 0.1 --fractional-warmup
+    --schedule linear trains as the peer study (Schmidt et al. 2022) does (the schedule
+    spans steps per epoch x --max-epochs steps) and --label-all-tokens scores every
+    wordpiece of a tagged word in training; records name both, and their identity holds
+    them when not the defaults.
 
     Example:
 
@@ -467,8 +484,9 @@ def adapt_cmd(
           --regime mixup --source-train data/panx/train-en.tsv --joint-batch-size 16 \\
           --target-batch-size 16 --joint-epoch source-pass --data-dir data/panx --out runs
       fsxlt adapt --task panx --lang de --bucket buckets/panx/de/k8 --from ckpt/panx-peer \\
-          --optimizer adamw --weight-decay 0.01 --warmup 0.1 --schedule linear \\
-          --label-all-tokens --data-dir data/panx --out runs
+          --optimizer transformers-adamw --weight-decay 0.05 --warmup 0.1 \\
+          --fractional-warmup --schedule linear --label-all-tokens --data-dir data/panx \\
+          --out runs
     """
     from fsxlt.execution import adapt_plan
     from fsxlt.training.optim import flag_settings
@@ -485,15 +503,17 @@ def adapt_cmd(
                       data_dir=data_dir, batch_size=batch_size, patience_from=patience_from,
                       regime=regime, source_train=source_train, source_dev=source_dev,
                       average_last=average_last, long_sentences=long_sentences,
-                      optimizer=flag_settings(optimizer, weight_decay, warmup, schedule),
+                      optimizer=flag_settings(optimizer, weight_decay, warmup, schedule,
+                                              fractional_warmup),
                       label_all_tokens=label_all_tokens, dev_limit=dev_limit,
-                      test_limit=test_limit,
+                      test_limit=test_limit, qa_decoding=qa_decoding,
                       regime_options={
                           "batch_size": joint_batch_size, "steps_per_epoch": joint_steps,
                           "target_repeat": target_repeat, "epoch": joint_epoch,
                           "target_batch_size": target_batch_size, "alpha": mixup_alpha,
                           "languages": list(multi_lang) if multi_lang else None,
-                          "multi_epochs": multi_epochs})
+                          "multi_epochs": multi_epochs,
+                          "target_restart": target_restart or None})
     failed = _run_adapt(runs, out, replace=replace, save_predictions=save_predictions,
                         device=device)
     if failed:

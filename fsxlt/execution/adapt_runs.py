@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsxlt.errors import FsxltError
-from fsxlt.execution.config import TaskPlan, parse_patience_from
+from fsxlt.execution.config import TaskPlan, parse_patience_from, parse_qa_decoding
 from fsxlt.execution.inputs import data_file
 from fsxlt.execution.spec import Hashes, RunSpec, build_run, check_eval_sets
 from fsxlt.runs import DEFAULT_REGIME, is_checkpoint
@@ -30,24 +30,23 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                regime: str = DEFAULT_REGIME, regime_options: dict[str, Any] | None = None,
                source_train: Path | None = None, source_dev: Path | None = None,
                average_last: int | None = None, long_sentences: str | None = None,
-               optimizer: OptimizerSettings | None = None,
-               label_all_tokens: bool = False, dev_limit: int | None = None,
-               test_limit: int | None = None) -> list[RunSpec]:
+               optimizer: OptimizerSettings | None = None, label_all_tokens: bool = False,
+               dev_limit: int | None = None, test_limit: int | None = None,
+               qa_decoding: str | None = None) -> list[RunSpec]:
     """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
     bucket file), built as a sweep builds them, so both write the same records.
 
     ``batch_size`` / ``patience_from`` / ``long_sentences`` / ``optimizer`` /
-    ``label_all_tokens``: the adapting protocol (None, False: the study's).
-    ``regime`` (:mod:`fsxlt.training.regimes`) with its ``regime_options`` and, for a joint
-    one, the ``source_train`` file; ``average_last`` N keeps candidate models (the average
-    of the last N epochs, the last epoch and, given ``source_dev``, the best epoch on it).
+    ``label_all_tokens``: the adapting protocol (None, False: the study's); ``qa_decoding``:
+    extractive QA's decoding rule (None: max-context, BERT's).
+    ``regime`` (:mod:`fsxlt.training.regimes`) with its ``regime_options`` and a joint one's
+    ``source_train`` file; ``average_last`` N keeps candidates (the average of the last N
+    epochs, the last epoch and, given ``source_dev``, the best epoch on it).
     Defaults come from the task; each bucket selects on ``dev`` if given, else its own
     dev set (fixed splits), the task's dev file under ``data_dir`` (tasks sampled from
-    train) or the set's remaining dev examples (tasks sampled from dev). A ``dev`` or
-    ``test`` file given is used as given: read whole (never cut into the task's parts, as
-    XQuAD's file is); ``dev_limit`` / ``test_limit`` keep a seeded sample of that many
-    (:meth:`RunSpec.read_eval`). Both sets are read here, so a file that cannot be used
-    is refused before anything is written.
+    train) or the set's remaining dev examples (sampled from dev). ``dev``, ``test`` given
+    are read whole (not cut into the task's parts); ``dev_limit``, ``test_limit`` keep a
+    seeded sample (:meth:`RunSpec.read_eval`). Both are read here: unusable, refused.
     """
     spec = get_task(task)
     spec.check_language(language)
@@ -73,6 +72,7 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
         select_start=select_start, predict=str(predict) if predict is not None else None,
         dev_limit=dev_limit, test_limit=test_limit, whole_dev=dev is not None,
         whole_test=test is not None,
+        qa_decoding=parse_qa_decoding(qa_decoding, spec, "--qa-decoding"),
         **_protocol_fields(spec, batch_size, patience_from, long_sentences, optimizer,
                            label_all_tokens),
         **_regime_fields(regime, regime_options or {}, source_train, source_dev, average_last))
@@ -83,7 +83,7 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     plan.method(method).check_start(spec, start)  # an unknown method, a bad option, a task
     # or start it cannot use (pet: no pattern, no masked-LM head): one line, before anything
     hashes = Hashes()
-    files = named_files(Path(bucket), hashes.text)
+    files = named_files(Path(bucket), hashes.text, hashes.bucket)
     set_task, set_lang, k = files.coordinates
     if (set_task, set_lang) != (spec.name, language):
         raise FsxltError(f"{bucket}: buckets of {set_task}/{set_lang}, not "
@@ -106,7 +106,7 @@ def _protocol_fields(spec: TaskSpec, batch_size: int | None, patience_from: str 
                      label_all_tokens: bool) -> dict[str, Any]:
     """``fsxlt adapt``'s adapting protocol as TaskPlan fields, each checked (the optimizer
     None when it is the study's Adam)."""
-    from fsxlt.modeling import DEFAULT_LONG_SENTENCES, check_label_all_tokens, check_long_sentences
+    from fsxlt.encoding import DEFAULT_LONG_SENTENCES, check_label_all_tokens, check_long_sentences
 
     return {"batch_size": batch_size,
             "patience_from": parse_patience_from(patience_from, "--patience-from"),
@@ -121,7 +121,8 @@ def _protocol_fields(spec: TaskSpec, batch_size: int | None, patience_from: str 
 CLI_NAMES = {"batch_size": "joint-batch-size", "steps_per_epoch": "joint-steps",
              "epoch": "joint-epoch", "target_repeat": "target-repeat",
              "target_batch_size": "target-batch-size", "alpha": "mixup-alpha",
-             "languages": "multi-lang", "multi_epochs": "multi-epochs"}
+             "languages": "multi-lang", "multi_epochs": "multi-epochs",
+             "target_restart": "target-restart"}
 
 
 def _regime_fields(regime: str, options: dict[str, Any], source_train: Path | None,

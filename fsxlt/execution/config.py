@@ -29,6 +29,8 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
     optimizer: null                 # null: Adam, constant lr (the study's); or {name: adamw,
                                     # weight_decay: 0.05, warmup: 0.1, schedule: linear}
     label_all_tokens: false         # true (tagging): train on every wordpiece of a word
+    qa_decoding: max-context        # extractive QA: BERT's max-context rule, or any-window
+                                    # (fsxlt 0.4's)
     no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
                                     # it may set its own lrs, max_epochs, patience,
                                     # batch_size, patience_from, long_sentences,
@@ -109,7 +111,7 @@ SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed
             "max_epochs", "patience", "max_seq_length", "no_source_training",
             "method_options", "select_start", "predict", "batch_size", "patience_from",
             "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences",
-            "optimizer", "label_all_tokens")
+            "optimizer", "label_all_tokens", "qa_decoding")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
                       "long_sentences", "optimizer", "label_all_tokens")
@@ -144,6 +146,7 @@ class TaskPlan:
     long_sentences: str = "truncate"  # a long bucket sentence: truncated or in windows
     optimizer: OptimizerSettings | None = None  # None: the study's Adam, constant lr
     label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
+    qa_decoding: str = "max-context"  # extractive QA: how answers are decoded (fsxlt.spans)
     icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
     regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # training regimes (fsxlt.training.regimes)
     regime_options: dict[str, Any] = field(default_factory=dict)  # joint: less source_train
@@ -320,7 +323,22 @@ def _protocol(merged: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, A
             "patience_from": parse_patience_from(merged["patience_from"], where),
             "long_sentences": parse_long_sentences(merged["long_sentences"], spec, where),
             "optimizer": parse_optimizer_settings(merged["optimizer"], where),
-            "label_all_tokens": parse_label_all_tokens(merged["label_all_tokens"], spec, where)}
+            "label_all_tokens": parse_label_all_tokens(merged["label_all_tokens"], spec, where),
+            "qa_decoding": parse_qa_decoding(merged["qa_decoding"], spec,
+                                             f"{where}: qa_decoding")}
+
+
+def parse_qa_decoding(value: Any, spec: TaskSpec, what: str) -> str:
+    """``qa_decoding``: null (max-context, BERT's) or a rule of :data:`fsxlt.spans.QA_DECODING`,
+    for an extractive QA task only."""
+    from fsxlt.spans import DEFAULT_QA_DECODING, check_qa_decoding
+
+    if value is None:
+        return DEFAULT_QA_DECODING
+    if not spec.is_qa:
+        raise FsxltError(f"{what} is for extractive QA tasks; {spec.name} is "
+                         f"{spec.kind.replace('_', ' ')}")
+    return check_qa_decoding(value if isinstance(value, str) else repr(value), what)
 
 
 def _regimes(merged: dict[str, Any], where: str, task: str) -> dict[str, Any]:
@@ -383,7 +401,7 @@ def parse_patience_from(value: Any, where: str) -> str:
 
 def parse_long_sentences(value: Any, spec: TaskSpec, where: str) -> str:
     """``long_sentences``: ``truncate`` (the default, the study's) or ``windows`` (tagging)."""
-    from fsxlt.modeling import DEFAULT_LONG_SENTENCES, LONG_SENTENCES, check_long_sentences
+    from fsxlt.encoding import DEFAULT_LONG_SENTENCES, LONG_SENTENCES, check_long_sentences
 
     if value is None:
         return DEFAULT_LONG_SENTENCES
@@ -402,7 +420,7 @@ def parse_optimizer_settings(value: Any, where: str) -> OptimizerSettings | None
 
 def parse_label_all_tokens(value: Any, spec: TaskSpec, where: str) -> bool:
     """``label_all_tokens``: false (the default, the study's) or true (tagging tasks)."""
-    from fsxlt.modeling import check_label_all_tokens
+    from fsxlt.encoding import check_label_all_tokens
 
     return check_label_all_tokens(flag(value, where, "label_all_tokens"), spec,
                                   f"{where}: label_all_tokens")

@@ -107,7 +107,7 @@ def icl_cell_runs(plan: TaskPlan, lang: str, k: int, files: SetFiles, test: Path
     """Every ICL arm of ``plan`` on the buckets of one cell (the adapting arms' buckets)."""
     from fsxlt.icl.run import BucketRef
 
-    refs = [BucketRef(k, index, name or bucket_name(index), path, hashes.text(path),
+    refs = [BucketRef(k, index, name or bucket_name(index), path, hashes.bucket(path),
                       files.strategy) for index, name, path, _ in files.buckets]
     return _arm_runs(plan, lang, test, out, hashes, sweep, refs)
 

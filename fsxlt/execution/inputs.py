@@ -59,4 +59,4 @@ def bucket_files(plan: TaskPlan, lang: str, k: int, hashes: Hashes) -> SetFiles:
     if not (directory / MANIFEST).is_file():
         raise FsxltError(f"{directory}: no bucket set for {plan.task}/{lang}/k{k} (draw it "
                          "with fsxlt sample, or fsxlt buckets import-published/import-fewclue)")
-    return set_files(directory, hashes.text, plan.n_buckets)
+    return set_files(directory, hashes.text, plan.n_buckets, bucket_digest=hashes.bucket)

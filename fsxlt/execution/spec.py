@@ -74,6 +74,7 @@ class RunSpec:
     long_sentences: str = "truncate"  # a long bucket sentence: truncated (the study's) or windows
     optimizer: str = ""            # OptimizerSettings.describe() as sorted JSON ("": the study's)
     label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
+    qa_decoding: str = "max-context"  # extractive QA: how answers are decoded (fsxlt.spans)
     regime: str = DEFAULT_REGIME   # the training regime (fsxlt.training.regimes)
     regime_options: str = "{}"     # its settings (Regime.changes() less the name), sorted JSON
     source_train_path: str = ""    # the joint regimes' source train file
@@ -202,6 +203,15 @@ class Hashes:
             self.cache[key] = sha256_text(path.read_text(encoding="utf-8"))
         return self.cache[key]
 
+    def bucket(self, path: Path) -> str:
+        """A bucket file's identity (:func:`fsxlt.sampling.store.bucket_hash`)."""
+        from fsxlt.sampling.store import bucket_file_hash
+
+        key = f"bucket:{path}"
+        if key not in self.cache:
+            self.cache[key] = bucket_file_hash(Path(path))
+        return self.cache[key]
+
     def start(self, start: str) -> str:
         key = f"start:{start}"
         if key not in self.cache:
@@ -280,11 +290,11 @@ def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int
         if not (directory / MANIFEST).is_file():
             raise FsxltError(f"{directory}: no bucket set for {plan.task}/{other}/k{k}, which "
                              f"regime multi trains beside {lang}")
-        found = [path for i, _name, path, _dev in set_files(directory, hashes.text).buckets
-                 if i == index]
+        held = set_files(directory, hashes.text, bucket_digest=hashes.bucket).buckets
+        found = [path for i, _name, path, _dev in held if i == index]
         if not found:
             raise FsxltError(f"{directory}: no bucket {index} for regime multi's {other}")
-        out[other] = (str(found[0]), hashes.text(found[0]))
+        out[other] = (str(found[0]), hashes.bucket(found[0]))
     return out
 
 
@@ -340,7 +350,7 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
     """One run's spec; ``sweep`` is the sweep's name (None: ``fsxlt adapt`` writes it).
     ``bucket`` None: the K=0 run of a method that scores untrained (no bucket, k 0)."""
     index, name = bucket_id
-    bucket_sha = hashes.text(bucket) if bucket is not None else sha256_text("")
+    bucket_sha = hashes.bucket(bucket) if bucket is not None else sha256_text("")
     method = plan.method(ref)
     identity = {
         "task": plan.task, "language": lang, "k": k, "index": index, "method": method.name,
@@ -364,6 +374,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         identity["optimizer"] = plan.optimizer.describe()
     if plan.label_all_tokens and bucket is not None:
         identity["label_all_tokens"] = True
+    if plan.spec.is_qa:  # the decoding rule changes every QA score (fsxlt 0.4 had one rule)
+        identity["qa_decoding"] = plan.qa_decoding
     identity.update(_reading(plan, test is not None))
     predict = Path(plan.predict.replace("{lang}", lang)) if plan.predict else None
     if predict is not None:
@@ -409,5 +421,5 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    long_sentences=plan.long_sentences, task_ref=plan.task_ref,
                    optimizer=json.dumps(plan.optimizer.describe(), sort_keys=True)
                    if plan.optimizer is not None else "",
-                   label_all_tokens=plan.label_all_tokens,
+                   label_all_tokens=plan.label_all_tokens, qa_decoding=plan.qa_decoding,
                    **regime_fields)

@@ -149,17 +149,19 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
         for run in runs:
             report(write_error(run, err, "load"))
         return outcomes
-    engine, engine_max_len = None, None
+    engine, engine_setup = None, None
     to_predict: dict[str, tuple[list, list]] = {}  # unlabelled files, read once per group
     sources = SourceSets(task, task.source_language)
-    ordered = sorted(runs, key=lambda r: (r.dev_path, r.max_seq_length, r.source_train_path,
-                                          r.source_dev_path, r.k, r.arm, r.index))
-    for (dev_path, max_len), batch in groupby(ordered, key=lambda r: (r.dev_path,
-                                                                      r.max_seq_length)):
+    ordered = sorted(runs, key=lambda r: (r.dev_path, r.max_seq_length, r.qa_decoding,
+                                          r.source_train_path, r.source_dev_path, r.k, r.arm,
+                                          r.index))
+    for (dev_path, *setup), batch in groupby(ordered, key=lambda r: (
+            r.dev_path, r.max_seq_length, r.qa_decoding)):
         batch = list(batch)
+        max_len, decoding = setup
         try:
             dev = batch[0].read_eval("dev")  # the runs of a group read their dev alike
-            if engine is not None and engine_max_len == max_len:
+            if engine is not None and engine_setup == setup:
                 engine.replace_dev(dev, dev_path)  # same test set: keep it tokenized
             else:
                 if engine is not None:  # give the next engine the start's own weights back
@@ -168,8 +170,9 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                 engine = None
                 engine = AdaptEngine(task, first.language, start, dev=dev, test=test,
                                      dev_source=dev_path, test_source=first.test_path or None,
-                                     device=device, max_seq_length=max_len)
-                engine_max_len = max_len
+                                     device=device, max_seq_length=max_len,
+                                     qa_decoding=decoding)
+                engine_setup = setup
                 sources.held = ("", "")  # a new engine holds no source data
         except Exception as err:
             for run in batch:

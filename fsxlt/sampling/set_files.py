@@ -26,13 +26,15 @@ from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.sampling.store import (
     DEV_REMAINING,
     MANIFEST,
+    bucket_file_hash,
     check_bucket_hash,
     read_bucket,
     read_examples_jsonl,
     read_manifest,
 )
 
-Digest = Callable[[Path], str]  # a file's content hash (sha256 of its text)
+Digest = Callable[[Path], str]  # a file's content hash (sha256 of its text; a bucket's:
+# fsxlt.sampling.store.bucket_hash)
 
 
 def text_digest(path: Path) -> str:
@@ -69,10 +71,11 @@ class SetFiles:
 
 
 def set_files(directory: Path, digest: Digest = text_digest, n_buckets: int | None = None,
-              only: str | None = None) -> SetFiles:
+              only: str | None = None, bucket_digest: Digest = bucket_file_hash) -> SetFiles:
     """A bucket set's files: its buckets (the first ``n_buckets``, or the file named
     ``only``), their own dev sets, the set's test set and remaining dev set, each checked
-    against the hash its manifest recorded."""
+    against the hash its manifest recorded (``bucket_digest`` a bucket's, ``digest`` a
+    data file's)."""
     manifest = read_manifest(directory)
     entries = _entries(directory, manifest, n_buckets, only)
     buckets = []
@@ -80,7 +83,7 @@ def set_files(directory: Path, digest: Digest = text_digest, n_buckets: int | No
         path = directory / entry["file"]
         if not path.is_file():
             raise DataFormatError(path, "bucket file listed in the manifest is missing")
-        check_bucket_hash(path, digest(path), entry)
+        check_bucket_hash(path, bucket_digest(path), entry)
         dev = _own_file(directory, entry.get("dev"), digest, "its dev set")
         buckets.append((int(entry["index"]), str(entry.get("name") or ""), path, dev))
     test = _own_file(directory, manifest.get("test"), digest, "the set's test set")
@@ -101,17 +104,18 @@ def _source_sha256(meta: dict[str, Any]) -> str | None:
     return sha if isinstance(sha, str) and sha else None
 
 
-def named_files(bucket: Path, digest: Digest = text_digest) -> SetFiles:
+def named_files(bucket: Path, digest: Digest = text_digest,
+                bucket_digest: Digest = bucket_file_hash) -> SetFiles:
     """The files a ``--bucket`` option names: a whole set, a bucket of a set, or a bucket
     file on its own."""
     if bucket.is_dir():
         if not (bucket / MANIFEST).is_file():
             raise FsxltError(f"{bucket}: not a bucket set directory (no {MANIFEST})")
-        return set_files(bucket, digest)
+        return set_files(bucket, digest, bucket_digest=bucket_digest)
     if not bucket.exists():
         raise FsxltError(f"{bucket}: file not found")
     if (bucket.parent / MANIFEST).is_file():
-        return set_files(bucket.parent, digest, only=bucket.name)
+        return set_files(bucket.parent, digest, only=bucket.name, bucket_digest=bucket_digest)
     loose = read_bucket(bucket)
     strategy = loose.meta.get("strategy") if isinstance(loose.meta.get("strategy"), dict) \
         else {}

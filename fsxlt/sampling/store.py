@@ -56,7 +56,8 @@ from fsxlt.fileio import (
     text_lines,
 )
 
-STORE_FORMAT = "fsxlt-buckets/1"
+STORE_FORMAT = "fsxlt-buckets/2"
+LEGACY_FORMAT = "fsxlt-buckets/1"  # written by fsxlt 0.3 and 0.4: read, never written
 MANIFEST = "manifest.json"
 DEV_REMAINING = "dev-remaining.jsonl"
 
@@ -109,11 +110,12 @@ class BucketSet:
         return [bucket_name(index) for index in self.bucket_indices()]
 
     def provenance(self) -> dict[str, Any]:
+        """What the set's buckets were drawn by and from (the version that drew them is the
+        manifest's alone: it is not part of a bucket's content)."""
         meta = {
             "task": self.task, "language": self.language, "k": self.k,
             "sampler": self.sampler, "seed": self.seed, "split": self.split,
             "source": {"file": self.source_file, "sha256": self.source_sha256},
-            "fsxlt_version": __version__,
         }
         if self.strategy is not None:
             meta["strategy"] = self.strategy
@@ -146,6 +148,40 @@ def render_bucket(bucket_set: BucketSet, position: int) -> str:
     return f'{head},\n "examples": [\n{rows}\n ]\n}}\n'
 
 
+def bucket_hash(text: str) -> str:
+    """A bucket's identity (its manifest entry's and its runs' ``sha256``), from the text of
+    its file: the sha256 of its content, not of its bytes.
+
+    The content is what the bucket is: task, language, K, sampler, seed, split, the
+    sha256 of the file it was drawn from (the file's name only where no hash is
+    known), index, name, ids and examples, as canonical JSON (sorted keys, no
+    whitespace). Which fsxlt wrote it and how the file is laid out are not
+    content: the same draw gives the same hash in every release. A bucket file
+    written by fsxlt 0.3 or 0.4 carries ``fsxlt_version`` in its header; it keeps
+    the identity it was given then, the sha256 of its bytes, so its runs keep theirs.
+    A text that is not a bucket file hashes as its bytes (its manifest's check
+    then fails, and :func:`read_bucket` says why).
+    """
+    try:
+        raw = json.loads(text)
+        meta, examples = raw["bucket"], raw["examples"]
+    except (ValueError, TypeError, KeyError):
+        return sha256_text(text)
+    if not isinstance(meta, dict) or "fsxlt_version" in meta:
+        return sha256_text(text)
+    source = meta.get("source")
+    if isinstance(source, dict) and source.get("sha256"):
+        meta = {**meta, "source": {"sha256": source["sha256"]}}
+    content = json.dumps({"bucket": meta, "examples": examples}, ensure_ascii=False,
+                         sort_keys=True, separators=(",", ":"))
+    return sha256_text(content)
+
+
+def bucket_file_hash(path: Path) -> str:
+    """:func:`bucket_hash` of the bucket file at ``path``."""
+    return bucket_hash(Path(path).read_text(encoding="utf-8"))
+
+
 def render_set(bucket_set: BucketSet) -> dict[str, str]:
     """All files of a bucket set, name -> text."""
     files: dict[str, str] = {}
@@ -154,7 +190,7 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
     for position, index in enumerate(bucket_set.bucket_indices()):
         name = bucket_file_name(index, names[position])
         files[name] = render_bucket(bucket_set, position)
-        entry = {"index": index, "file": name, "sha256": sha256_text(files[name]),
+        entry = {"index": index, "file": name, "sha256": bucket_hash(files[name]),
                  "ids": [ex.id for ex in bucket_set.buckets[position]]}
         if bucket_set.names is not None:
             entry["name"] = names[position]
@@ -167,7 +203,8 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
                             "sha256": sha256_text(files[dev_name])}
         entries.append(entry)
     manifest: dict[str, Any] = dict(
-        bucket_set.provenance(), format=STORE_FORMAT, n_buckets=len(entries),
+        bucket_set.provenance(), fsxlt_version=__version__, format=STORE_FORMAT,
+        n_buckets=len(entries),
         labels=bucket_set.labels, missing_labels=bucket_set.missing_labels,
         buckets=entries, dev_remaining=None, notes=bucket_set.notes)
     if bucket_set.missing_buckets:
@@ -188,7 +225,7 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
 NEW, UNCHANGED, REPLACED = "new", "unchanged", "replaced"
 PROVENANCE = ("sampler", "seed", "split", "source", "strategy", "n_buckets", "labels",
               "missing_labels", "missing_buckets", "test", "dev_remaining", "notes",
-              "fsxlt_version")  # the manifest fields a refusal names when they differ
+              )  # the manifest fields a refusal names when they differ
 
 
 @dataclass(frozen=True)
@@ -301,16 +338,40 @@ def plan_write(root: Path, target: Path, files: dict[str, str], replace: bool) -
 
 
 def same_files(directory: Path, files: dict[str, str]) -> bool:
-    """True if every one of ``files`` is in ``directory`` with exactly these bytes."""
+    """True if every one of ``files`` is in ``directory`` with these bytes, or with the same
+    content (:func:`_content`): the same set written by another release of fsxlt."""
     names = [MANIFEST, *(name for name in files if name != MANIFEST)]  # the manifest fails first
     for name in names:
         path = directory / name
         try:
-            if not path.is_file() or path.read_bytes() != files[name].encode("utf-8"):
+            if not path.is_file():
                 return False
-        except OSError:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        if text != files[name] and _content(name, text) != _content(name, files[name]):
             return False
     return True
+
+
+def _content(name: str, text: str) -> Any:
+    """What a set's file says, less who wrote it: the manifest without ``fsxlt_version``,
+    ``format`` and its buckets' hashes (a 0.4 set's are its files' bytes), a bucket file
+    without the ``fsxlt_version`` a 0.4 one carries; other files are their text."""
+    if not name.endswith(".json"):
+        return text
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return text
+    if name == MANIFEST and isinstance(raw, dict):
+        raw = {key: value for key, value in raw.items() if key not in ("fsxlt_version", "format")}
+        if isinstance(raw.get("buckets"), list):
+            raw["buckets"] = [{k: v for k, v in entry.items() if k != "sha256"}
+                              if isinstance(entry, dict) else entry for entry in raw["buckets"]]
+    elif isinstance(raw, dict) and isinstance(raw.get("bucket"), dict):
+        raw = {**raw, "bucket": {k: v for k, v in raw["bucket"].items() if k != "fsxlt_version"}}
+    return raw
 
 
 def own_files(manifest: dict[str, Any]) -> set[str]:
@@ -393,7 +454,8 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     or a one-line error naming the file and the field (a hand-edited manifest)."""
     path = Path(directory) / MANIFEST
     manifest = read_json(path)
-    if not isinstance(manifest, dict) or manifest.get("format") != STORE_FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") not in (STORE_FORMAT,
+                                                                        LEGACY_FORMAT):
         raise DataFormatError(path, f"not an fsxlt bucket manifest (format {STORE_FORMAT})")
     problem = _manifest_problem(manifest)
     if problem is not None:
@@ -440,7 +502,7 @@ def read_bucket(path: str | Path) -> Bucket:
         examples = [example_from_dict(row) for row in raw["examples"]]
         bucket = Bucket(task=meta["task"], language=meta["language"], k=int(meta["k"]),
                         index=int(meta["index"]), examples=examples, meta=meta,
-                        sha256=sha256_text(path.read_text(encoding="utf-8")),
+                        sha256=bucket_file_hash(path),
                         set_size=_set_size(path.parent))
     except (KeyError, TypeError, ValueError) as err:
         raise DataFormatError(path, f"not an fsxlt bucket file ({err})") from None

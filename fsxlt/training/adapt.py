@@ -67,6 +67,7 @@ import torch
 
 from fsxlt.data import Example
 from fsxlt.data.buckets import Bucket
+from fsxlt.encoding import Featurizer, check_label_all_tokens, check_long_sentences, collate
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import (
     EvalSet,
@@ -79,8 +80,8 @@ from fsxlt.evaluation import (
     score_and_predict,
 )
 from fsxlt.methods import Method, get_method
-from fsxlt.modeling import Featurizer, check_label_all_tokens, check_long_sentences, collate
 from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN
+from fsxlt.spans import DEFAULT_QA_DECODING
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import EpochKeeper, RunKept, check_average_last, score_candidates
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
@@ -124,7 +125,7 @@ class AdaptEngine(RunSteps):
                  dev_source: str | None = None, test_source: str | None = None,
                  device: str | torch.device | None = None, max_seq_length: int | None = None,
                  amp: bool = True, micro_batch: int = 64, eval_max_tokens: int | None = None,
-                 feature_cache: bool = True):
+                 feature_cache: bool = True, qa_decoding: str = DEFAULT_QA_DECODING):
         self.task = get_task(task)
         self.language = language
         self.device = resolve_device(device)
@@ -133,7 +134,7 @@ class AdaptEngine(RunSteps):
         self.start = start
         self.model = start.model.to(self.device)
         self.model.use_linear_head()
-        self.featurizer = Featurizer(start.tokenizer, self.task, max_seq_length)
+        self.featurizer = Featurizer(start.tokenizer, self.task, max_seq_length, qa_decoding)
         self.eval_max_tokens = eval_max_tokens or eval_token_budget(self.device)
         self.test: EvalSet | None = (prepare_eval(self.featurizer, test, self.device,
                                                   max_tokens=self.eval_max_tokens)
@@ -473,6 +474,7 @@ class AdaptEngine(RunSteps):
             "test": self.test_info["sha256"] if self.test_info else None,
             "batch": protocol.batch_size or "bucket", "optimizer": protocol.optimizer.name,
             **({} if protocol.is_default else {"protocol": protocol.changes()}),
+            **self._decoding(),
             **regime_identity(settings["regime"], settings["average_last"], self.source_train_info,
                               self.source_dev_info, settings["companion_info"]),
         }
@@ -496,9 +498,14 @@ class AdaptEngine(RunSteps):
             "wall_time_s": round(time.perf_counter() - began, 3), **extra,
         }
 
+    def _decoding(self) -> dict[str, Any]:
+        """How answers are decoded (extractive QA only, whose scores it changes)."""
+        return {"qa_decoding": self.featurizer.qa_decoding} if self.task.is_qa else {}
+
     def _record_context(self) -> dict[str, Any]:
         """What every record of the engine says of its start, data and machine (threads too)."""
         return {"max_seq_length": self.featurizer.max_len, "metric": self.task.metric,
+                **self._decoding(),
                 "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
                           "source_training": not self.start.fresh_head},
                 "source_languages": self.start.info.get("source_languages"),
@@ -541,7 +548,8 @@ class AdaptEngine(RunSteps):
                   "seed": seed, "max_seq_length": self.featurizer.max_len,
                   "start": self.start.info["id"],
                   "dev": self.dev_info["sha256"] if self.dev_info else None,
-                  "test": self.test_info["sha256"] if self.test_info else None}
+                  "test": self.test_info["sha256"] if self.test_info else None,
+                  **self._decoding()}
         record = {
             "format": RUN_FORMAT, "task": task.name, "language": self.language, "k": 0,
             "bucket": {"id": f"{task.name}/{self.language}/k0/{ZERO_SHOT_RUN}", "index": 0,

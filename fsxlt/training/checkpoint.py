@@ -27,7 +27,7 @@ import torch
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, read_json, staged_dir
-from fsxlt.modeling import FsxltModel, build_model
+from fsxlt.modeling import DEFAULT_HEAD, FsxltModel, build_model
 from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.loop import restore, snapshot
@@ -173,15 +173,17 @@ def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Modu
     return encoder, tokenizer
 
 
-def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0) -> Start:
-    """Load an fsxlt checkpoint, or a pretrained encoder with a fresh head for ``task``."""
+def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0,
+               head: str | None = None) -> Start:
+    """Load an fsxlt checkpoint (with the head it was trained with), or a pretrained
+    encoder with a fresh head for ``task`` (``head``: :data:`fsxlt.modeling.HEADS`)."""
     task = get_task(task)
     path = Path(name_or_path)
     if not is_checkpoint(path):
         encoder, tokenizer = load_encoder(name_or_path, seed)
-        model = build_model(encoder, task, seed)
+        model = build_model(encoder, task, seed, head or DEFAULT_HEAD)
         info = {"kind": "pretrained", "encoder": str(name_or_path), "path": None,
-                "id": start_fingerprint(name_or_path)}
+                "id": start_fingerprint(name_or_path), **_head_fact(model)}
         return Start(model, tokenizer, info, fresh_head=True)
     meta = read_json(path / CHECKPOINT_FILE)
     if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
@@ -192,20 +194,31 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0)
     head_path = path / HEAD_FILE
     if not head_path.is_file():
         raise FsxltError(f"{head_path}: file not found")
+    own = str(meta.get("head") or DEFAULT_HEAD)  # checkpoints before 0.5: the pooler's
+    if head is not None and head != own:
+        raise FsxltError(f"{path}: a checkpoint with the {own} head, not {head}; its head is "
+                         "its own (source-train with --head to get another)")
     encoder, tokenizer = load_encoder(path, seed)
-    model = build_model(encoder, task, seed)
+    model = build_model(encoder, task, seed, own)
     head = _load_head(head_path)
     missing = set(model.head_state_dict()) - set(head)
     if missing:
         raise FsxltError(f"{head_path}: missing weights {', '.join(sorted(missing))}")
     model.load_state_dict(head, strict=False)
     info = {"kind": "source-trained", "encoder": meta.get("encoder"), "path": str(path),
+            **_head_fact(model),
             "id": start_fingerprint(path),  # by content: record, head, weights, tokenizer
             "source_languages": meta.get("source_languages")
             or [meta.get("source_language", task.source_language)],
             "long_sentences": start_long_sentences(meta, task)}
     return Start(model, tokenizer, info, fresh_head=False, record=meta,
                  extra=_saved_modules(head, set(model.head_state_dict())))
+
+
+def _head_fact(model: FsxltModel) -> dict[str, str]:
+    """What a start's record says of its head: which one, where a pooler could be."""
+    return {"head": model.head_name} if model.kind in ("classification",
+                                                       "multiple_choice") else {}
 
 
 def start_long_sentences(meta: dict[str, Any], task: TaskSpec) -> str:

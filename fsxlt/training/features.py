@@ -172,7 +172,7 @@ class FeatureCache:
         out = []
         with _frozen_forward(self.model, self.device, self.amp):
             for batch in batches:
-                kept = {k: batch[k] for k in ("attention_mask", "context_mask")
+                kept = {k: batch[k] for k in ("attention_mask", "context_mask", "max_context")
                         if k in batch and self.model.kind == "extractive_qa"}  # span masks
                 out.append({"features": self.model.encode(batch), "labels": batch["labels"],
                             **kept})

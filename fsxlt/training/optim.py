@@ -2,9 +2,11 @@
 
 The study trains with Adam (default betas and epsilon), no weight decay and a constant
 learning rate; :class:`OptimizerSettings` of its defaults is that. The training-regime
-peer study (Schmidt et al. 2022, "Don't Stop Fine-Tuning") trains with AdamW, weight
-decay 0.05 (its ``trident-xtreme/configs/optimizer/adamw.yaml``), a linear warm-up over
-the first 10% of all training steps and a linear decay to 0 (:data:`PEER`).
+peer study (Schmidt et al. 2022, "Don't Stop Fine-Tuning") trains with transformers
+4.x's AdamW (``transformers-adamw``: :mod:`fsxlt.training.transformers_adamw`; ``adamw``
+is torch's), weight decay 0.05 (its ``trident-xtreme/configs/optimizer/adamw.yaml``
+lines 1-4), a linear warm-up over the first 10% of all training steps, kept fractional,
+and a linear decay to 0 (:data:`PEER`).
 
 Weight decay applies to every trainable parameter except biases and normalisation
 weights (:func:`decays`): a parameter is not decayed when its name contains ``bias``
@@ -17,7 +19,10 @@ study's optimizer, exactly).
 
 ``schedule``: ``constant`` (the learning rate stays; after ``warmup`` if given) or
 ``linear`` (``transformers.get_linear_schedule_with_warmup``: from 0 up to the lr over
-``round(warmup x total)`` steps, then down to 0 at ``total``). The caller gives the
+``round(warmup x total)`` steps, then down to 0 at ``total``). ``fractional_warmup``
+keeps ``warmup x total`` unrounded, as the peer's trident does (``trident/core/mixins/
+optimizer.py`` lines 74-77: 25 steps, warm-up 2.5: step lrs 0, 0.4, 0.8 of the peak,
+then the decay). The caller gives the
 total: adapting, the steps of one epoch x ``max_epochs`` (a run that stops early never
 reaches the end of the decay); source-training, the batches of one epoch x ``epochs``.
 The schedule advances after every optimizer step, as the peer's (Lightning's
@@ -36,16 +41,17 @@ from fsxlt.errors import FsxltError
 if TYPE_CHECKING:
     import torch
 
-OPTIMIZERS = ("adam", "adamw")
+OPTIMIZERS = ("adam", "adamw", "transformers-adamw")
 SCHEDULES = ("constant", "linear")
-OPTIMIZER_KEYS = ("name", "weight_decay", "warmup", "schedule")
+OPTIMIZER_KEYS = ("name", "weight_decay", "warmup", "schedule", "fractional_warmup")
 
 
 # how a setting is named in messages where no other name is given
 NAMES = {"name": "optimizer", "weight_decay": "weight_decay", "warmup": "warmup",
-         "schedule": "schedule"}
+         "schedule": "schedule", "fractional_warmup": "fractional_warmup"}
 FLAGS = {"name": "--optimizer", "weight_decay": "--weight-decay", "warmup": "--warmup",
-         "schedule": "--schedule"}  # the command-line flags (fsxlt adapt, source-train)
+         "schedule": "--schedule", "fractional_warmup": "--fractional-warmup"}
+# (the command-line flags of fsxlt adapt and source-train)
 
 
 def _checked(key: str, value: Any, shown: str) -> Any:
@@ -57,6 +63,8 @@ def _checked(key: str, value: Any, shown: str) -> Any:
         raise FsxltError(f"{shown} must be one of {', '.join(SCHEDULES)}, got {value!r}")
     if key == "weight_decay" and not (number and math.isfinite(value) and value >= 0):
         raise FsxltError(f"{shown} must be a number >= 0, got {value!r}")
+    if key == "fractional_warmup" and not isinstance(value, bool):
+        raise FsxltError(f"{shown} must be true or false, got {value!r}")
     if key == "warmup" and not (number and 0 <= value < 1):
         raise FsxltError(f"{shown} must be a fraction of the training steps in [0, 1), "
                          f"got {value!r}")
@@ -71,6 +79,7 @@ class OptimizerSettings:
     weight_decay: float = 0.0
     warmup: float = 0.0  # a fraction of all training steps, in [0, 1)
     schedule: str = "constant"
+    fractional_warmup: bool = False  # warmup x steps unrounded (the peer's)
 
     def __post_init__(self) -> None:
         for key in OPTIMIZER_KEYS:
@@ -86,9 +95,13 @@ class OptimizerSettings:
         return self.schedule != "constant" or self.warmup > 0
 
     def describe(self) -> dict[str, Any]:
-        """The record's ``optimizer`` block (every setting)."""
-        return {"name": self.name, "weight_decay": self.weight_decay, "warmup": self.warmup,
-                "schedule": self.schedule}
+        """The record's ``optimizer`` block (every setting; ``fractional_warmup`` where it
+        is on, so that 0.4's identities stay)."""
+        out: dict[str, Any] = {"name": self.name, "weight_decay": self.weight_decay,
+                               "warmup": self.warmup, "schedule": self.schedule}
+        if self.fractional_warmup:
+            out["fractional_warmup"] = True
+        return out
 
     def changes(self) -> dict[str, Any]:
         """What an identity adds: nothing for the study's Adam, else every setting."""
@@ -96,7 +109,7 @@ class OptimizerSettings:
 
 
 DEFAULT = OptimizerSettings()
-PEER = OptimizerSettings("adamw", 0.05, 0.1, "linear")  # Schmidt et al. (2022)
+PEER = OptimizerSettings("transformers-adamw", 0.05, 0.1, "linear", True)  # Schmidt et al.
 
 
 def settings_from(values: dict[str, Any], shown: Callable[[str], str]) -> OptimizerSettings:
@@ -109,10 +122,12 @@ def settings_from(values: dict[str, Any], shown: Callable[[str], str]) -> Optimi
 
 def flag_settings(name: str | None = None, weight_decay: float | None = None,
                   warmup: float | None = None, schedule: str | None = None,
-                  ) -> OptimizerSettings:
-    """The command line's ``--optimizer``/``--weight-decay``/``--warmup``/``--schedule``."""
+                  fractional_warmup: bool = False) -> OptimizerSettings:
+    """The command line's ``--optimizer``/``--weight-decay``/``--warmup``/``--schedule``/
+    ``--fractional-warmup``."""
     return settings_from({"name": name, "weight_decay": weight_decay, "warmup": warmup,
-                          "schedule": schedule}, FLAGS.__getitem__)
+                          "schedule": schedule,
+                          "fractional_warmup": fractional_warmup or None}, FLAGS.__getitem__)
 
 
 def parse_optimizer(value: Any, where: str = "optimizer") -> OptimizerSettings:
@@ -153,7 +168,10 @@ def build_optimizer(model: torch.nn.Module, lr: float, settings: OptimizerSettin
     loop only calls ``step`` and ``zero_grad``. ``total_steps``: needed by a schedule."""
     import torch
 
-    kind = torch.optim.AdamW if settings.name == "adamw" else torch.optim.Adam
+    from fsxlt.training.transformers_adamw import TransformersAdamW
+
+    kind = {"adamw": torch.optim.AdamW, "transformers-adamw": TransformersAdamW}.get(
+        settings.name, torch.optim.Adam)
     if settings.weight_decay:
         optimizer = kind(parameter_groups(model, settings.weight_decay), lr=float(lr),
                          weight_decay=settings.weight_decay)
@@ -174,7 +192,8 @@ def make_schedule(optimizer: torch.optim.Optimizer, settings: OptimizerSettings,
     if total_steps is None or total_steps < 1:
         raise FsxltError(f"the {settings.schedule} schedule needs the number of training "
                          f"steps, got {total_steps!r}")
-    warmup = round(settings.warmup * total_steps)
+    warmup = settings.warmup * total_steps
+    warmup = warmup if settings.fractional_warmup else round(warmup)
     if settings.schedule == "linear":
         return get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
     return get_constant_schedule_with_warmup(optimizer, warmup)

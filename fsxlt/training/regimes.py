@@ -31,7 +31,10 @@ pretrained encoder, as the training regimes of Schmidt et al. (2022) do:
 
 Steps and epochs: ``target_batch_size`` None takes the whole bucket in every step; N
 takes the next N bucket rows of a seeded shuffle, cycling through the bucket (the last
-slice of a pass may be shorter; a new shuffle starts the next pass). ``epoch`` ``steps``
+slice of a pass may be shorter; a new shuffle starts the next pass). The bucket's pass
+carries on from one epoch into the next, unless ``target_restart``: then every epoch
+begins a new pass, as the peer's Lightning data loaders restart every epoch (this
+differs when K exceeds ``target_batch_size`` and is no multiple of it). ``epoch`` ``steps``
 makes an epoch ``steps_per_epoch`` optimizer steps; ``source-pass`` makes it one pass
 over the source data (ceil(source rows / ``batch_size``) steps, reshuffled every
 epoch), as the peer's epochs are. The target dev set is scored after every epoch and
@@ -59,12 +62,13 @@ REGIMES = (SEQUENTIAL, "joint", "joint-concat", "joint-macro", "mixup", "multi")
 LEGACY_NAMES = LEGACY_REGIMES
 INT_OPTIONS = ("batch_size", "steps_per_epoch", "target_repeat", "target_batch_size",
                "multi_epochs")
-REGIME_OPTIONS = (*INT_OPTIONS, "epoch", "alpha", "languages")
+REGIME_OPTIONS = (*INT_OPTIONS, "epoch", "alpha", "languages", "target_restart")
 EPOCHS = ("steps", "source-pass")
 # which regimes an option is for (the others are refused when given)
 OPTION_REGIMES = {"target_repeat": ("joint",), "alpha": ("mixup",), "languages": ("multi",),
                   "multi_epochs": ("multi",),
-                  "target_batch_size": ("joint-concat", "joint-macro", "mixup", "multi")}
+                  "target_batch_size": ("joint-concat", "joint-macro", "mixup", "multi"),
+                  "target_restart": ("joint-concat", "joint-macro", "mixup", "multi")}
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class Regime:
     alpha: float = 0.4          # mixup: λ ~ Beta(alpha, alpha)
     languages: tuple[str, ...] = ()  # multi: the target languages trained together
     multi_epochs: int | None = None  # multi-stage: multi for these epochs, then macro
+    target_restart: bool = False  # every epoch a new pass over the bucket (the peer's)
 
     def __post_init__(self) -> None:
         if self.name not in REGIMES:
@@ -94,6 +99,9 @@ class Regime:
         if self.epoch not in EPOCHS:
             raise FsxltError(f"regime {self.name}: epoch must be one of {', '.join(EPOCHS)}, "
                              f"got {self.epoch!r}")
+        if not isinstance(self.target_restart, bool):
+            raise FsxltError(f"regime {self.name}: target_restart must be true or false, "
+                             f"got {self.target_restart!r}")
         alpha = self.alpha
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
             raise FsxltError(f"regime {self.name}: alpha must be a number > 0, got {alpha!r}")
@@ -126,6 +134,8 @@ class Regime:
         if self.target_batch_size is not None and self.name in OPTION_REGIMES[
                 "target_batch_size"]:
             out["target_batch_size"] = self.target_batch_size
+        if self.target_restart and self.name in OPTION_REGIMES["target_restart"]:
+            out["target_restart"] = True
         if self.mixes:
             out["alpha"] = float(self.alpha)
         if self.name == "multi":
@@ -286,6 +296,9 @@ class JointMixer:
         one new pass over the source data (``source-pass``)."""
         if self.regime.epoch == "source-pass":
             self.stream.restart()
+        if self.regime.target_restart:
+            for _rows, stream in self.targets:
+                stream.restart()
         for _ in range(self.steps_per_epoch):
             yield self._step()
         self.epochs_done += 1

@@ -36,17 +36,17 @@ import torch
 from tqdm.auto import tqdm
 
 from fsxlt.data import Example
-from fsxlt.errors import FsxltError
-from fsxlt.evaluation import describe_examples, make_eval_set, require_scorable, score
-from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
-from fsxlt.modeling import (
+from fsxlt.encoding import (
     DEFAULT_LONG_SENTENCES,
     Featurizer,
-    FsxltModel,
     check_label_all_tokens,
     check_long_sentences,
     collate,
 )
+from fsxlt.errors import FsxltError
+from fsxlt.evaluation import describe_examples, make_eval_set, require_scorable, score
+from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
+from fsxlt.modeling import DEFAULT_HEAD, FsxltModel, check_head
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import CandidateCollector, check_averaging
 from fsxlt.training.checkpoint import load_start, resolve_device, save_checkpoint
@@ -112,6 +112,7 @@ class _Schedule:
     long_sentences: str = DEFAULT_LONG_SENTENCES  # training rows of a long sentence
     optimizer: OptimizerSettings = OptimizerSettings()  # the study's Adam, constant lr
     label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
+    head: str = DEFAULT_HEAD  # classification: BERT's pooler head, or cls (the peer's)
 
 
 @dataclass
@@ -184,49 +185,45 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
                  long_sentences: str = DEFAULT_LONG_SENTENCES,
                  seeds: Sequence[int] | None = None,
                  seed_weights: str | None = None, optimizer: OptimizerSettings | None = None,
-                 label_all_tokens: bool = False) -> SourceResult:
+                 label_all_tokens: bool = False, head: str = DEFAULT_HEAD) -> SourceResult:
     """Source-train ``model_name`` on ``train``; select by the source ``dev`` score.
 
-    ``source_languages`` (default: the task's, English) are the languages of
-    ``train`` (a pivot language, or the union of several); ``dev`` is one
-    dev set, or one per source language. ``select``: ``source-dev`` (the
-    mean dev score over the source languages; the study's English dev) or
-    ``all-dev`` (XGLUE's choice: the mean over every language with a dev
-    set, targets included).
+    ``source_languages`` (default: the task's, English) are the languages of ``train`` (a
+    pivot language, or the union of several); ``dev`` is one dev set, or one per source
+    language. ``select``: ``source-dev`` (the mean dev score over the source languages; the
+    study's English dev) or ``all-dev`` (XGLUE's choice: the mean over every language with a
+    dev set, targets included).
 
-    ``target_dev``/``target_test`` map target languages to their examples;
-    ``sources`` maps ``"train"``, ``"dev"``, ``"dev-<lang>"``, ``"test-<lang>"`` to
-    where the data came from (recorded only). With ``checkpoint_test_scores``
-    every checkpoint is also scored on the target test sets (what oracle
-    zero-shot numbers and directional-agreement analyses need). ``method``
-    is ``full`` (the study's source-training) or ``pet`` (the task's pattern
-    and English verbalizer, for every language; the trained masked-LM head
-    is saved with the checkpoint, so adapting with ``pet`` continues from it).
+    ``target_dev``/``target_test`` map target languages to their examples; ``sources`` maps
+    ``"train"``, ``"dev"``, ``"dev-<lang>"``, ``"test-<lang>"`` to where the data came from
+    (recorded only). With ``checkpoint_test_scores`` every checkpoint is also scored on the
+    target test sets (what oracle zero-shot numbers and directional-agreement analyses
+    need). ``method`` is ``full`` (the study's source-training) or ``pet`` (the task's
+    pattern and English verbalizer, for every language; the trained masked-LM head is saved
+    with the checkpoint, so adapting with ``pet`` continues from it).
 
-    ``average_last`` N (checkpoint averaging): every lr run keeps its last N
-    epochs' weights, and the record's ``candidates`` holds the dev and test
-    scores of the selected checkpoint, each run's last epoch
-    (``last@<lr>``), the mean of each run's last N epochs
-    (``average-last-<N>@<lr>``) and the mean of the runs' last epochs
-    (``average-lrs``). ``keep`` picks the returned model: ``selected`` (the
-    default), ``last`` (one lr), ``average-last`` (one lr) or
-    ``average-lrs`` (the averages need ``average_last``); its scores become
-    the record's ``zero_shot``. See :mod:`fsxlt.training.candidates`.
-
+    ``average_last`` N (checkpoint averaging): every lr run keeps its last N epochs'
+    weights, and the record's ``candidates`` holds the dev and test scores of the selected
+    checkpoint, each run's last epoch (``last@<lr>``), the mean of each run's last N epochs
+    (``average-last-<N>@<lr>``) and the mean of the runs' last epochs (``average-lrs``).
+    ``keep`` picks the returned model: ``selected`` (the default), ``last`` (one lr),
+    ``average-last`` (one lr) or ``average-lrs`` (the averages need ``average_last``); its
+    scores become the record's ``zero_shot``. See :mod:`fsxlt.training.candidates`.
     ``keep="oracle"``: also ``oracles``, per target language its dev set's best epoch
     (:mod:`fsxlt.training.oracle`; :meth:`SourceResult.save` writes them). ``keep=
     "average-seeds"``: one training per ``seeds``, the model the mean of their
     ``seed_weights`` (``selected`` or ``last``; :mod:`fsxlt.training.seed_average`).
 
-    ``long_sentences``: how a training sentence longer than ``max_seq_length``
-    becomes training rows, ``truncate`` (the study's) or ``windows`` (tagging: one
-    row per window); the record (and so the checkpoint) says which, and its ``optimizer``
-    and ``label_all_tokens`` (tagging: every wordpiece of a word scored in training).
+    ``long_sentences``: a training sentence longer than ``max_seq_length``, ``truncate``d
+    (the study's) or cut into ``windows`` (tagging); ``label_all_tokens``: tagging, every
+    wordpiece of a word scored in training; ``head``: ``pooler`` (the study's) or ``cls`` (the
+    peer's: no pooler; :mod:`fsxlt.modeling`). The record (the checkpoint) says each.
     """
     task = get_task(task)
     schedule = replace(_schedule(task, lrs, epochs, batch_size, seed, long_sentences),
                        optimizer=optimizer or OptimizerSettings(),
-                       label_all_tokens=check_label_all_tokens(label_all_tokens, task))
+                       label_all_tokens=check_label_all_tokens(label_all_tokens, task),
+                       head=check_head(head, task.kind, "--head"))
     check_averaging(average_last, keep, schedule.lrs)
     plan = check_seeds(seeds, seed, keep, seed_weights, schedule.lrs)
     sources_langs = list(source_languages or [task.source_language])
@@ -273,7 +270,7 @@ def _run(request: _Request) -> _Run:
     averaging = check_averaging(request.average_last, request.keep, schedule.lrs)
     began = time.perf_counter()
     device = resolve_device(request.device)
-    start = load_start(request.model_name, task, seed=schedule.seed)
+    start = load_start(request.model_name, task, seed=schedule.seed, head=schedule.head)
     model = start.model.to(device)
     featurizer = Featurizer(start.tokenizer, task, request.max_seq_length)
     trainer = get_method(request.method, task.kind)
@@ -533,13 +530,14 @@ def _config(training: _Training, model_name: str, data: _Data, read: dict[str, A
     task, trainer, schedule = training.task, training.trainer, training.schedule
     config = {"task": task.name, "labels": list(task.labels), "encoder": model_name,
               **({"method": trainer.identity()} if trainer.identity() is not None else {}),
-              "lrs": schedule.lrs, "epochs": schedule.epochs,
-              "batch_size": schedule.batch_size, "seed": schedule.seed,
-              "max_seq_length": training.featurizer.max_len,
+              "lrs": schedule.lrs, "epochs": schedule.epochs, "batch_size": schedule.batch_size,
+              "seed": schedule.seed, "max_seq_length": training.featurizer.max_len,
+              **({"qa_decoding": training.featurizer.qa_decoding} if task.is_qa else {}),
               **({} if schedule.long_sentences == DEFAULT_LONG_SENTENCES
                  else {"long_sentences": schedule.long_sentences}),
               **({"optimizer": schedule.optimizer.changes()} if schedule.optimizer.changes()
                  else {}), **({"label_all_tokens": True} if schedule.label_all_tokens else {}),
+              **({"head": schedule.head} if schedule.head != DEFAULT_HEAD else {}),
               "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
                            {lang: d["sha256"] for lang, d in v.items()})
                        for k, v in read.items() if k != "source_dev"}}
@@ -583,11 +581,13 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
         "format": SOURCE_FORMAT, "task": task.name, "kind": task.kind,
         "labels": list(task.labels), "metric": task.metric, "encoder": model_name,
         "method": training.trainer.describe(), "source_language": "+".join(languages),
-        "source_languages": languages, "lrs": schedule.lrs,
-        "epochs": schedule.epochs,
+        "source_languages": languages, "lrs": schedule.lrs, "epochs": schedule.epochs,
         "batch_size": schedule.batch_size, "seed": schedule.seed,
         "max_seq_length": training.featurizer.max_len, "optimizer": schedule.optimizer.describe(),
+        **({"qa_decoding": training.featurizer.qa_decoding} if task.is_qa else {}),
         "long_sentences": schedule.long_sentences, "label_all_tokens": schedule.label_all_tokens,
+        **({"head": schedule.head} if task.kind in ("classification", "multiple_choice")
+           else {}),
         "data": read, "checkpoints": search.checkpoints, "lr_results": search.lr_results,
         "selection": {"protocol": _protocol(data),
                       "languages": sets.selecting,

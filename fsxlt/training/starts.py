@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from fsxlt.data import Example
+from fsxlt.encoding import Featurizer
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import (
     EvalSet,
@@ -41,7 +42,7 @@ from fsxlt.evaluation import (
     score_and_predict,
 )
 from fsxlt.methods import Method, get_method
-from fsxlt.modeling import Featurizer, quiet_transformers
+from fsxlt.modeling import quiet_transformers
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
 
