@@ -6,9 +6,13 @@ file and tokenizer), the similarity order's sentence encoder, is identified
 by :func:`fingerprint`: the sha256 of every file it is made of, by relative
 path. Two models with the same config and other weights, in other
 directories or replaced in place, are two models; the same files copied
-elsewhere are one. A name that is not a local path (a Hugging Face hub
-model) is identified by its name, the only thing there is to hash before
-the hub is asked.
+elsewhere are one. A name that is not a local path is a Hugging Face hub model,
+``NAME`` or ``NAME@REVISION`` (a branch, tag or commit; ``main`` when none is
+given): it is identified by the commit that revision resolves to
+(:func:`hub_commit`, ``hub:NAME@COMMIT``), as lm-eval records a model's revision,
+and loaded at that commit (:func:`hub_source`), so a model updated on the hub is
+another model. Resolving asks the hub, or the local cache offline
+(``HF_HUB_OFFLINE=1``); a name neither knows is a one-line error.
 
 Hashing is cached by (real path, size, modification time, inode, change time):
 per process, and for files of 1 MiB or more (model weights) also across commands,
@@ -23,12 +27,15 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
+from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text, sha256_file
 
 _REMEMBERED = 1 << 20  # files this large have their hash kept across commands
 _CACHE: dict[str, str] = {}
+_COMMITS: dict[tuple[str, str | None, str], str] = {}  # (repo, revision, file) -> commit
 _DISK: dict[str, str] | None = None  # the cache file's entries, read once per process
 # files that travel with a model folder but do not make the model
 _IGNORED = (".fsxlt-writer.lock", ".DS_Store")
@@ -96,7 +103,7 @@ def fingerprint(name_or_path: str | Path, *, files: list[str] | None = None) -> 
     absent), e.g. one GGUF file and the tokenizer of a folder that holds several."""
     path = Path(name_or_path)
     if not path.exists():
-        return f"hub:{name_or_path}"
+        return f"hub:{pinned(str(name_or_path))}"
     if path.is_file():
         return "sha256:" + file_sha256(path)
     chosen = model_files(path) if files is None else \
@@ -105,3 +112,55 @@ def fingerprint(name_or_path: str | Path, *, files: list[str] | None = None) -> 
     for file in chosen:
         digest.update(f"{file.relative_to(path).as_posix()}\0{file_sha256(file)}\n".encode())
     return "sha256:" + digest.hexdigest()
+
+
+_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
+
+
+def hub_id_like(name: str) -> bool:
+    """Whether ``name`` could be a model id on the hub (rather than a local path)."""
+    return (bool(_HUB_ID.match(name)) and len(name) <= 96 and "--" not in name
+            and ".." not in name and not name.startswith((".", "-")) and not name.endswith("."))
+
+
+def split_revision(name: str) -> tuple[str, str | None]:
+    """``NAME@REVISION`` as (NAME, REVISION); a name without one as (NAME, None)."""
+    repo, sep, revision = name.partition("@")
+    return (repo, revision) if sep and revision else (repo, None)
+
+
+def hub_commit(repo: str, revision: str | None = None, filename: str = "config.json") -> str:
+    """The commit ``revision`` (``main`` when None) of the hub model ``repo`` is at: the
+    snapshot huggingface_hub downloads ``filename`` into (or finds in its cache offline),
+    resolved once per process."""
+    key = (repo, revision, filename)
+    if key not in _COMMITS:
+        from huggingface_hub import hf_hub_download
+
+        try:
+            path = Path(hf_hub_download(repo, filename, revision=revision))
+        except Exception as err:  # offline and not cached, no such model or revision
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
+            raise FsxltError(f"{repo}: cannot resolve hub revision {revision or 'main'} to a "
+                             f"commit ({type(err).__name__}: {first})") from None
+        _COMMITS[key] = path.parent.name
+    return _COMMITS[key]
+
+
+def pinned(name: str, filename: str = "config.json") -> str:
+    """A hub model name as ``NAME@COMMIT``, the commit it loads now; a local path as it is.
+    ``filename``: a file the model's repository holds (a GGUF repository has no
+    ``config.json``)."""
+    repo, revision = split_revision(name)
+    if Path(name).exists() or not hub_id_like(repo):  # a path (the loader says what is wrong)
+        return name
+    return f"{repo}@{hub_commit(repo, revision, filename)}"
+
+
+def hub_source(name: str, filename: str = "config.json") -> tuple[str, dict[str, str]]:
+    """What ``from_pretrained`` takes for ``name``: a local path as it is (no options), a
+    hub name as its repository and ``revision`` = the commit it resolves to."""
+    repo, _revision = split_revision(name)
+    if Path(name).exists() or not hub_id_like(repo):
+        return name, {}
+    return repo, {"revision": split_revision(pinned(name, filename))[1] or ""}

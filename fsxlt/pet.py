@@ -96,7 +96,10 @@ def check_mlm_config(start: str | Path) -> None:
 
     quiet_transformers()
     try:
-        config = AutoConfig.from_pretrained(source, local_files_only=True)
+        from fsxlt.identity import hub_source
+
+        name, revision = hub_source(source)
+        config = AutoConfig.from_pretrained(name, local_files_only=True, **revision)
     except Exception:  # not local, not cached, unreadable: the loading says what is wrong
         return
     architectures = [str(name) for name in getattr(config, "architectures", None) or []]
@@ -114,8 +117,12 @@ def load_mlm_head(source: str, model: FsxltModel) -> nn.Module:
     from fsxlt.modeling import quiet_transformers
 
     quiet_transformers()
+    from fsxlt.identity import hub_source
+
     try:
-        mlm, info = AutoModelForMaskedLM.from_pretrained(source, output_loading_info=True)
+        name, revision = hub_source(source)  # a hub name: at the commit it resolves to
+        mlm, info = AutoModelForMaskedLM.from_pretrained(name, output_loading_info=True,
+                                                         **revision)
     except Exception as err:  # no such model, hub unreachable, an architecture without MLM
         first = (str(err).strip().splitlines() or [err.__class__.__name__])[0]
         raise FsxltError(f"pet needs the masked-LM head of {source}: cannot load it "

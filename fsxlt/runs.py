@@ -202,15 +202,13 @@ def checkpoint_meta(start: str | Path | None) -> dict[str, Any]:
 def start_fingerprint(start: str | Path) -> str:
     """What identifies a start, by content (:func:`fsxlt.identity.fingerprint`): a
     checkpoint's every file (its record, head, encoder weights and tokenizer), a
-    pretrained encoder directory's files; a hub encoder by its name."""
+    pretrained encoder directory's files; a hub encoder by the commit it loads."""
     from fsxlt.identity import fingerprint
 
     path = Path(start)
     if (path / CHECKPOINT_FILE).is_file():
         return "checkpoint:" + fingerprint(path).removeprefix("sha256:")
-    if path.is_dir():
-        return "pretrained:" + fingerprint(path)
-    return f"pretrained:{start}"
+    return "pretrained:" + fingerprint(path if path.is_dir() else str(start))
 
 
 # --------------------------------------------------------------------------- layout

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import random
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The hub is unreachable here: ask only the local cache, at once, as a user offline would
+# (huggingface_hub reads these when it is imported, so they are set before any test imports
+# it). The cache is the tests' own: the hub names tests plan runs with (never load) are
+# in it at commit HUB_COMMIT, a config.json each, laid out as huggingface_hub lays it out,
+# so a name resolves to its commit as online (fsxlt.identity.hub_commit).
+os.environ["HF_HUB_OFFLINE"] = "1"
+HUB_COMMIT = "0" * 40
+HUB_NAMES = ("bert-base-multilingual-cased", "xlm-roberta-base", "an-encoder", "some-encoder")
+_HUB_CACHE = Path(tempfile.mkdtemp(prefix="fsxlt-tests-hub-"))
+os.environ["HF_HUB_CACHE"] = str(_HUB_CACHE)
+atexit.register(shutil.rmtree, _HUB_CACHE, True)
+for _repo in HUB_NAMES:
+    _folder = _HUB_CACHE / ("models--" + _repo.replace("/", "--"))
+    (_folder / "snapshots" / HUB_COMMIT).mkdir(parents=True)
+    (_folder / "snapshots" / HUB_COMMIT / "config.json").write_text('{"model_type": "bert"}\n')
+    (_folder / "refs").mkdir()
+    (_folder / "refs" / "main").write_text(HUB_COMMIT)
 
 XNLI_LABELS = ["entailment", "neutral", "contradiction"]
 

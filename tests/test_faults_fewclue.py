@@ -169,6 +169,23 @@ def test_import_refuses_null_chid_candidates(tmp_path, capsys):
 def test_csl_keyword_list_is_still_joined(tmp_path):
     path = write_rows(tmp_path / "csl.json", CSL)
     assert read_examples(path, "csl")[0].text_b == "天地、山水"
+    assert read_examples(path, "csl")[0].text_b_items is None  # the join loses nothing
+
+
+def test_a_csl_keyword_holding_the_joiner_keeps_its_bounds(tmp_path):
+    """FewCLUE's GPT baseline joins the keyword list as given with "," (CLUEbenchmark/
+    FewCLUE baselines/models_keras/gpt/data_util.py lines 206-207); a keyword with a "、"
+    (test_public lines 885, 1464, 1681, 2671) stays one keyword in fsxlt's prompt too."""
+    from fsxlt.data import example_from_dict
+    from fsxlt.icl.presets import FEWCLUE_TASKS
+
+    row = {**CSL, "keyword": ["天地、人", "山水"]}
+    example = read_examples(write_rows(tmp_path / "csl.json", row), "csl")[0]
+    assert example.text_b == "天地、人、山水" and example.text_b_items == ("天地、人", "山水")
+    again = example_from_dict(example.to_dict())
+    assert again == example and again.items_b() == ["天地、人", "山水"]
+    query = FEWCLUE_TASKS["csl"][0](again)
+    assert query == f"{CSL['abst']}与下面的关键词：{','.join(row['keyword'])}，"
 
 
 # --------------------------------------------------------------------------- 3, 4: CLUEWSC spans

@@ -22,6 +22,7 @@ from fsxlt.icl.scoring import (
     tokenize_prompt,
 )
 from fsxlt.tasks import builtin_tasks, get_task
+from tests.conftest import HUB_COMMIT
 from tests.icl_fixtures import make_causal_lm_dir, write_task_yaml
 from tests.train_fixtures import nli_data
 
@@ -214,7 +215,7 @@ def test_model_fingerprint_tells_local_models_apart(tmp_path):
     a = make_causal_lm_dir(tmp_path / "a", "llama", seed=0)
     b = make_causal_lm_dir(tmp_path / "b", "gpt2", seed=0)
     assert model_fingerprint(str(a)) != model_fingerprint(str(b))
-    assert model_fingerprint("org/model") == "hub:org/model"
+    assert model_fingerprint("xlm-roberta-base") == f"hub:xlm-roberta-base@{HUB_COMMIT}"
     assert Path(a).is_dir()
 
 

@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from fsxlt import identity
+from fsxlt.errors import FsxltError
 from fsxlt.icl.model import model_fingerprint
 from fsxlt.icl.run import IclSettings
 from fsxlt.runs import start_fingerprint
+from tests.conftest import HUB_COMMIT
 from tests.train_fixtures import make_encoder_dir
 
 
@@ -44,7 +46,12 @@ def test_same_files_elsewhere_are_one_model_and_other_weights_another(encoder, t
     rewrite_weights(encoder, seed=1)
     assert (encoder / "model.safetensors").stat().st_size == size  # same size, config, names
     assert identity.fingerprint(encoder) != before
-    assert identity.fingerprint("some-org/some-model") == "hub:some-org/some-model"
+    # a hub name is the commit it resolves to (the tests' hub cache: tests/conftest.py)
+    assert identity.fingerprint("xlm-roberta-base") == f"hub:xlm-roberta-base@{HUB_COMMIT}"
+    assert identity.fingerprint(f"xlm-roberta-base@{HUB_COMMIT}") == \
+        f"hub:xlm-roberta-base@{HUB_COMMIT}"
+    with pytest.raises(FsxltError, match="some-org/some-model: cannot resolve hub revision"):
+        identity.fingerprint("some-org/some-model")  # offline, and not in the cache
 
 
 def test_a_replaced_tokenizer_is_another_model(encoder):
@@ -112,7 +119,7 @@ def test_a_checkpoint_is_identified_by_its_weights_too(encoder, tmp_path):
     assert start_fingerprint(checkpoint) != before
     assert start_fingerprint(encoder).startswith("pretrained:sha256:")
     assert start_fingerprint("bert-base-multilingual-cased") == \
-        "pretrained:bert-base-multilingual-cased"
+        f"pretrained:hub:bert-base-multilingual-cased@{HUB_COMMIT}"
 
 
 def test_the_similarity_encoder_enters_the_identity_by_content(encoder, tmp_path):

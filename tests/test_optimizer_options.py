@@ -31,8 +31,8 @@ from fsxlt.training.optim import (
     parse_optimizer,
 )
 from fsxlt.training.protocol import Protocol
-from fsxlt.training.transformers_adamw import TransformersAdamW
 from fsxlt.training.regimes import Regime
+from fsxlt.training.transformers_adamw import TransformersAdamW
 from tests.train_fixtures import (
     make_encoder_dir,
     ner_data,
@@ -379,7 +379,8 @@ def one_line(status: int, err: str, says: str) -> None:
 
 
 @pytest.mark.parametrize("flags, says", [
-    (["--optimizer", "sgd"], "--optimizer must be one of adam, adamw, transformers-adamw, got 'sgd'"),
+    (["--optimizer", "sgd"],
+     "--optimizer must be one of adam, adamw, transformers-adamw, got 'sgd'"),
     (["--weight-decay=-1"], "--weight-decay must be >= 0, got -1"),  # every numeric flag
     (["--warmup", "1"], "--warmup must be a fraction of the training steps in [0, 1)"),
     (["--schedule", "cosine"], "--schedule must be one of constant, linear"),

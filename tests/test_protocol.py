@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from unittest import mock
 
 import pytest
 import yaml
@@ -23,13 +22,23 @@ from fsxlt.execution import adapt_plan, expand, load_config, parse_config
 from fsxlt.training import AdaptEngine, strip_timings
 from fsxlt.training.loop import config_hash
 from tests.fewclue_fixtures import FEWCLUE_VOCAB, TRAIN_SIZE, write_fewclue
-from tests.train_fixtures import make_encoder_dir, nli_data, write_bucket_set, write_pairs
+from tests.train_fixtures import (
+    as_written_by_0_4,
+    make_encoder_dir,
+    nli_data,
+    write_bucket_set,
+    write_pairs,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 NLI = ["entailment", "neutral", "contradiction"]
-# The identity hashes of the two runs of adapt_runs() with the study's protocol, computed
-# with fsxlt before adapting had protocol options: they must never change.
-DEFAULT_HASHES = ["run:3cf0a01b8ba97ebb", "run:6229234af6a1d3fa"]
+# The identity hashes of the two runs of adapt_runs() with the study's protocol: no
+# protocol option may change them. fsxlt 0.5.0 identifies a hub start by the commit it
+# loads (tests/conftest.py's HUB_COMMIT here), so they are these since; with the start as
+# 0.4 named it ("pretrained:<name>") they are still the hashes computed before adapting
+# had protocol options (BEFORE_05): nothing else of the identity changed.
+DEFAULT_HASHES = ["run:03de8d2779726e19", "run:b0dea1cad91bdee7"]
+BEFORE_05 = ["run:3cf0a01b8ba97ebb", "run:6229234af6a1d3fa"]
 # what a record's protocol block says of the study's optimizer and tagging loss
 STUDY_TRAINING = {"optimizer": {"name": "adam", "weight_decay": 0.0, "warmup": 0.0,
                                 "schedule": "constant"}, "label_all_tokens": False}
@@ -39,10 +48,9 @@ def adapt_runs(tmp_path: Path, **kwargs):
     """The RunSpecs of ``fsxlt adapt`` over a fixed two-bucket XNLI set (a pretrained
     encoder named, so nothing loads)."""
     data = nli_data(30, seed=1)
-    # a bucket file records the fsxlt version that wrote it; the pins' buckets are 0.2.0's
-    with mock.patch("fsxlt.sampling.store.__version__", "0.2.0"):
-        directory = write_bucket_set(tmp_path / "b", "xnli", "de", 4, [data[:4], data[4:8]],
-                                     NLI)
+    # the pins' buckets are 0.2.0's, identified by their files' bytes as 0.2 to 0.4 did
+    directory = as_written_by_0_4(write_bucket_set(
+        tmp_path / "b", "xnli", "de", 4, [data[:4], data[4:8]], NLI), "0.2.0")
     dev = write_pairs(tmp_path / "dev.tsv", data[8:20])
     test = write_pairs(tmp_path / "test.tsv", data[20:30])
     return adapt_plan("xnli", "de", directory, tmp_path / "runs",
@@ -60,8 +68,12 @@ def engine(tmp_path_factory) -> AdaptEngine:
 # --------------------------------------------------------------------------- defaults
 
 def test_a_default_run_keeps_its_identity(tmp_path):
+    from fsxlt.runs import identity_hash
+
     runs = adapt_runs(tmp_path)
     assert [r.config_hash for r in runs] == DEFAULT_HASHES
+    named = [{**r.identity, "start": "pretrained:bert-base-multilingual-cased"} for r in runs]
+    assert [identity_hash(identity) for identity in named] == BEFORE_05
     assert not {"batch_size", "patience_from"} & set(runs[0].identity)
     explicit = adapt_runs(tmp_path, batch_size=None, patience_from="start")
     assert [r.config_hash for r in explicit] == DEFAULT_HASHES

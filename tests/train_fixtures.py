@@ -143,6 +143,30 @@ def write_bucket_set(root: Path, task: str, language: str, k: int,
     return write_sets(root, [bucket_set])[0].path
 
 
+def as_written_by_0_4(directory: Path, version: str = "0.4.0") -> Path:
+    """Turn a set just written into the set fsxlt ``version`` (0.2 to 0.4) wrote from the
+    same draw: its version in every bucket file's header (the first key, sorted), the
+    manifest's ``fsxlt-buckets/1`` format, and each bucket's hash the sha256 of its file's
+    bytes, the identity those releases gave it."""
+    import json
+
+    from fsxlt.fileio import dumps_json, sha256_text
+
+    manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    for entry in manifest["buckets"]:
+        path = directory / entry["file"]
+        text = path.read_text(encoding="utf-8")
+        if '"fsxlt_version"' not in text:  # written again: the old set was found there
+            text = text.replace(
+                '{\n "bucket": {\n', f'{{\n "bucket": {{\n  "fsxlt_version": "{version}",\n',
+                1)
+        path.write_text(text, encoding="utf-8")
+        entry["sha256"] = sha256_text(text)
+    manifest.update(format="fsxlt-buckets/1", fsxlt_version=version)
+    (directory / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
+    return directory
+
+
 def read_first_bucket(directory: Path):
     return read_bucket(Path(directory) / "00.json")
 

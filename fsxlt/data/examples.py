@@ -22,12 +22,23 @@ class TextExample:
     text_a: str
     text_b: str | None
     label: str
+    # the items ``text_b`` joins with ``、`` (CSL's keywords), kept only where an item holds
+    # a ``、`` itself, so that splitting the text would not give the items back
+    text_b_items: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         row: dict[str, Any] = {"id": self.id, "text_a": self.text_a, "label": self.label}
         if self.text_b is not None:
             row["text_b"] = self.text_b
+        if self.text_b_items is not None:
+            row["text_b_items"] = list(self.text_b_items)
         return row
+
+    def items_b(self) -> list[str]:
+        """The items ``text_b`` joins with ``、`` (CSL's keywords), as the data gave them."""
+        if self.text_b_items is not None:
+            return list(self.text_b_items)
+        return (self.text_b or "").split("、")
 
     def content_key(self) -> tuple:
         """What the example says, ignoring its id (to match examples across files)."""
@@ -168,9 +179,12 @@ def example_from_dict(row: dict[str, Any]) -> Example:
         return GenerationExample(id=str(row["id"]), source=str(row["source"]),
                                  target=str(row["target"]),
                                  language=str(row.get("language") or ""))
-    text_b = row.get("text_b")
+    text_b, items = row.get("text_b"), row.get("text_b_items")
+    if items is not None and not isinstance(items, list):
+        raise TypeError("text_b_items must be a list")
     return TextExample(id=str(row["id"]), text_a=str(row["text_a"]),
-                       text_b=None if text_b is None else str(text_b), label=str(row["label"]))
+                       text_b=None if text_b is None else str(text_b), label=str(row["label"]),
+                       text_b_items=None if items is None else tuple(map(str, items)))
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,15 @@ def _text_field(row: dict[str, Any], key: str, path: Path, line_no: int) -> str:
     return "、".join(value)
 
 
+def _lossy_items(row: dict[str, Any], key: str | None) -> tuple[str, ...] | None:
+    """A list field's items where joining them with ``、`` loses their bounds (an item holds
+    a ``、``: CSL's test_public lines 885, 1464, 1681, 2671), else None."""
+    value = row.get(key) if key in LIST_FIELDS else None
+    if isinstance(value, list) and any("、" in item for item in value):
+        return tuple(value)
+    return None
+
+
 def _fewclue_label(task: TaskSpec, row: dict[str, Any], key: str, path: Path, line_no: int,
                    skipped: Skipped | None, labelled: bool) -> str | None:
     """The row's label as the task names it, or None (reported in ``skipped``) if it has none.
@@ -124,7 +133,9 @@ def read_fewclue_json(path: Path, task: TaskSpec, skipped: Skipped | None = None
         label = _fewclue_label(task, row, fields.get("label", "label"), path, line_no,
                                skipped, labelled)
         if label is not None:
-            examples.append(TextExample(f"{path.name}:{line_no}", text_a, text_b, label))
+            items = _lossy_items(row, fields.get("text_b")) if text_b is not None else None
+            examples.append(TextExample(f"{path.name}:{line_no}", text_a, text_b, label,
+                                        items))
     return examples
 
 

@@ -20,6 +20,7 @@ from fsxlt.data.examples import DEV_SAMPLE_KEY, TEST_SAMPLE_KEY
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan
 from fsxlt.fileio import sha256_file, sha256_text
+from fsxlt.identity import pinned
 from fsxlt.runs import (
     ADAPT_WRITER,
     DEFAULT_REGIME,
@@ -398,7 +399,7 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    arm_regime_label(regime_fields, lang))
     stem = name or bucket_name(index)
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
-                   source_training=source_training, start=start,
+                   source_training=source_training, start=pinned(start),  # hub: its commit
                    bucket_path=str(bucket) if bucket is not None else "",
                    bucket_sha256=bucket_sha, dev_path=str(dev),
                    test_path=str(test) if test is not None else "",

@@ -31,14 +31,15 @@ class CausalLM:
 
 
 def model_fingerprint(name: str, gguf_file: str | None = None) -> str:
-    """A hub name as it is; a local model by its content (:func:`fsxlt.identity.fingerprint`:
-    every file of its directory, weights and tokenizer included; of the GGUF files only
-    ``gguf_file``)."""
-    from fsxlt.identity import fingerprint, model_files
+    """A hub name by the commit it resolves to; a local model by its content
+    (:func:`fsxlt.identity.fingerprint`: every file of its directory, weights and tokenizer
+    included; of the GGUF files only ``gguf_file``)."""
+    from fsxlt.identity import fingerprint, model_files, pinned
 
     path = Path(name)
-    if not path.is_dir():
-        return f"hub:{name}" + (f"/{gguf_file}" if gguf_file else "")
+    if not path.is_dir():  # the commit it loads (a GGUF repository has no config.json)
+        return f"hub:{pinned(name, gguf_file or 'config.json')}" + (
+            f"/{gguf_file}" if gguf_file else "")
     files = None
     if gguf_file:
         files = [f.relative_to(path).as_posix() for f in model_files(path)
@@ -83,16 +84,19 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
 
     if not gguf_file:  # a GGUF directory holds no config.json: the GGUF file is the model
         check_model_location(name, "causal LM")
-    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    from fsxlt.identity import hub_source
+
+    source, revision = hub_source(name, gguf_file or "config.json")  # hub: at its commit
+    extra = {"gguf_file": gguf_file, **revision} if gguf_file else revision
     try:
-        config = AutoConfig.from_pretrained(name, **extra)
+        config = AutoConfig.from_pretrained(source, **extra)
     except (OSError, ValueError) as err:
         raise FsxltError(f"{name}: cannot load a model config ({str(err).splitlines()[0]})"
                          ) from None
     _check_causal(config, name)
     try:  # the boundary every model load shares: one line naming the broken file
-        tokenizer = AutoTokenizer.from_pretrained(name, **extra)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32, **extra)
+        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **extra)
     except Exception as err:
         raise load_failure(name, err, "causal LM", tokenizer=not gguf_file) from None
     model.to(device)

@@ -231,7 +231,7 @@ def _wsc_query(example: Any) -> str:
 
 
 def _csl_query(example: Any) -> str:
-    keywords = ",".join((example.text_b or "").split("、"))  # FewCLUE joins them with ","
+    keywords = ",".join(example.items_b())  # FewCLUE joins the list as given, with ","
     return f"{example.text_a[:300]}与下面的关键词：{keywords}，"
 
 

@@ -45,12 +45,14 @@ def load_encoder(name: str) -> tuple[Any, Any]:
     """A sentence encoder and its tokenizer (an fsxlt checkpoint's encoder, or any model)."""
     from transformers import AutoModel, AutoTokenizer
 
+    from fsxlt.identity import hub_source
     from fsxlt.modeling import quiet_transformers
 
     quiet_transformers()
+    source, revision = hub_source(name)  # a hub name: at the commit it resolves to
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name)
-        encoder = AutoModel.from_pretrained(name)
+        tokenizer = AutoTokenizer.from_pretrained(source, **revision)
+        encoder = AutoModel.from_pretrained(source, **revision)
     except (OSError, ValueError) as err:
         raise FsxltError(f"{name}: cannot load a sentence encoder "
                          f"({str(err).splitlines()[0]})") from None

@@ -17,7 +17,6 @@ no-source-training ablation (docs/protocol.md#ablations).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import torch
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, read_json, staged_dir
+from fsxlt.identity import hub_id_like, hub_source, pinned, split_revision
 from fsxlt.modeling import DEFAULT_HEAD, FsxltModel, build_model
 from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
 from fsxlt.tasks import TaskSpec, get_task
@@ -70,15 +70,6 @@ def _first_line(err: BaseException) -> str:
 
 # What the Hugging Face hub accepts as a model id: ``name`` or ``namespace/name``
 # of letters, digits, '-', '_' and '.', at most 96 characters, no '--' or '..'.
-_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
-
-
-def hub_id_like(name: str) -> bool:
-    """Whether ``name`` could be a model id on the hub (rather than a local path)."""
-    return (bool(_HUB_ID.match(name)) and len(name) <= 96 and "--" not in name
-            and ".." not in name and not name.startswith((".", "-")) and not name.endswith("."))
-
-
 def check_model_location(name: str, what: str = "encoder") -> None:
     """One-line error for a model argument that is neither a directory nor a hub id.
 
@@ -95,7 +86,7 @@ def check_model_location(name: str, what: str = "encoder") -> None:
     if path.exists():
         raise FsxltError(f"cannot load {what} {name}: a file, not a model directory "
                          "or a hub model name")
-    if not hub_id_like(name):
+    if not hub_id_like(split_revision(name)[0]):
         raise FsxltError(f"cannot load {what} {name}: no such directory, and not a model "
                          "name the hub would accept")
 
@@ -162,10 +153,11 @@ def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Modu
 
     name = str(name_or_path)
     check_model_location(name)
+    source, revision = hub_source(name)  # a hub name: at the commit it resolves to
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name)
+        tokenizer = AutoTokenizer.from_pretrained(source, **revision)
         torch.manual_seed(seed)  # encoder weights missing from the checkpoint (e.g. a pooler)
-        encoder = AutoModel.from_pretrained(name)
+        encoder = AutoModel.from_pretrained(source, **revision)
     except Exception as err:  # hub unreachable, not a model, bad files: one line
         raise load_failure(name, err) from None
     if not getattr(tokenizer, "is_fast", False):
@@ -183,7 +175,8 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0,
         encoder, tokenizer = load_encoder(name_or_path, seed)
         model = build_model(encoder, task, seed, head or DEFAULT_HEAD)
         info = {"kind": "pretrained", "encoder": str(name_or_path), "path": None,
-                "id": start_fingerprint(name_or_path), **_head_fact(model)}
+                "id": start_fingerprint(name_or_path), **_head_fact(model),
+                **_revision_fact(str(name_or_path))}
         return Start(model, tokenizer, info, fresh_head=True)
     meta = read_json(path / CHECKPOINT_FILE)
     if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
@@ -213,6 +206,11 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0,
             "long_sentences": start_long_sentences(meta, task)}
     return Start(model, tokenizer, info, fresh_head=False, record=meta,
                  extra=_saved_modules(head, set(model.head_state_dict())))
+
+
+def _revision_fact(name: str) -> dict[str, str]:
+    """The hub commit a pretrained start loaded (nothing for a local directory)."""
+    return {} if Path(name).exists() else {"revision": split_revision(pinned(name))[1] or ""}
 
 
 def _head_fact(model: FsxltModel) -> dict[str, str]:

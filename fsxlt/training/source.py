@@ -45,6 +45,7 @@ from fsxlt.encoding import (
 )
 from fsxlt.errors import FsxltError
 from fsxlt.evaluation import describe_examples, make_eval_set, require_scorable, score
+from fsxlt.identity import pinned
 from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
 from fsxlt.modeling import DEFAULT_HEAD, FsxltModel, check_head
 from fsxlt.tasks import TaskSpec, get_task
@@ -219,7 +220,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     wordpiece of a word scored in training; ``head``: ``pooler`` (the study's) or ``cls`` (the
     peer's: no pooler; :mod:`fsxlt.modeling`). The record (the checkpoint) says each.
     """
-    task = get_task(task)
+    task, model_name = get_task(task), pinned(str(model_name))  # hub: NAME@COMMIT it loads
     schedule = replace(_schedule(task, lrs, epochs, batch_size, seed, long_sentences),
                        optimizer=optimizer or OptimizerSettings(),
                        label_all_tokens=check_label_all_tokens(label_all_tokens, task),
@@ -307,8 +308,8 @@ def _run(request: _Request) -> _Run:
 
 def _oracle_starts(training: _Training, search: _Search, data: _Data,
                    model_name: str) -> list[OracleStart]:
-    """Each target language's oracle start (keep oracle), its record scored with the model
-    holding its weights; the model holds the last of them afterwards."""
+    """Each target's oracle start (keep oracle), its record scored with the model holding
+    its weights (the model holds the last of them afterwards)."""
     if training.oracles is None:
         return []
     grid = _oracle(search.checkpoints, data.target_dev)
@@ -457,8 +458,7 @@ def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tu
 
 def _checkpoint_entry(training: _Training, lr: float, epoch: int,
                       losses: list[float]) -> dict[str, Any]:
-    """An epoch's checkpoint: its loss, dev scores (test scores too if asked) and the score
-    that selects."""
+    """An epoch's checkpoint: its loss, dev scores (test scores if asked), selection score."""
     task, model, amp, sets = training.task, training.model, training.amp, training.sets
     dev_scores = {lang: score(model, es, task, amp=amp)["score"] for lang, es in sets.dev.items()}
     entry: dict[str, Any] = {"lr": lr, "epoch": epoch,
