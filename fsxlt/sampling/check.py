@@ -117,7 +117,7 @@ def _check_integrity(manifest: dict[str, Any], buckets: list[Bucket]) -> list[Vi
     for entry, bucket in zip(manifest["buckets"], buckets, strict=True):
         i = entry["index"]
         if bucket.sha256 != entry.get("sha256"):
-            found.append(Violation(i, "integrity", "file hash differs from the manifest"))
+            found.append(Violation(i, "integrity", "bucket hash differs from the manifest"))
         if [ex.id for ex in bucket.examples] != entry.get("ids"):
             found.append(Violation(i, "integrity", "example ids differ from the manifest"))
         for key in ("task", "language", "k"):
