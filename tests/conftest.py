@@ -21,6 +21,7 @@ HUB_COMMIT = "0" * 40
 HUB_NAMES = ("bert-base-multilingual-cased", "xlm-roberta-base", "an-encoder", "some-encoder")
 _HUB_CACHE = Path(tempfile.mkdtemp(prefix="fsxlt-tests-hub-"))
 os.environ["HF_HUB_CACHE"] = str(_HUB_CACHE)
+os.environ["HF_DATASETS_CACHE"] = str(_HUB_CACHE / "datasets")  # load_dataset's, not ~/.cache
 atexit.register(shutil.rmtree, _HUB_CACHE, True)
 for _repo in HUB_NAMES:
     _folder = _HUB_CACHE / ("models--" + _repo.replace("/", "--"))

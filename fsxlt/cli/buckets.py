@@ -1,4 +1,4 @@
-"""``fsxlt sample`` and ``fsxlt buckets import-published|check``."""
+"""``fsxlt sample`` and ``fsxlt buckets import-published|import-fewclue|import-hf|export|check``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from fsxlt.cli.app import app
 from fsxlt.cli.options import task_default
 from fsxlt.cli.progress import bar
 from fsxlt.directories import BUCKETS, check_claim
+from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
 from fsxlt.tasks import get_task
 
@@ -343,3 +344,67 @@ def check_command(
         typer.echo(f"{summary}, {len(bad)} with violations ({kinds})")
         raise typer.Exit(1)
     typer.echo(summary)
+
+
+@buckets_app.command("export")
+def export_command(
+    store: Annotated[Path, typer.Argument(help="Bucket store root, or one bucket set dir.")],
+    out: Annotated[Path, typer.Argument(help="The dataset folder to write (new or empty).")],
+    format_: Annotated[str, typer.Option(
+        "--format", help="hf: a Hugging Face dataset folder, parquet and a dataset card.")
+    ] = "hf",
+) -> None:
+    """Write every bucket set below STORE as a Hugging Face dataset folder OUT.
+
+    One config per (task, language, K), named <task>-<lang>-k<K>; one split per bucket
+    (bucket_00 ...), plus dev_remaining, and a FewCLUE set's test and bucket_NN_dev;
+    features typed per task kind (labels as ClassLabel); a README.md dataset card with
+    the sampling settings, the source's sha256, every bucket's hash and the fsxlt
+    version; each set's fsxlt manifest beside its parquet files. The folder is written
+    whole or not at all, and is ready to upload (huggingface-cli upload ORG/NAME OUT
+    --repo-type dataset). fsxlt buckets import-hf reads it back, hashes and all.
+
+    Examples:
+
+      fsxlt buckets export buckets/ shared-buckets --format hf
+
+      python -c "import datasets; print(datasets.load_dataset('shared-buckets', 'xnli-de-k4'))"
+    """
+    from fsxlt.sampling.hf_dataset import export_hf
+
+    if format_ != "hf":
+        raise FsxltError(f"--format must be hf, got {format_!r}")
+    check_output_dir(out, "dataset folder")
+    exported = export_hf(store, out, progress=bar("exporting", "set"))
+    n = sum(one.n_examples for one in exported)
+    typer.echo(f"{len(exported)} bucket sets ({n} examples) written to {out} as a Hugging "
+               f"Face dataset; load one with datasets.load_dataset('{out}', "
+               f"'{exported[0].config}')")
+
+
+@buckets_app.command("import-hf")
+def import_hf_command(
+    source: Annotated[str, typer.Argument(
+        help="A dataset folder fsxlt buckets export wrote, or a hub dataset id.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Bucket store root.")] = Path("buckets"),
+    replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+) -> None:
+    """Read a bucket dataset (fsxlt buckets export --format hf) back into a bucket store.
+
+    Every config becomes the bucket set it was: the same examples in the same order and
+    the provenance of its manifest, so every bucket keeps its hash and runs done on the
+    original store are already done on this one. A bucket whose examples no longer give
+    the hash its manifest records (the dataset was edited) is refused, nothing written.
+    A hub id is downloaded (or read from the local cache offline).
+
+    Examples:
+
+      fsxlt buckets import-hf shared-buckets --out buckets
+
+      fsxlt buckets import-hf ORG/fsxlt-buckets --out buckets
+    """
+    from fsxlt.sampling.hf_dataset import import_hf
+
+    _check_store(out)
+    sets = import_hf(source, out, replace=replace, progress=bar("importing", "set"))
+    typer.echo(f"{_written(sets, out)}; run 'fsxlt buckets check {out}' to verify them")

@@ -1,0 +1,133 @@
+"""Bucket sets as a Hugging Face dataset folder and back (issue 43, part 1), with the real
+``datasets`` library, offline: every task kind round-trips to byte-identical store files
+(so every bucket keeps its hash), ``load_dataset`` reads the folder with typed features,
+an edited dataset is refused, and runs done on the original store are done on the
+imported one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fsxlt.cli import run_app
+from fsxlt.sampling.hf_dataset import export_hf, import_hf
+from tests.conftest import write_ner, write_pair_tsv
+from tests.fewclue_fixtures import write_fewclue
+from tests.qa_fixtures import write_xquad
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.startswith(".fsxlt")}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """One store with a set of every kind: classification (XNLI, drawn from dev: with
+    remaining dev), tagging (PAN-X), extractive QA (XQuAD: its held-out test), and
+    FewCLUE's fixed splits (named buckets, a union, dev sets and a test set; CSL's keyword
+    lists, ChID's multiple choice)."""
+    root = tmp_path_factory.mktemp("hf")
+    out = root / "buckets"
+    data = root / "data"
+    data.mkdir()
+    steps = [
+        ["sample", "--task", "xnli", "--lang", "de", "-k", "1", "--n-buckets", "3", "--data",
+         str(write_pair_tsv(data / "dev-de.tsv", {"entailment": 9, "neutral": 9,
+                                                   "contradiction": 9}))],
+        ["sample", "--task", "panx", "--lang", "de", "-k", "1", "--n-buckets", "3", "--data",
+         str(write_ner(data / "train-de.tsv", 60, seed=3, prefix="de:"))],
+        ["sample", "--task", "xquad", "--lang", "de", "-k", "2", "--n-buckets", "2",
+         "--data-dir", str(write_xquad(data / "xquad", ("de",)))],
+        ["buckets", "import-fewclue", str(write_fewclue(data / "fewclue",
+                                                        ("csl", "chid", "eprstmt"))),
+         "--task", "csl", "--task", "chid", "--task", "eprstmt"],
+    ]
+    for args in steps:
+        assert run_app([*args, "--out", str(out)]) == 0
+    return out
+
+
+def test_every_kind_round_trips_to_the_same_files(store, tmp_path):
+    exported = export_hf(store, tmp_path / "ds")
+    assert {one.config for one in exported} == {
+        "xnli-de-k1", "panx-de-k1", "xquad-de-k2", "csl-zh-k8", "chid-zh-k8", "eprstmt-zh-k8"}
+    import_hf(tmp_path / "ds", tmp_path / "back")
+    assert files_of(tmp_path / "back") == files_of(store)
+    assert run_app(["buckets", "check", str(tmp_path / "back")]) == 0
+
+
+def test_load_dataset_reads_typed_splits_and_the_card_names_them(store, tmp_path):
+    import datasets
+
+    exported = export_hf(store, tmp_path / "ds")
+    card = (tmp_path / "ds" / "README.md").read_text(encoding="utf-8")
+    meta = yaml.safe_load(card.split("---")[1])
+    assert [c["config_name"] for c in meta["configs"]] == [one.config for one in exported]
+    xnli = datasets.load_dataset(str(tmp_path / "ds"), "xnli-de-k1")
+    assert set(xnli) == {"bucket_00", "bucket_01", "bucket_02", "dev_remaining"}
+    assert xnli["bucket_00"].features["label"].names == ["entailment", "neutral",
+                                                         "contradiction"]
+    assert len(xnli["bucket_00"]) == 3
+    manifest = json.loads((store / "xnli/de/k1/manifest.json").read_text(encoding="utf-8"))
+    assert [row["id"] for row in xnli["bucket_01"]] == manifest["buckets"][1]["ids"]
+    assert manifest["buckets"][1]["sha256"] in card and manifest["source"]["sha256"] in card
+    panx = datasets.load_dataset(str(tmp_path / "ds"), "panx-de-k1")["bucket_00"]
+    assert panx.features["tags"].feature.names[0] == "O"
+    qa = datasets.load_dataset(str(tmp_path / "ds"), "xquad-de-k2")
+    assert set(qa["bucket_00"][0]["answers"]) == {"text", "answer_start"} and "test" in qa
+    fewclue = next(one for one in exported if one.config.startswith("eprstmt"))
+    assert {"bucket_00", "bucket_all", "bucket_00_dev", "test"} <= set(fewclue.splits)
+
+
+def test_an_edited_dataset_is_refused_and_nothing_is_written(store, tmp_path):
+    import pyarrow.parquet as pq
+
+    export_hf(store, tmp_path / "ds")
+    path = tmp_path / "ds" / "xnli-de-k1" / "bucket_01.parquet"
+    table = pq.read_table(path).to_pylist()
+    table[0]["text_a"] = "an edited premise"
+    import pyarrow as pa
+
+    pq.write_table(pa.Table.from_pylist(table, schema=pq.read_schema(path)), path)
+    with pytest.raises(Exception, match="bucket 01.json does not hold the examples"):
+        import_hf(tmp_path / "ds", tmp_path / "back")
+    assert not (tmp_path / "back").exists()
+
+
+def test_the_command_line_refuses_a_folder_that_holds_files(store, tmp_path, capsys):
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "notes.txt").write_text("mine", encoding="utf-8")
+    assert run_app(["buckets", "export", str(store), str(tmp_path / "ds")]) == 2
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert (tmp_path / "ds" / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert run_app(["buckets", "export", str(store / "xnli"), str(tmp_path / "x"),
+                    "--format", "csv"]) == 2
+    assert run_app(["buckets", "export", str(store), str(tmp_path / "ds2")]) == 0
+    assert run_app(["buckets", "import-hf", str(tmp_path / "ds2"), "--out",
+                    str(tmp_path / "b2")]) == 0
+    assert "6 new" in capsys.readouterr().out
+
+
+def test_runs_done_on_the_original_store_are_done_on_the_imported_one(store, tmp_path,
+                                                                      capsys):
+    from tests.train_fixtures import make_encoder_dir, nli_data, write_pairs
+
+    encoder = make_encoder_dir(tmp_path / "enc")
+    test = write_pairs(tmp_path / "test-de.tsv", nli_data(6, seed=9))
+    export_hf(store, tmp_path / "ds")
+    import_hf(tmp_path / "ds", tmp_path / "back")
+
+    def adapt(root: Path) -> str:
+        capsys.readouterr()
+        assert run_app(["adapt", "--task", "xnli", "--lang", "de", "--bucket",
+                        str(root / "xnli/de/k1/00.json"), "--from", str(encoder), "--test",
+                        str(test), "--lr", "1e-3", "--max-epochs", "1", "--device", "cpu",
+                        "--out", str(tmp_path / "runs")]) == 0
+        return capsys.readouterr().out + capsys.readouterr().err
+
+    adapt(store)
+    assert "already done" in adapt(tmp_path / "back")
