@@ -34,6 +34,13 @@ def store(tmp_path_factory) -> Path:
     out = root / "buckets"
     data = root / "data"
     data.mkdir()
+    fewclue = write_fewclue(data / "fewclue", ("csl", "chid", "eprstmt"))
+    # a test keyword holding the joiner: only CSL's test split has text_b_items
+    test = fewclue / "csl" / "test_public.json"
+    rows = [json.loads(line) for line in test.read_text(encoding="utf-8").splitlines()]
+    rows[0]["keyword"] = ["天、地", *rows[0]["keyword"]]
+    test.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
     steps = [
         ["sample", "--task", "xnli", "--lang", "de", "-k", "1", "--n-buckets", "3", "--data",
          str(write_pair_tsv(data / "dev-de.tsv", {"entailment": 9, "neutral": 9,
@@ -42,9 +49,8 @@ def store(tmp_path_factory) -> Path:
          str(write_ner(data / "train-de.tsv", 60, seed=3, prefix="de:"))],
         ["sample", "--task", "xquad", "--lang", "de", "-k", "2", "--n-buckets", "2",
          "--data-dir", str(write_xquad(data / "xquad", ("de",)))],
-        ["buckets", "import-fewclue", str(write_fewclue(data / "fewclue",
-                                                        ("csl", "chid", "eprstmt"))),
-         "--task", "csl", "--task", "chid", "--task", "eprstmt"],
+        ["buckets", "import-fewclue", str(fewclue), "--task", "csl", "--task", "chid",
+         "--task", "eprstmt"],
     ]
     for args in steps:
         assert run_app([*args, "--out", str(out)]) == 0
@@ -81,6 +87,9 @@ def test_load_dataset_reads_typed_splits_and_the_card_names_them(store, tmp_path
     assert set(qa["bucket_00"][0]["answers"]) == {"text", "answer_start"} and "test" in qa
     fewclue = next(one for one in exported if one.config.startswith("eprstmt"))
     assert {"bucket_00", "bucket_all", "bucket_00_dev", "test"} <= set(fewclue.splits)
+    csl = datasets.load_dataset(str(tmp_path / "ds"), "csl-zh-k8")  # one schema, all splits
+    assert csl["test"][0]["text_b_items"][0] == "天、地"
+    assert csl["bucket_00"][0]["text_b_items"] is None
 
 
 def test_an_edited_dataset_is_refused_and_nothing_is_written(store, tmp_path):

@@ -195,8 +195,8 @@ def export_hf(store: str | Path, out: str | Path,
         manifest, splits = set_splits(directory)
         config = config_name(store, directory)
         task = get_task(manifest["task"])
-        for split, examples in splits.items():
-            features = features_of(task, examples)
+        features = features_of(task, [ex for examples in splits.values() for ex in examples])
+        for split, examples in splits.items():  # one schema for every split of a config
             data = Dataset.from_list([to_row(ex, features) for ex in examples],
                                      features=features)
             files[f"{config}/{split}.parquet"] = _parquet_bytes(data)
@@ -349,7 +349,13 @@ def _config_set(folder: Path, config: str, manifest: dict[str, Any], task: TaskS
     from datasets import disable_progress_bars, load_dataset
 
     disable_progress_bars()
-    data = load_dataset(str(folder), config, cache_dir=cache)
+    try:
+        data = load_dataset(str(folder), config, cache_dir=cache)
+    except Exception as err:  # a parquet file edited to another schema, cut, missing
+        cause = err.__cause__ or err
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:200]
+        raise FsxltError(f"{folder}: config {config} does not load as a dataset "
+                         f"({type(cause).__name__}: {first}); nothing was written") from None
 
     def split(name: str) -> list[Example]:
         if name not in data:
