@@ -140,3 +140,22 @@ def test_runs_done_on_the_original_store_are_done_on_the_imported_one(store, tmp
 
     adapt(store)
     assert "already done" in adapt(tmp_path / "back")
+
+
+@pytest.mark.parametrize("args, says", [
+    (["buckets", "export", "{tmp}/nowhere", "{tmp}/ds"], "no such directory"),
+    (["buckets", "export", "{tmp}/empty", "{tmp}/ds"], "no bucket sets below it"),
+    (["buckets", "import-hf", "{tmp}/empty", "--out", "{tmp}/b"],
+     "no fsxlt bucket sets in it"),
+    (["buckets", "import-hf", "{tmp}/file.txt", "--out", "{tmp}/b"],
+     "a file, not a dataset folder"),
+    (["buckets", "import-hf", "org/no-such-dataset", "--out", "{tmp}/b"],
+     "not a hub dataset fsxlt can download"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, says):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file.txt").write_text("x", encoding="utf-8")
+    assert run_app([a.replace("{tmp}", str(tmp_path)) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "ds").exists() and not (tmp_path / "b").exists()
