@@ -349,37 +349,87 @@ def check_command(
 @buckets_app.command("export")
 def export_command(
     store: Annotated[Path, typer.Argument(help="Bucket store root, or one bucket set dir.")],
-    out: Annotated[Path, typer.Argument(help="The dataset folder to write (new or empty).")],
+    out: Annotated[Path, typer.Argument(help="The folder to write (new or empty).")],
     format_: Annotated[str, typer.Option(
-        "--format", help="hf: a Hugging Face dataset folder, parquet and a dataset card.")
-    ] = "hf",
+        "--format", help="hf: a Hugging Face dataset folder (parquet and a dataset card); "
+        "lm-eval: lm-evaluation-harness tasks, one per bucket (XNLI, PAWS-X).")] = "hf",
+    preset: Annotated[str | None, typer.Option(
+        "--preset", help="--format lm-eval: the prompt protocol, lm-eval (lm-eval's own "
+        "task of each language; the only one).")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        "--data-dir", help="--format lm-eval: the task's files (a {task} in it is "
+        "filled per set: data/{task}); each set is tested on its language's test file "
+        "there.")] = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="--format lm-eval: the demonstration order's seed, as fsxlt icl "
+        "--seed (default 0).")] = 0,
 ) -> None:
-    """Write every bucket set below STORE as a Hugging Face dataset folder OUT.
+    """Write every bucket set below STORE as a Hugging Face dataset folder, or as
+    lm-evaluation-harness tasks.
 
-    One config per (task, language, K), named <task>-<lang>-k<K>; one split per bucket
-    (bucket_00 ...), plus dev_remaining, and a FewCLUE set's test and bucket_NN_dev;
-    features typed per task kind (labels as ClassLabel); a README.md dataset card with
-    the sampling settings, the source's sha256, every bucket's hash and the fsxlt
-    version; each set's fsxlt manifest beside its parquet files. The folder is written
-    whole or not at all, and is ready to upload (huggingface-cli upload ORG/NAME OUT
-    --repo-type dataset). fsxlt buckets import-hf reads it back, hashes and all.
+    --format hf: one config per (task, language, K), named <task>-<lang>-k<K>; one split
+    per bucket (bucket_00 ...), plus dev_remaining, and a FewCLUE set's test and
+    bucket_NN_dev; features typed per task kind (labels as ClassLabel); a README.md
+    dataset card with the sampling settings, the source's sha256, every bucket's hash
+    and the fsxlt version; each set's fsxlt manifest beside its parquet files. Ready to
+    upload (huggingface-cli upload ORG/NAME OUT --repo-type dataset); fsxlt buckets
+    import-hf reads it back, hashes and all.
+
+    --format lm-eval --preset lm-eval: per bucket a task fsxlt_<task>_<lang>_k<K>_bNN on
+    lm-eval's own task of the language, its few-shot examples exactly the bucket (in
+    fsxlt icl's order), its test set the language's test file under --data-dir; a group
+    fsxlt_<task>_<lang>_k<K> per set. Either folder is written whole or not at all.
 
     Examples:
 
       fsxlt buckets export buckets/ shared-buckets --format hf
 
-      python -c "import datasets; print(datasets.load_dataset('shared-buckets', 'xnli-de-k4'))"
+      fsxlt buckets export buckets/xnli/de/k4 tasks --format lm-eval --preset lm-eval \\
+          --data-dir data/xnli
+      lm_eval --model hf --model_args pretrained=MODEL --include_path tasks \\
+          --tasks fsxlt_xnli_de_k4 --log_samples --output_path results
     """
+    check_output_dir(out, "export folder")
+    if format_ == "lm-eval":
+        _export_lm_eval(store, out, preset, data_dir, seed)
+        return
+    if format_ != "hf":
+        raise FsxltError(f"--format must be hf or lm-eval, got {format_!r}")
+    if preset is not None or data_dir is not None:
+        raise FsxltError("--preset and --data-dir are for --format lm-eval")
     from fsxlt.sampling.hf_dataset import export_hf
 
-    if format_ != "hf":
-        raise FsxltError(f"--format must be hf, got {format_!r}")
-    check_output_dir(out, "dataset folder")
     exported = export_hf(store, out, progress=bar("exporting", "set"))
     n = sum(one.n_examples for one in exported)
     typer.echo(f"{len(exported)} bucket sets ({n} examples) written to {out} as a Hugging "
                f"Face dataset; load one with datasets.load_dataset('{out}', "
                f"'{exported[0].config}')")
+
+
+def _export_lm_eval(store: Path, out: Path, preset: str | None, data_dir: Path | None,
+                    seed: int) -> None:
+    """``--format lm-eval``: the sets as lm-eval tasks, each tested on its test file."""
+    from fsxlt.icl.lm_eval_tasks import export_lm_eval
+
+    if preset != "lm-eval":
+        raise FsxltError(f"--format lm-eval needs --preset lm-eval (the prompt protocol "
+                         f"its tasks use), got {preset!r}")
+    if data_dir is None:
+        raise FsxltError("--format lm-eval needs --data-dir: the test file each set is "
+                         "scored on")
+
+    def test_file(task: str, language: str) -> Path:
+        folder = Path(str(data_dir).replace("{task}", task))
+        path = get_task(task).data.locate(folder, "test", language)
+        if not path.is_file():
+            raise FsxltError(f"{path}: the {task} test file for {language} not found")
+        return path
+
+    exported = export_lm_eval(store, out, test_file, seed=seed,
+                              progress=bar("exporting", "set"))
+    n = sum(len(one.tasks) for one in exported)
+    typer.echo(f"{n} lm-eval tasks in {len(exported)} groups written to {out}; run them "
+               f"with lm_eval --include_path {out} --tasks {exported[0].group}")
 
 
 @buckets_app.command("import-hf")

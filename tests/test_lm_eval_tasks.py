@@ -1,0 +1,173 @@
+"""fsxlt's buckets as lm-eval tasks (issue 43, part 2), run by lm-eval itself: on every
+bucket of an exported XNLI and PAWS-X set, lm-eval's own evaluation of a tiny causal LM
+and ``fsxlt icl --preset lm-eval`` predict the same label for every test example."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from fsxlt.cli import run_app
+from fsxlt.icl.lm_eval_tasks import export_lm_eval
+from tests.icl_fixtures import make_causal_lm_dir
+from tests.train_fixtures import nli_data, write_bucket_set, write_pairs
+
+lm_eval = pytest.importorskip("lm_eval", reason="lm-eval is an optional extra ([lmeval])")
+
+NLI = ["entailment", "neutral", "contradiction"]
+WORDS = ("richtig", "auch", "ja", "nein", "right", "also", "yes", "no", ",", "?")
+
+
+def paws_data(n: int, seed: int):
+    from fsxlt.data import TextExample
+
+    return [TextExample(f"p:{seed}:{i}", e.text_a, e.text_b, str(i % 2))
+            for i, e in enumerate(nli_data(n, seed))]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("lmeval")
+    xnli, paws = nli_data(12, 5), paws_data(8, 6)
+    write_bucket_set(root / "buckets", "xnli", "de", 1, [xnli[0:3], xnli[3:6]], NLI)
+    write_bucket_set(root / "buckets", "pawsx", "de", 2, [paws[0:4], paws[4:8]], ["0", "1"])
+    tests = {"xnli": write_pairs(root / "test-xnli.tsv", nli_data(6, 9)),
+             "pawsx": write_pairs(root / "test-pawsx.tsv", paws_data(6, 8))}
+    exported = export_lm_eval(root / "buckets", root / "tasks", lambda task, lang: tests[task])
+    return {"root": root, "tests": tests, "exported": exported,
+            "model": make_causal_lm_dir(root / "lm", "llama", extra_words=WORDS)}
+
+
+def test_the_export_writes_one_task_per_bucket_on_lm_eval_s_own_task(study):
+    groups = {one.group: one for one in study["exported"]}
+    assert set(groups) == {"fsxlt_xnli_de_k1", "fsxlt_pawsx_de_k2"}
+    one = groups["fsxlt_xnli_de_k1"]
+    assert one.tasks == ["fsxlt_xnli_de_k1_b00", "fsxlt_xnli_de_k1_b01"]
+    config = yaml.safe_load((one.directory / "fsxlt_xnli_de_k1_b01.yaml").read_text())
+    assert config["include"].endswith("tasks/xnli/xnli_de.yaml")
+    assert config["num_fewshot"] == 3 and config["fewshot_config"] == {"sampler": "first_n"}
+    manifest = json.loads((study["root"] / "buckets/xnli/de/k1/manifest.json").read_text())
+    assert config["metadata"]["bucket"]["sha256"] == manifest["buckets"][1]["sha256"]
+
+
+def _lm_eval_predictions(study: dict, group: str) -> dict[str, dict[str, int]]:
+    """lm-eval's own run of the group: per task, each test document's predicted label."""
+    from lm_eval import simple_evaluate
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    # the tiny model's WordPiece tokenizer has no BOS or EOS: lm-eval is told to add no
+    # special tokens (fsxlt adds none where the tokenizer has no BOS) and given the one
+    # prefix token it asks for (used only before an empty context, which these have not)
+    model = HFLM(pretrained=str(study["model"]), device="cpu", batch_size=4,
+                 add_bos_token=False, prefix_token_id=2)
+    results = simple_evaluate(model=model, tasks=[group], log_samples=True,
+                              task_manager=TaskManager(include_path=str(study["root"] /
+                                                                        "tasks")))
+    return {task: {s["doc"]["id"]: [float(r[0]) for r in s["filtered_resps"]]
+                   for s in samples} for task, samples in results["samples"].items()}
+
+
+def _fsxlt_logliks(study: dict, task: str, k: int) -> dict[str, dict[str, list[float]]]:
+    """fsxlt's own log-likelihood of every option (the lm-eval preset's prompt, the
+    demonstrations in fsxlt icl's order), per bucket and test example."""
+    from fsxlt.data import read_examples
+    from fsxlt.icl.model import load_causal_lm
+    from fsxlt.icl.presets import render_for
+    from fsxlt.icl.prompts import PromptSettings
+    from fsxlt.icl.run import IclSettings, demonstration_order
+    from fsxlt.icl.scoring import option_scores, tokenize_prompt
+    from fsxlt.sampling.store import read_set
+    from fsxlt.tasks import get_task
+
+    spec, lm = get_task(task), load_causal_lm(str(study["model"]))
+    test = read_examples(study["tests"][task], spec, language="de", split="test")
+    _manifest, buckets, _ = read_set(study["root"] / "buckets" / task / "de" / f"k{k}")
+    out = {}
+    for bucket in buckets:
+        demos = demonstration_order(list(bucket.examples),
+                                    IclSettings(model="", preset="lm-eval"), bucket.index)
+        text = render_for(spec, PromptSettings(), "lm-eval", "de", demos, test)
+        scores = option_scores(lm.model, tokenize_prompt(lm.tokenizer, text, "b"), "b")
+        out[f"fsxlt_{task}_de_k{k}_b{bucket.index:02d}"] = {
+            ex.id: row for ex, row in zip(test, scores.loglik, strict=True)}
+    return out
+
+
+def _fsxlt_predictions(study: dict, task: str, k: int, labels: list[str],
+                       ) -> dict[str, dict[str, int]]:
+    """``fsxlt icl --preset lm-eval`` on every bucket: each test example's label's place."""
+    out_dir = study["root"] / f"runs-{task}"
+    assert run_app(["icl", "--task", task, "--lang", "de", "--model", str(study["model"]),
+                    "--bucket", str(study["root"] / "buckets" / task / "de" / f"k{k}"),
+                    "--test", str(study["tests"][task]), "--preset", "lm-eval",
+                    "--save-predictions", "--threads", "1", "--out", str(out_dir)]) == 0
+    found = {}
+    for path in sorted(out_dir.rglob("*.predictions.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines()][1:]  # header
+        name = f"fsxlt_{task}_de_k{k}_b{path.name.split('.')[0]}"
+        found[name] = {row["id"]: labels.index(row["predicted"]) for row in rows}
+    return found
+
+
+@pytest.mark.parametrize("task, k, labels", [("xnli", 1, NLI), ("pawsx", 2, ["0", "1"])])
+def test_lm_eval_and_fsxlt_score_and_predict_every_test_example_alike(study, task, k,
+                                                                     labels):
+    """Every option's log-likelihood is the same number in lm-eval's run and in fsxlt's
+    (to float32 rounding), so every prediction is the same too; and fsxlt icl's own run
+    predicts as lm-eval does on every bucket."""
+    theirs = _lm_eval_predictions(study, f"fsxlt_{task}_de_k{k}")
+    logliks = _fsxlt_logliks(study, task, k)
+    predicted = _fsxlt_predictions(study, task, k, labels)
+    names = {f"fsxlt_{task}_de_k{k}_b00", f"fsxlt_{task}_de_k{k}_b01"}
+    assert set(theirs) == set(logliks) == set(predicted) == names
+    for name in names:
+        assert set(theirs[name]) == set(logliks[name]) == set(predicted[name])
+        assert len(theirs[name]) == 6
+        for doc, options in theirs[name].items():
+            assert options == pytest.approx(logliks[name][doc], abs=1e-3)
+            assert predicted[name][doc] == max(range(len(options)), key=options.__getitem__)
+    # the two buckets' demonstrations give other numbers: the buckets do enter the prompt
+    first, second = (theirs[name] for name in sorted(names))
+    assert any(first[doc] != pytest.approx(second[doc], abs=1e-3) for doc in first)
+
+
+def test_the_command_line_exports_from_a_data_dir_and_refuses_in_one_line(study, tmp_path,
+                                                                          capsys):
+    for task in ("xnli", "pawsx"):
+        (tmp_path / "data" / task).mkdir(parents=True)
+        (tmp_path / "data" / task / "test-de.tsv").write_bytes(study["tests"][task].read_bytes())
+    data = tmp_path / "data" / "xnli"
+    base = ["buckets", "export", str(study["root"] / "buckets" / "xnli"), str(tmp_path / "t"),
+            "--format", "lm-eval"]
+    for extra, says in ((["--data-dir", str(data)], "needs --preset lm-eval"),
+                        (["--preset", "lm-eval"], "needs --data-dir"),
+                        (["--preset", "lm-eval", "--data-dir", str(tmp_path)],
+                         "test-de.tsv: the xnli test file for de not found")):
+        capsys.readouterr()
+        assert run_app([*base, *extra]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "t").exists()
+    assert run_app([*base, "--preset", "lm-eval", "--data-dir", str(data)]) == 0
+    assert "2 lm-eval tasks in 1 groups" in capsys.readouterr().out
+    assert (tmp_path / "t" / "xnli-de-k1" / "fsxlt_xnli_de_k1.yaml").is_file()
+    capsys.readouterr()  # both tasks of a store, each from its own folder
+    assert run_app(["buckets", "export", str(study["root"] / "buckets"), str(tmp_path / "u"),
+                    "--format", "lm-eval", "--preset", "lm-eval", "--data-dir",
+                    str(tmp_path / "data" / "{task}")]) == 0
+    assert "4 lm-eval tasks in 2 groups" in capsys.readouterr().out
+
+
+def test_a_task_lm_eval_s_preset_does_not_cover_is_refused(tmp_path):
+    from fsxlt.errors import FsxltError
+    from fsxlt.tasks import get_task
+    from tests.train_fixtures import ner_data
+
+    write_bucket_set(tmp_path / "b", "panx", "de", 1, [ner_data(3, seed=1)],
+                     list(get_task("panx").labels))
+    with pytest.raises(FsxltError, match="written for xnli and pawsx .* not panx"):
+        export_lm_eval(tmp_path / "b", tmp_path / "t", lambda task, lang: tmp_path)
+    assert not (tmp_path / "t").exists()
