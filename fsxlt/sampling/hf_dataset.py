@@ -52,7 +52,6 @@ from fsxlt.errors import FsxltError
 from fsxlt.fileio import dumps_json, staged_dir
 from fsxlt.sampling.store import (
     LEGACY_FORMAT,
-    MANIFEST,
     BucketSet,
     bucket_hash,
     find_sets,
@@ -405,5 +404,5 @@ def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
     return bucket_set
 
 
-__all__ = ["FSXLT_MANIFEST", "ExportedSet", "config_name", "export_hf", "features_of",
-           "from_row", "import_hf", "to_row", "MANIFEST"]
+__all__ = ["FSXLT_MANIFEST", "FSXLT_SETS", "ExportedSet", "config_name", "export_hf",
+           "features_of", "from_row", "import_hf", "to_row"]
