@@ -102,7 +102,7 @@ def arm_of(record: dict[str, Any]) -> str:
     """The arm of an adapt record, from its own facts: method, training regime, whether its
     start was source-trained (and on what), epoch-0 selection and the bucket set's
     strategy; a causal LM's (prompted, or LoRA-tuned) has no start and no source."""
-    if any(isinstance(record.get(key), dict) for key in ("icl", "lm_tuning")):  # causal LMs
+    if any(isinstance(record.get(key), dict) for key in ("icl", "lm_tuning", "lm_eval")):  # LMs
         return arm_name(str(record["method"]), True,
                         strategy=str((record.get("bucket") or {}).get("strategy") or ""))
     model = record.get("model") or {}

@@ -5,6 +5,7 @@ and ``fsxlt icl --preset lm-eval`` predict the same label for every test example
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -171,3 +172,82 @@ def test_a_task_lm_eval_s_preset_does_not_cover_is_refused(tmp_path):
     with pytest.raises(FsxltError, match="written for xnli and pawsx .* not panx"):
         export_lm_eval(tmp_path / "b", tmp_path / "t", lambda task, lang: tmp_path)
     assert not (tmp_path / "t").exists()
+
+
+# --------------------------------------------------------------------------- results back
+
+@pytest.fixture(scope="module")
+def results(study) -> Path:
+    """lm-eval's own command line on the exported XNLI set: results and per-sample files."""
+    import os
+    import subprocess
+    import sys
+
+    out = study["root"] / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
+         f"pretrained={study['model']},add_bos_token=False,prefix_token_id=2",
+         "--include_path", str(study["root"] / "tasks"), "--tasks", "fsxlt_xnli_de_k1",
+         "--log_samples", "--output_path", str(out), "--device", "cpu"],
+        capture_output=True, text=True, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+def test_lm_eval_results_become_records_that_the_report_pairs(study, results, tmp_path,
+                                                              capsys):
+    runs, buckets = tmp_path / "runs", study["root"] / "buckets"
+    args = ["import", "lm-eval", str(results), "--runs", str(runs), "--buckets", str(buckets)]
+    assert run_app(args) == 0
+    arm = "lm-eval-lm"
+    data = json.loads(next(results.rglob("results_*.json")).read_text())
+    for index in (0, 1):
+        record = json.loads((runs / f"xnli/de/k1/{arm}/{index:02d}.json").read_text())
+        task = f"fsxlt_xnli_de_k1_b{index:02d}"
+        assert record["run"]["arm"] == arm and record["test"]["n"] == 6
+        assert record["test_score"] == pytest.approx(data["results"][task]["acc,none"])
+        assert record["run"]["identity"]["lm_eval"] == data["lm_eval_version"]
+        assert (runs / f"xnli/de/k1/{arm}/{index:02d}.predictions.jsonl").is_file()
+    capsys.readouterr()
+    assert run_app(args) == 0 and "already done" in capsys.readouterr().out
+    assert run_app(["icl", "--task", "xnli", "--lang", "de", "--model", str(study["model"]),
+                    "--bucket", str(buckets / "xnli/de/k1"), "--test",
+                    str(study["tests"]["xnli"]), "--preset", "lm-eval", "--threads", "1",
+                    "--out", str(runs)]) == 0
+    capsys.readouterr()
+    assert run_app(["report", str(runs), "--compare", arm, "icl-lmeval"]) == 0
+    report = capsys.readouterr().out
+    assert f"{arm} against icl-lmeval" in report and "| xnli | de | 1 | 2 | +0.00" in report
+
+
+def _copy(results: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    copy = tmp_path / "res"
+    shutil.copytree(results, copy)
+    return copy
+
+
+@pytest.mark.parametrize("damage, says", [
+    ("other-task", "results of task xnli_de, which fsxlt buckets export did not write"),
+    ("hash", "matches no bucket of"),
+    ("samples", "the per-sample file of fsxlt_xnli_de_k1_b01 is missing"),
+])
+def test_bad_lm_eval_results_are_one_line_and_write_nothing(study, results, tmp_path,
+                                                            capsys, damage, says):
+    copy = _copy(results, tmp_path)
+    path = next(copy.rglob("results_*.json"))
+    data = json.loads(path.read_text())
+    if damage == "other-task":
+        data["configs"]["xnli_de"] = {"task": "xnli_de"}
+    elif damage == "hash":
+        data["configs"]["fsxlt_xnli_de_k1_b00"]["metadata"]["bucket"]["sha256"] = "0" * 64
+    else:
+        next(copy.rglob("samples_fsxlt_xnli_de_k1_b01_*.jsonl")).unlink()
+    path.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert run_app(["import", "lm-eval", str(copy), "--runs", str(tmp_path / "runs"),
+                    "--buckets", str(study["root"] / "buckets")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()

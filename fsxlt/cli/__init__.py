@@ -9,6 +9,7 @@ from fsxlt.cli import buckets as _buckets  # noqa: F401
 from fsxlt.cli import demo as _demo  # noqa: F401
 from fsxlt.cli import evaluate as _evaluate  # noqa: F401
 from fsxlt.cli import icl as _icl  # noqa: F401
+from fsxlt.cli import imports as _imports  # noqa: F401
 from fsxlt.cli import lm as _lm  # noqa: F401
 from fsxlt.cli import methods as _methods  # noqa: F401
 from fsxlt.cli import report as _report  # noqa: F401
