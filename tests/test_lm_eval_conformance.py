@@ -20,7 +20,7 @@ import pytest
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import lm_eval  # noqa: E402  (after the offline switches)
+lm_eval = pytest.importorskip("lm_eval", reason="lm-eval is an optional extra ([lmeval], [test])")
 from lm_eval.api.task import ConfigurableTask  # noqa: E402
 from lm_eval.tasks._yaml_loader import load_yaml  # noqa: E402
 
