@@ -163,11 +163,10 @@ def test_a_generation_loss_scores_the_target_and_its_end_only(setup):
     ends it (the separator); the loss is the target's and the end's tokens', nothing of
     the prompt's."""
     from fsxlt.data.examples import GenerationExample
-    from fsxlt.icl.generation import DecodeSettings
     from fsxlt.icl.lm_lora import rows_nll
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.prompts import IclSpec
-    from fsxlt.icl.tuning import train_rows
+    from fsxlt.icl.tuning import LmSettings, train_rows
     from fsxlt.tasks import get_task
 
     icl = IclSpec(templates={"en": "premise : {text_a} answer : {label}"},
@@ -175,7 +174,7 @@ def test_a_generation_loss_scores_the_target_and_its_end_only(setup):
     spec = replace(get_task("xnli"), kind="generation", metric="bleu", icl=icl)
     lm = load_causal_lm(str(setup["model"]))
     example = GenerationExample("g", "anna big house", "yes maybe no")
-    [row] = train_rows(spec, "de", lm.tokenizer, [example], DecodeSettings(), "b")
+    [row] = train_rows(spec, "de", lm.tokenizer, [example], LmSettings(model="m"), "b")
     tokenize = lm.tokenizer
 
     def ids(text: str) -> list[int]:
@@ -250,6 +249,13 @@ def test_a_generation_task_trains_and_decodes_scored_with_bleu(tmp_path):
     chosen = next(r for r in by_loss["runs"] if r["lr"] == by_loss["selected_lr"])
     assert chosen["dev"]["metric"] == "bleu" and chosen["dev"]["selection_loss"] > 0
     assert by_loss["dev_score"] == chosen["dev"]["score"] >= 0
+    # --stop, as fsxlt icl takes it (\n typed as a backslash and n): in the identity
+    assert run_app(["lm-adapt", "--task", "qg", "--lang", "de", "--model", str(model),
+                    "--bucket", str(buckets / "01.json"), "--test", str(source), "--out",
+                    str(out), "--max-new-tokens", "5", "--stop", "\\n\\n", "--stop", ".",
+                    "--arm", "lm-lora-stop", *FAST]) == 0
+    stopped = read_record(out / "qg/de/k1/lm-lora-stop/01.json")
+    assert stopped["run"]["identity"]["decoding"]["stop"] == ["\n\n", "."]
 
 
 def test_lm_adapt_predicts_xglues_test_file_into_a_submission(tmp_path):
@@ -275,3 +281,24 @@ def test_lm_adapt_predicts_xglues_test_file_into_a_submission(tmp_path):
     assert "predict" in record["run"]["identity"] and "predict" not in record["lm_tuning"]
     written = arm / "submission" / "00" / "QG" / "de.prediction"
     assert len(written.read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_the_prompt_languages_are_settings_of_the_run(setup, tmp_path, capsys):
+    """lm-adapt takes icl's --template-lang and --words-lang (one set of options, in the
+    identity and the record); a language that is neither en nor target is one line."""
+    out = tmp_path / "runs"
+    assert _lm(setup, out, "--template-lang", "target", "--test-limit", "4",
+               "--arm", "lm-lora-de") == 0
+    target = _records(out, "lm-lora-de")["00.json"]
+    assert target["lm_tuning"]["prompt"] == {"template_language": "target",
+                                             "words_language": "en"}
+    assert target["run"]["identity"]["tuning"]["prompt"]["template_language"] == "target"
+    assert _lm(setup, out, "--test-limit", "4") == 0
+    plain = _records(out)["00.json"]
+    assert plain["run"]["identity"]["tuning"]["prompt"]["template_language"] == "en"
+    assert target["run"]["hash"] != plain["run"]["hash"]
+    capsys.readouterr()
+    assert _lm(setup, tmp_path / "other", "--words-lang", "fr") == 2
+    err = capsys.readouterr().err
+    assert "the label words language is en or target, not 'fr'" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "other").exists()

@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
-from fsxlt.cli.options import DataDir, Device, Replace
+from fsxlt.cli.options import (
+    DataDir,
+    Device,
+    Replace,
+    StopStrings,
+    TemplateLang,
+    WordsLang,
+    stop_strings,
+)
 
 
 @app.command("icl")
@@ -29,11 +37,8 @@ def icl_cmd(
     test_limit: Annotated[int | None, typer.Option(
         "--test-limit", help="Score a seeded sample of N test examples (the same for "
         "every bucket).")] = None,
-    template_lang: Annotated[str, typer.Option(
-        "--template-lang", help="Instruction and template in en or the target language.")
-    ] = "en",
-    words_lang: Annotated[str, typer.Option(
-        "--words-lang", help="Label words in en or the target language.")] = "en",
+    template_lang: TemplateLang = "en",
+    words_lang: WordsLang = "en",
     calibrate: Annotated[bool, typer.Option(
         "--calibrate", help="Contextual calibration on the content-free input N/A.")] = False,
     normalize: Annotated[bool, typer.Option(
@@ -55,9 +60,7 @@ def icl_cmd(
     max_new_tokens: Annotated[int, typer.Option(
         "--max-new-tokens", min=1, help="Generation and QA tasks: the token budget of each "
         "greedy output.")] = 32,
-    stop: Annotated[list[str] | None, typer.Option(
-        "--stop", help="Generation and QA tasks: where an output ends (repeatable; \\n is a "
-        "newline). Default: the end of the template's line.")] = None,
+    stop: StopStrings = None,
     arm: Annotated[str | None, typer.Option(
         "--arm", help="The arm's name (default: icl plus the settings that differ).")] = None,
     batch_size: Annotated[int, typer.Option(
@@ -116,16 +119,6 @@ def icl_cmd(
                     predict=predict)
     _run_all(runs, settings, out, device=device, threads=threads, batch_size=batch_size,
              save_predictions=save_predictions, replace=replace)
-
-
-def stop_strings(given: list[str] | None) -> tuple[str, ...]:
-    """Stop strings as typed (``\\n`` and ``\\t`` meaning newline and tab); none given: the
-    end of the template's line."""
-    from fsxlt.icl.generation import DEFAULT_STOP
-
-    if not given:
-        return DEFAULT_STOP
-    return tuple(text.replace("\\n", "\n").replace("\\t", "\t") for text in given)
 
 
 def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | None,

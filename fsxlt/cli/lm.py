@@ -8,7 +8,18 @@ from typing import Annotated, Any
 import typer
 
 from fsxlt.cli.app import app
-from fsxlt.cli.options import DataDir, Device, MaxEpochs, Patience, Replace, Seed
+from fsxlt.cli.options import (
+    DataDir,
+    Device,
+    MaxEpochs,
+    Patience,
+    Replace,
+    Seed,
+    StopStrings,
+    TemplateLang,
+    WordsLang,
+    stop_strings,
+)
 from fsxlt.errors import FsxltError
 
 
@@ -60,6 +71,9 @@ def lm_adapt_cmd(
     max_new_tokens: Annotated[int, typer.Option(
         "--max-new-tokens", min=1, help="Generation tasks: the token budget of an output.")
     ] = 32,
+    stop: StopStrings = None,
+    template_lang: TemplateLang = "en",
+    words_lang: WordsLang = "en",
     arm: Annotated[str | None, typer.Option(
         "--arm", help="The arm's name (starts with lm-; default: lm-lora).")] = None,
     batch_size: Annotated[int, typer.Option(
@@ -102,6 +116,7 @@ def lm_adapt_cmd(
     from fsxlt.directories import check_apart_from_models
     from fsxlt.fileio import check_output_dir
     from fsxlt.icl.lm_lora import LoraSettings
+    from fsxlt.icl.prompts import PromptSettings
     from fsxlt.icl.tuning import LM_LRS, LmSettings, lm_plan
 
     lora = LoraSettings(rank, alpha, dropout,
@@ -110,7 +125,9 @@ def lm_adapt_cmd(
                           max_epochs=max_epochs, patience=patience, seed=seed,
                           mini_batch=mini_batch, lora=lora, sample_seed=sample_seed,
                           test_limit=test_limit, dev_limit=dev_limit,
-                          max_new_tokens=max_new_tokens, arm=arm, select_on=select_on)
+                          max_new_tokens=max_new_tokens, stop=stop_strings(stop), arm=arm,
+                          select_on=select_on,
+                          prompt=PromptSettings(template_lang, words_lang))
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--model", model)])
     runs = lm_plan(task, lang, bucket, out, settings, test=test_file, dev=dev_file,

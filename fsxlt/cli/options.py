@@ -137,3 +137,23 @@ LabelAllTokens = Annotated[
                  "each with the word's label (the peer study's), not only its last piece "
                  "(the study's); dev and test still score each word's last piece."),
 ]
+
+
+# the causal LM's prompt and decoding, shared by fsxlt icl and fsxlt lm-adapt
+TemplateLang = Annotated[str, typer.Option(
+    "--template-lang", help="Instruction and template in en or the target language.")]
+WordsLang = Annotated[str, typer.Option(
+    "--words-lang", help="Label words in en or the target language.")]
+StopStrings = Annotated[list[str] | None, typer.Option(
+    "--stop", help="Generation and QA tasks: where an output ends (repeatable; \\n is a "
+    "newline). Default: the end of the template's line.")]
+
+
+def stop_strings(given: list[str] | None) -> tuple[str, ...]:
+    """Stop strings as typed (``\\n`` and ``\\t`` meaning newline and tab); none given: the
+    end of the template's line."""
+    from fsxlt.icl.generation import DEFAULT_STOP
+
+    if not given:
+        return DEFAULT_STOP
+    return tuple(text.replace("\\n", "\n").replace("\\t", "\t") for text in given)

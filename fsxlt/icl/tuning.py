@@ -44,7 +44,7 @@ import torch
 
 from fsxlt.data.examples import DEV_SAMPLE_KEY, seeded_sample
 from fsxlt.errors import FsxltError
-from fsxlt.icl.generation import DecodeSettings, check_room, generate
+from fsxlt.icl.generation import check_room, generate
 from fsxlt.icl.generative import generation_block, gold_of, is_generative
 from fsxlt.icl.lm_lora import (
     Adapters,
@@ -53,7 +53,7 @@ from fsxlt.icl.lm_lora import (
     mean_token_nll,
     train_step,
 )
-from fsxlt.icl.prompts import PromptText, render
+from fsxlt.icl.prompts import PromptSettings, PromptText, render
 from fsxlt.icl.scoring import (
     TokenizedPrompt,
     check_length,
@@ -124,8 +124,9 @@ def load_split(run: LmRun, split: str) -> list[Any]:
                          DEV_SAMPLE_KEY.format(seed=settings.sample_seed))
 
 
-def _prompt_text(spec: TaskSpec, language: str, examples: list[Any]) -> PromptText:
-    return render(spec.icl, spec.labels, PROMPT, language, [], examples)
+def _prompt_text(spec: TaskSpec, language: str, examples: list[Any],
+                 prompt: PromptSettings) -> PromptText:
+    return render(spec.icl, spec.labels, prompt, language, [], examples)
 
 
 def eval_split(run: LmRun, examples: list[Any], tokenizer: Any, model: Any,
@@ -134,7 +135,8 @@ def eval_split(run: LmRun, examples: list[Any], tokenizer: Any, model: Any,
     context (one line naming the run), and its longest prompt in tokens."""
     spec, what = run.task_spec, f"{run.id} ({split})"
     generative = is_generative(spec)
-    prompt = tokenize_prompt(tokenizer, _prompt_text(spec, run.language, examples), what,
+    prompt = tokenize_prompt(tokenizer, _prompt_text(spec, run.language, examples,
+                                                     run.settings.prompt), what,
                              check=not generative)
     if generative:
         longest = check_room(model, prompt.prefix, prompt.queries, run.settings.decode, what)
@@ -153,22 +155,24 @@ def _gold_index(spec: TaskSpec, example: Any) -> int:
     return list(spec.labels).index(example.label)
 
 
-def tail_text(spec: TaskSpec) -> str:
-    """The template's text after ``{label}`` and the separator (no fields: templates put
-    every field before ``{label}``)."""
-    return spec.icl.template("en").split("{label}")[1] + spec.icl.separator
+def tail_text(spec: TaskSpec, language: str = "en") -> str:
+    """The text after ``{label}`` in ``language``'s template, and the separator (no fields:
+    templates put every field before ``{label}``)."""
+    return spec.icl.template(language).split("{label}")[1] + spec.icl.separator
 
 
 def train_rows(spec: TaskSpec, language: str, tokenizer: Any, examples: list[Any],
-               decode: DecodeSettings, what: str) -> list[TrainRow]:
-    """The bucket's training rows: each example's zero-shot prompt and gold continuation,
-    the continuation (with, generating, what ends it) scored."""
-    generative = is_generative(spec)
-    prompt = tokenize_prompt(tokenizer, _prompt_text(spec, language, examples), what,
+               settings: LmSettings, what: str) -> list[TrainRow]:
+    """The bucket's training rows: each example's zero-shot prompt (``settings.prompt``)
+    and gold continuation, the continuation (with, generating, what ends it) scored."""
+    generative, decode = is_generative(spec), settings.decode
+    prompt = tokenize_prompt(tokenizer, _prompt_text(spec, language, examples,
+                                                     settings.prompt), what,
                              check=not generative)
     ending: list[int] = []
     if generative:
-        text = tail_text(spec)
+        text = tail_text(spec, language if settings.prompt.template_language == "target"
+                         else "en")
         ending = list(tokenizer(text, add_special_tokens=False)["input_ids"])
         eos = getattr(tokenizer, "eos_token_id", None)
         if (not ending or not any(s in text for s in decode.stop)) and isinstance(eos, int):
@@ -191,7 +195,7 @@ def prepare(run: LmRun, tokenizer: Any, model: Any, dev: EvalSplit, test: EvalSp
     if bucket.sha256 != run.bucket_sha256:
         raise FsxltError(f"{run.bucket_path} changed since the runs were planned")
     rows = train_rows(run.task_spec, run.language, tokenizer, list(bucket.examples),
-                      run.settings.decode, run.id)
+                      run.settings, run.id)
     longest = max(longest, check_rows(rows, model, run.id))
     return LmPrepared(run, bucket, rows, dev, test, longest)
 
@@ -258,7 +262,7 @@ def train_lr(prepared: LmPrepared, tokenizer: Any, adapters: Adapters, lr: float
     generator = torch.Generator().manual_seed(settings.seed)  # the mini-batches' order
     optimizer = build_optimizer(adapters.model, lr, DEFAULT)
     dev_rows = (train_rows(run.task_spec, run.language, tokenizer, prepared.dev.examples,
-                           settings.decode, f"{run.id} (dev)")
+                           settings, f"{run.id} (dev)")
                 if settings.select_on == "loss" else None)
     epochs: list[dict[str, Any]] = []
     best_score, best_epoch, best_dev = float("-inf"), 0, None

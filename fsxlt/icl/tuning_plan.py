@@ -17,7 +17,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings
 from fsxlt.icl.generative import is_generative
 from fsxlt.icl.lm_lora import LoraSettings
-from fsxlt.icl.prompts import PromptSettings
+from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
 from fsxlt.runs import identity_hash, record_path
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -47,6 +47,7 @@ class LmSettings:
     stop: tuple[str, ...] = DEFAULT_STOP
     arm: str | None = None
     select_on: str = "metric"        # what dev scores each epoch: the task's metric, or loss
+    prompt: PromptSettings = PROMPT  # the template's and label words' language
 
     def check(self) -> None:
         if not self.lrs or any(not lr > 0 for lr in self.lrs):
@@ -58,6 +59,10 @@ class LmSettings:
                 raise FsxltError(f"the {name} must be at least 1, got {value}")
         self.lora.check()
         self.decode.check()
+        for what, value in (("template", self.prompt.template_language),
+                            ("label words", self.prompt.words_language)):
+            if value not in PROMPT_LANGUAGES:
+                raise FsxltError(f"the {what} language is en or target, not {value!r}")
         if self.select_on not in SELECT_ON:
             raise FsxltError(f"--select-on is one of {', '.join(SELECT_ON)}, not "
                              f"{self.select_on!r}")
@@ -88,7 +93,8 @@ class LmSettings:
                 "max_epochs": self.max_epochs, "patience": self.patience, "seed": self.seed,
                 "mini_batch": self.mini_batch, "sample_seed": self.sample_seed,
                 "test_limit": self.test_limit, "dev_limit": self.dev_limit,
-                "optimizer": "adam", "prompt": PROMPT.describe(), "select_on": self.select_on}
+                "optimizer": "adam", "prompt": self.prompt.describe(),
+                "select_on": self.select_on}
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,7 @@ def check_lm_settings(spec: TaskSpec, language: str, settings: LmSettings) -> No
     spec.check_language(language)
     check_task(spec)
     settings.check()
+    check_languages(spec.icl, spec.name, settings.prompt, language)
 
 
 def _file(path: Path | None, what: str) -> Path | None:
