@@ -11,9 +11,17 @@ from fsxlt.cli.app import app
 from fsxlt.cli.options import (
     DataDir,
     Device,
+    GgufFile,
+    LmModel,
+    LmOut,
+    LmTask,
     Replace,
+    SavePredictions,
     StopStrings,
+    TargetLang,
     TemplateLang,
+    TestFile,
+    Threads,
     WordsLang,
     stop_strings,
 )
@@ -21,18 +29,15 @@ from fsxlt.cli.options import (
 
 @app.command("icl")
 def icl_cmd(
-    task: Annotated[str, typer.Option("--task", help="Task name or task YAML (with icl:).")],
-    lang: Annotated[str, typer.Option("--lang", help="Target language (ISO 639-1).")],
-    out: Annotated[Path, typer.Option(
-        "--out", help="Runs directory: records go to OUT/<task>/<lang>/k<K>/<arm>/<bucket>.json.")],
-    model: Annotated[str, typer.Option(
-        "--model", help="Causal LM: a hub name or a local directory.")],
+    task: LmTask,
+    lang: TargetLang,
+    out: LmOut,
+    model: LmModel,
     bucket: Annotated[Path | None, typer.Option(
         "--bucket", help="A bucket file, or a bucket set directory (all its buckets). "
         "Without it: zero-shot prompting (K=0).")] = None,
-    gguf_file: Annotated[str | None, typer.Option(
-        "--gguf-file", help="A GGUF file inside the --model directory (de-quantised).")] = None,
-    test_file: Annotated[Path | None, typer.Option("--test", help="Target test file.")] = None,
+    gguf_file: GgufFile = None,
+    test_file: TestFile = None,
     data_dir: DataDir = None,
     test_limit: Annotated[int | None, typer.Option(
         "--test-limit", help="Score a seeded sample of N test examples (the same for "
@@ -65,16 +70,13 @@ def icl_cmd(
         "--arm", help="The arm's name (default: icl plus the settings that differ).")] = None,
     batch_size: Annotated[int, typer.Option(
         "--batch-size", min=1, help="Rows scored per forward pass (CPU: 4-8 is best).")] = 8,
-    threads: Annotated[int | None, typer.Option(
-        "--threads", min=1, help="torch CPU threads.")] = None,
+    threads: Threads = None,
     device: Device = "auto",
     predict: Annotated[Path | None, typer.Option(
         "--predict", help="A file of the task to predict (XGLUE's, FewCLUE's): each run also "
         "writes its benchmark submission file under submission/ beside its record "
         "(<bucket>/QG/<lang>.prediction), for fsxlt submission.")] = None,
-    save_predictions: Annotated[bool, typer.Option(
-        "--save-predictions", help="Also write each run's test predictions beside its "
-        "record.")] = False,
+    save_predictions: SavePredictions = False,
     replace: Replace = False,
 ) -> None:
     """Prompt a causal LM with a bucket's examples and predict the target's test set.

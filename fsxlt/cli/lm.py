@@ -11,12 +11,20 @@ from fsxlt.cli.app import app
 from fsxlt.cli.options import (
     DataDir,
     Device,
+    GgufFile,
+    LmModel,
+    LmOut,
+    LmTask,
     MaxEpochs,
     Patience,
     Replace,
+    SavePredictions,
     Seed,
     StopStrings,
+    TargetLang,
     TemplateLang,
+    TestFile,
+    Threads,
     WordsLang,
     stop_strings,
 )
@@ -25,18 +33,15 @@ from fsxlt.errors import FsxltError
 
 @app.command("lm-adapt")
 def lm_adapt_cmd(
-    task: Annotated[str, typer.Option("--task", help="Task name or task YAML (with icl:).")],
-    lang: Annotated[str, typer.Option("--lang", help="Target language (ISO 639-1).")],
+    task: LmTask,
+    lang: TargetLang,
     bucket: Annotated[Path, typer.Option(
         "--bucket", help="A bucket file, or a bucket set directory (all its buckets).")],
-    model: Annotated[str, typer.Option(
-        "--model", help="Causal LM: a hub name or a local directory.")],
-    out: Annotated[Path, typer.Option(
-        "--out", help="Runs directory: records go to OUT/<task>/<lang>/k<K>/<arm>/<bucket>.json.")],
-    gguf_file: Annotated[str | None, typer.Option(
-        "--gguf-file", help="A GGUF file inside the --model directory (de-quantised).")] = None,
+    model: LmModel,
+    out: LmOut,
+    gguf_file: GgufFile = None,
     data_dir: DataDir = None,
-    test_file: Annotated[Path | None, typer.Option("--test", help="Target test file.")] = None,
+    test_file: TestFile = None,
     dev_file: Annotated[Path | None, typer.Option(
         "--dev", help="Target dev file (default: the bucket's own, else dev-remaining.jsonl "
         "of the set for tasks sampled from dev, else --data-dir).")] = None,
@@ -79,16 +84,13 @@ def lm_adapt_cmd(
     batch_size: Annotated[int, typer.Option(
         "--batch-size", min=1, help="Rows per forward pass, scoring and training (a step "
         "still covers its whole batch).")] = 8,
-    threads: Annotated[int | None, typer.Option(
-        "--threads", min=1, help="torch CPU threads.")] = None,
+    threads: Threads = None,
     device: Device = "auto",
     predict: Annotated[Path | None, typer.Option(
         "--predict", help="A file of the task to predict (XGLUE's, FewCLUE's): each run also "
         "writes its benchmark submission file under submission/ beside its record, with "
         "the chosen adapters, for fsxlt submission.")] = None,
-    save_predictions: Annotated[bool, typer.Option(
-        "--save-predictions", help="Also write each run's test predictions beside its "
-        "record.")] = False,
+    save_predictions: SavePredictions = False,
     replace: Replace = False,
 ) -> None:
     """Fine-tune a causal LM with LoRA on each bucket, as the study adapts an encoder.

@@ -139,7 +139,20 @@ LabelAllTokens = Annotated[
 ]
 
 
-# the causal LM's prompt and decoding, shared by fsxlt icl and fsxlt lm-adapt
+# the causal LM's task, model, output, prompt and decoding, shared by fsxlt icl and
+# fsxlt lm-adapt
+LmTask = Annotated[str, typer.Option("--task", help="Task name or task YAML (with icl:).")]
+TargetLang = Annotated[str, typer.Option("--lang", help="Target language (ISO 639-1).")]
+LmModel = Annotated[str, typer.Option(
+    "--model", help="Causal LM: a hub name or a local directory.")]
+LmOut = Annotated[Path, typer.Option(
+    "--out", help="Runs directory: records go to OUT/<task>/<lang>/k<K>/<arm>/<bucket>.json.")]
+GgufFile = Annotated[str | None, typer.Option(
+    "--gguf-file", help="A GGUF file inside the --model directory (de-quantised).")]
+TestFile = Annotated[Path | None, typer.Option("--test", help="Target test file.")]
+Threads = Annotated[int | None, typer.Option("--threads", min=1, help="torch CPU threads.")]
+SavePredictions = Annotated[bool, typer.Option(
+    "--save-predictions", help="Also write each run's test predictions beside its record.")]
 TemplateLang = Annotated[str, typer.Option(
     "--template-lang", help="Instruction and template in en or the target language.")]
 WordsLang = Annotated[str, typer.Option(

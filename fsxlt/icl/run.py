@@ -37,6 +37,7 @@ from fsxlt.icl.generative import (
     gold_of,
     is_generative,
 )
+from fsxlt.icl.planned import CausalLmRun
 from fsxlt.icl.presets import check_preset, describe_preset, get_preset, render_for
 from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
 from fsxlt.icl.scoring import (
@@ -52,7 +53,7 @@ from fsxlt.icl.scoring import (
     tokenize_prompt,
 )
 from fsxlt.identity import fingerprint
-from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN, identity_hash, record_path
+from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN, record_path
 from fsxlt.tasks import TaskSpec, get_task
 
 ICL_WRITER = "fsxlt icl"
@@ -147,7 +148,7 @@ class IclSettings:
 
 
 @dataclass(frozen=True)
-class IclRun:
+class IclRun(CausalLmRun):
     """One ICL run: what ``fsxlt.runs.plan_writes`` needs, and where its inputs are."""
 
     task: str
@@ -164,18 +165,6 @@ class IclRun:
     spec: TaskSpec | None = field(default=None, compare=False)  # a task YAML's, if given
     predict_path: str = ""    # a file to predict (XGLUE/FewCLUE submission files)
     test_split: str = "test"  # the part of test_path read ("": a file --test named, whole)
-
-    @property
-    def task_spec(self) -> TaskSpec:
-        return self.spec if self.spec is not None else get_task(self.task)
-
-    @property
-    def config_hash(self) -> str:
-        return identity_hash(self.identity)
-
-    @property
-    def id(self) -> str:
-        return f"{self.task}/{self.language}/k{self.k}/{self.name}"
 
 
 def check_task(spec: TaskSpec) -> None:

@@ -17,8 +17,9 @@ from fsxlt.errors import FsxltError
 from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings
 from fsxlt.icl.generative import is_generative
 from fsxlt.icl.lm_lora import LoraSettings
+from fsxlt.icl.planned import CausalLmRun
 from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
-from fsxlt.runs import identity_hash, record_path
+from fsxlt.runs import record_path
 from fsxlt.tasks import TaskSpec, get_task
 
 DEFAULT_ARM = "lm-lora"
@@ -98,7 +99,7 @@ class LmSettings:
 
 
 @dataclass(frozen=True)
-class LmRun:
+class LmRun(CausalLmRun):
     """One LoRA run: what ``fsxlt.runs.plan_writes`` needs, and where its inputs are."""
 
     task: str
@@ -118,22 +119,6 @@ class LmRun:
     predict_path: str = ""    # a file to predict (XGLUE/FewCLUE submission files)
     whole_dev: bool = False   # a --dev file named: read whole, never cut into the task's parts
     whole_test: bool = False  # the same for --test
-
-    @property
-    def task_spec(self) -> TaskSpec:
-        return self.spec if self.spec is not None else get_task(self.task)
-
-    @property
-    def config_hash(self) -> str:
-        return identity_hash(self.identity)
-
-    @property
-    def id(self) -> str:
-        return f"{self.task}/{self.language}/k{self.k}/{self.name}"
-
-    @property
-    def arm(self) -> str:
-        return Path(self.record_path).parent.name
 
 
 # --------------------------------------------------------------------------- planning

@@ -1,0 +1,46 @@
+"""What a planned run of a causal LM is, prompted (``fsxlt icl``: :class:`fsxlt.icl.run.IclRun`)
+or LoRA-tuned (``fsxlt lm-adapt``: :class:`fsxlt.icl.tuning_plan.LmRun`).
+
+Both are frozen dataclasses of their own fields (the bucket, the data files, the record's
+path, the identity); :class:`CausalLmRun` gives them what they derive alike from those:
+the task's spec (a task YAML's own, else the registry's), the identity's hash that
+``fsxlt.runs.plan_writes`` compares with a record's, the run's id and its arm (the folder
+its record is in).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fsxlt.runs import identity_hash
+from fsxlt.tasks import TaskSpec, get_task
+
+
+class CausalLmRun:
+    """The derived facts of a planned causal-LM run (module docstring); a subclass is a
+    dataclass with the fields named here."""
+
+    task: str
+    language: str
+    k: int
+    name: str
+    record_path: str
+    identity: dict[str, Any]
+    spec: TaskSpec | None
+
+    @property
+    def task_spec(self) -> TaskSpec:
+        return self.spec if self.spec is not None else get_task(self.task)
+
+    @property
+    def config_hash(self) -> str:
+        return identity_hash(self.identity)
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}/{self.language}/k{self.k}/{self.name}"
+
+    @property
+    def arm(self) -> str:
+        return Path(self.record_path).parent.name
