@@ -59,7 +59,6 @@ def check_label_all_tokens(value: bool, task: TaskSpec, where: str = "label_all_
 # --------------------------------------------------------------------------- heads
 
 
-
 @dataclass
 class Row:
     """One encoder input: a (window of a) sentence or an example, with its labels.

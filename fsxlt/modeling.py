@@ -64,6 +64,7 @@ COS_SCALE = 10.0
 HEADS = ("pooler", "cls")  # a classification model's head: with BERT's pooler, or without
 DEFAULT_HEAD = HEADS[0]
 
+
 class Pooler(nn.Module):
     """Linear + tanh on the [CLS] hidden state (same parameter names as BERT's pooler)."""
 

@@ -46,6 +46,8 @@ def _own_hash_cache(tmp_path_factory):
         os.environ.pop("FSXLT_CACHE_DIR", None)
     else:
         os.environ["FSXLT_CACHE_DIR"] = previous
+
+
 NER_TYPES = ["PER", "ORG", "LOC"]
 
 

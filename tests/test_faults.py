@@ -609,8 +609,6 @@ def test_sweep_interrupted_between_records_then_rerun(action, world, tmp_path, c
     assert _report(runs, capsys) == _report(world.runs, capsys)
 
 
-
-
 # The micro demo's 48 atomic writes: its folder's marker (1), corpora and data (2-31),
 # encoder (32-33), the bucket store's marker and buckets (34-36), checkpoint (37-38), the
 # runs directory's marker, zero-shot and run records (39-45), report and summary.

@@ -23,6 +23,7 @@ def _labelled(task: str, what: str) -> None:
 
 # pandas, scipy and matplotlib are imported inside the commands (quick `fsxlt --help`).
 
+
 analyze_app = typer.Typer(help="Analyses that explain FS-XLT results.", no_args_is_help=True)
 app.add_typer(analyze_app, name="analyze")
 

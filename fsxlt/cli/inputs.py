@@ -50,6 +50,7 @@ def _zero_shot_test(task: TaskSpec, lang: str,
                f"--target-test {lang}=FILE to score a labelled one)", err=True)
     return None
 
+
 def lang_files(values: list[str] | None, option: str) -> dict[str, Path]:
     """``--target-dev`` / ``--target-test`` values, ``LANG=FILE`` each, by language."""
     out = {}
@@ -59,6 +60,7 @@ def lang_files(values: list[str] | None, option: str) -> dict[str, Path]:
             raise FsxltError(f"{option} expects LANG=FILE, got {value!r}")
         out[lang.strip()] = Path(path)
     return out
+
 
 def source_data(spec: TaskSpec, source_langs: list[str], train_file: Path | None,
                  dev_file: Path | None, data_dir: Path | None, train_limit: int | None,
@@ -81,6 +83,7 @@ def source_data(spec: TaskSpec, source_langs: list[str], train_file: Path | None
         sources["train"] = " + ".join(str(spec.data.locate(data_dir, "train", lang))
                                       for lang in source_langs)
     return train, source_dev, sources
+
 
 def target_data(spec: TaskSpec, targets: list[str] | None, dev_files: dict[str, Path],
                  test_files: dict[str, Path], data_dir: Path | None, sources: dict[str, str],

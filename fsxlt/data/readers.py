@@ -161,7 +161,6 @@ def has_labels(path: str | Path, task: str | TaskSpec, *, language: str | None =
     return False
 
 
-
 def load_split(task: str | TaskSpec, language: str, split: str, *,
                path: str | Path | None = None, data_dir: str | Path | None = None) -> Split:
     """Load one split of a task for one language.

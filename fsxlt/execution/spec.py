@@ -226,7 +226,6 @@ class Hashes:
         return self.source_cache[start]
 
 
-
 def sweep_writer(name: str) -> str:
     """How a sweep's records name their writer."""
     return f"sweep {name!r}" if name else "fsxlt sweep"

@@ -63,6 +63,8 @@ def _torch_threads() -> int:
     import torch
 
     return torch.get_num_threads()
+
+
 ORDERS = ("seeded", "bucket", "similarity")
 
 

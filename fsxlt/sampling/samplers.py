@@ -248,7 +248,6 @@ def bucket_label_counts(counts: Sequence[Counter[str]]) -> Counter[str]:
     return total
 
 
-
 def redundant_sentences(counts: list[Counter[str]], labels: list[str], k: int) -> list[int]:
     """Positions of sentences whose removal keeps every label that reaches ``k`` at ``k`` or more.
 
@@ -259,6 +258,7 @@ def redundant_sentences(counts: list[Counter[str]], labels: list[str], k: int) -
     satisfied = [label for label in labels if total[label] >= k]
     return [i for i, c in enumerate(counts)
             if all(total[label] - c[label] >= k for label in satisfied)]
+
 
 def minimum_including(pool_counts: Sequence[Counter[str]], labels: Sequence[str], k: int,
                       rng: np.random.Generator | None, context: str = "",
