@@ -114,6 +114,8 @@ def fingerprint(name_or_path: str | Path, *, files: list[str] | None = None) -> 
     return "sha256:" + digest.hexdigest()
 
 
+# What the Hugging Face hub accepts as a model id: ``name`` or ``namespace/name``
+# of letters, digits, '-', '_' and '.', at most 96 characters, no '--' or '..'.
 _HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
 
@@ -147,20 +149,23 @@ def hub_commit(repo: str, revision: str | None = None, filename: str = "config.j
     return _COMMITS[key]
 
 
+def _hub_name(name: str) -> tuple[str, str | None] | None:
+    """(repository, revision) of a hub model name; None for a path (or a name no hub
+    accepts: the loader then says what is wrong with it)."""
+    repo, revision = split_revision(name)
+    return None if Path(name).exists() or not hub_id_like(repo) else (repo, revision)
+
+
 def pinned(name: str, filename: str = "config.json") -> str:
     """A hub model name as ``NAME@COMMIT``, the commit it loads now; a local path as it is.
     ``filename``: a file the model's repository holds (a GGUF repository has no
     ``config.json``)."""
-    repo, revision = split_revision(name)
-    if Path(name).exists() or not hub_id_like(repo):  # a path (the loader says what is wrong)
-        return name
-    return f"{repo}@{hub_commit(repo, revision, filename)}"
+    hub = _hub_name(name)
+    return name if hub is None else f"{hub[0]}@{hub_commit(*hub, filename)}"
 
 
 def hub_source(name: str, filename: str = "config.json") -> tuple[str, dict[str, str]]:
     """What ``from_pretrained`` takes for ``name``: a local path as it is (no options), a
     hub name as its repository and ``revision`` = the commit it resolves to."""
-    repo, _revision = split_revision(name)
-    if Path(name).exists() or not hub_id_like(repo):
-        return name, {}
-    return repo, {"revision": split_revision(pinned(name, filename))[1] or ""}
+    hub = _hub_name(name)
+    return (name, {}) if hub is None else (hub[0], {"revision": hub_commit(*hub, filename)})

@@ -41,10 +41,13 @@ WRITER = "fsxlt import lm-eval"
 
 @dataclass
 class Imported:
-    """One bucket's lm-eval task, read and checked: the record to write and where."""
+    """One bucket's lm-eval task, read and checked: the record to write and where, and the
+    test examples with their predicted labels (the predictions file beside it)."""
 
     path: Path
     record: dict[str, Any]
+    test: list[Any]
+    predicted: list[str]
     state: str = ""
 
 
@@ -129,11 +132,11 @@ def _one_task(path: Path, data: dict[str, Any], name: str, config: dict[str, Any
         "data": {"test": {"file": str(test_path), "n": len(test),
                           "sha256": examples_digest(test)}},
         "test": scores, "test_score": scores["score"], "dev_score": None,
-        "predicted": predicted,
     }
     finish_record(record, identity=identity, arm=arm, writer=WRITER)
     stem = f"{bucket.index:02d}"
-    return Imported(record_path(runs, spec.name, language, k, arm, stem), record)
+    return Imported(record_path(runs, spec.name, language, k, arm, stem), record, test,
+                    predicted)
 
 
 def _bucket(buckets: Path, task: str, language: str, k: int, index: int,
@@ -210,17 +213,12 @@ def import_lm_eval(results: str | Path, runs: str | Path, buckets: str | Path, *
 
 
 def _write(one: Imported, write_json: Any, predictions_path: Any) -> None:
-    from fsxlt.data import read_examples
     from fsxlt.predictions import write_predictions
     from fsxlt.tasks import get_task
 
     record = one.record
-    predicted = record.pop("predicted")
-    spec = get_task(record["task"])
-    test = read_examples(record["data"]["test"]["file"], spec, language=record["language"],
-                         split="test")
-    write_predictions(predictions_path(one.path), test, predicted, task=spec,
-                      language=record["language"], split="test",
+    write_predictions(predictions_path(one.path), one.test, one.predicted,
+                      task=get_task(record["task"]), language=record["language"], split="test",
                       model={"kind": "lm-eval", "record": one.path.name,
                              "method": record["method"], "k": record["k"],
                              "bucket": record["bucket"]["index"],

@@ -22,7 +22,6 @@ paths are absolute: export again after moving the folder.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,8 +137,3 @@ def export_lm_eval(store: str | Path, out: str | Path, test_file: Callable[[str,
             (staging / name).write_text(text, encoding="utf-8")
     return exported
 
-
-def read_samples(path: str | Path) -> list[dict[str, Any]]:
-    """lm-eval's per-sample log (``samples_<task>_<time>.jsonl``), one object a line."""
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()
-            if line.strip()]

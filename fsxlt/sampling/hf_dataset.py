@@ -56,7 +56,6 @@ from fsxlt.sampling.store import (
     bucket_hash,
     find_sets,
     read_examples_jsonl,
-    read_manifest,
     read_set,
     render_bucket,
     write_sets,
@@ -73,12 +72,13 @@ CITATION = ("Zhao, Mengjie, Yi Zhu, Ehsan Shareghi, Ivan Vulić, Roi Reichart, A
 
 @dataclass(frozen=True)
 class ExportedSet:
-    """One set of an export: its config name, splits and examples."""
+    """One set of an export: its config name, manifest, splits and examples."""
 
     config: str
     directory: Path
     splits: list[str]
     n_examples: int
+    manifest: dict[str, Any]
 
 
 def config_name(root: Path, directory: Path) -> str:
@@ -201,7 +201,7 @@ def export_hf(store: str | Path, out: str | Path,
             files[f"{config}/{split}.parquet"] = _parquet_bytes(data)
         files[f"{config}/{FSXLT_MANIFEST}"] = dumps_json(manifest).encode("utf-8")
         exported.append(ExportedSet(config, directory, list(splits),
-                                    sum(len(x) for x in splits.values())))
+                                    sum(len(x) for x in splits.values()), manifest))
     places = {one.config: one.directory.relative_to(store).as_posix() if one.directory != store
               else "/".join(one.directory.parts[-3:]) for one in exported}
     if len(places) != len(exported):
@@ -251,7 +251,7 @@ def dataset_card(sets: list[ExportedSet], store: Path) -> str:
 
 
 def _set_section(one: ExportedSet) -> list[str]:
-    manifest = read_manifest(one.directory)
+    manifest = one.manifest
     source = manifest.get("source") or {}
     sampler = manifest.get("sampler")
     lines = [f"## {one.config}", "",

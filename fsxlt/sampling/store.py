@@ -148,7 +148,7 @@ def render_bucket(bucket_set: BucketSet, position: int) -> str:
     return f'{head},\n "examples": [\n{rows}\n ]\n}}\n'
 
 
-def bucket_hash(text: str) -> str:
+def bucket_hash(text: str, raw: Any = None) -> str:
     """A bucket's identity (its manifest entry's and its runs' ``sha256``), from the text of
     its file: the sha256 of its content, not of its bytes.
 
@@ -160,10 +160,10 @@ def bucket_hash(text: str) -> str:
     written by fsxlt 0.3 or 0.4 carries ``fsxlt_version`` in its header; it keeps
     the identity it was given then, the sha256 of its bytes, so its runs keep theirs.
     A text that is not a bucket file hashes as its bytes (its manifest's check
-    then fails, and :func:`read_bucket` says why).
+    then fails, and :func:`read_bucket` says why). ``raw``: the text already parsed.
     """
     try:
-        raw = json.loads(text)
+        raw = json.loads(text) if raw is None else raw
         meta, examples = raw["bucket"], raw["examples"]
     except (ValueError, TypeError, KeyError):
         return sha256_text(text)
@@ -223,9 +223,9 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
 
 
 NEW, UNCHANGED, REPLACED = "new", "unchanged", "replaced"
+# the manifest fields a refusal names when they differ
 PROVENANCE = ("sampler", "seed", "split", "source", "strategy", "n_buckets", "labels",
-              "missing_labels", "missing_buckets", "test", "dev_remaining", "notes",
-              )  # the manifest fields a refusal names when they differ
+              "missing_labels", "missing_buckets", "test", "dev_remaining", "notes")
 
 
 @dataclass(frozen=True)
@@ -502,7 +502,7 @@ def read_bucket(path: str | Path) -> Bucket:
         examples = [example_from_dict(row) for row in raw["examples"]]
         bucket = Bucket(task=meta["task"], language=meta["language"], k=int(meta["k"]),
                         index=int(meta["index"]), examples=examples, meta=meta,
-                        sha256=bucket_file_hash(path),
+                        sha256=bucket_hash(path.read_text(encoding="utf-8"), raw),
                         set_size=_set_size(path.parent))
     except (KeyError, TypeError, ValueError) as err:
         raise DataFormatError(path, f"not an fsxlt bucket file ({err})") from None

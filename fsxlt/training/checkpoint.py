@@ -26,7 +26,7 @@ import torch
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, read_json, staged_dir
-from fsxlt.identity import hub_id_like, hub_source, pinned, split_revision
+from fsxlt.identity import hub_id_like, hub_source, split_revision
 from fsxlt.modeling import DEFAULT_HEAD, FsxltModel, build_model
 from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
 from fsxlt.tasks import TaskSpec, get_task
@@ -68,8 +68,6 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0][:300] if text else err.__class__.__name__
 
 
-# What the Hugging Face hub accepts as a model id: ``name`` or ``namespace/name``
-# of letters, digits, '-', '_' and '.', at most 96 characters, no '--' or '..'.
 def check_model_location(name: str, what: str = "encoder") -> None:
     """One-line error for a model argument that is neither a directory nor a hub id.
 
@@ -210,7 +208,7 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0,
 
 def _revision_fact(name: str) -> dict[str, str]:
     """The hub commit a pretrained start loaded (nothing for a local directory)."""
-    return {} if Path(name).exists() else {"revision": split_revision(pinned(name))[1] or ""}
+    return hub_source(name)[1]
 
 
 def _head_fact(model: FsxltModel) -> dict[str, str]:
