@@ -68,8 +68,8 @@ from torch.nn import functional as F
 
 from fsxlt.data import Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import score
 from fsxlt.methods import METHODS, get_method
+from fsxlt.models.prediction import score
 from fsxlt.tasks import TaskSpec, get_task
 
 HEAD_ONLY = [m for m in METHODS if m != "full"]
@@ -700,7 +700,7 @@ def targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     """Build the start, warm up, benchmark every method, measure eval throughput."""
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
 
     began = time.perf_counter()
     quiet_transformers()

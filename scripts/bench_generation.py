@@ -36,9 +36,9 @@ import torch
 from fsxlt.data import load_split
 from fsxlt.icl.generation import DecodeSettings, generate
 from fsxlt.icl.model import load_causal_lm
-from fsxlt.icl.prompts import PromptSettings, render
 from fsxlt.icl.scoring import tokenize_prompt
 from fsxlt.tasks import get_task
+from fsxlt.tasks.prompts import PromptSettings, render
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,9 +40,9 @@ import torch
 
 from fsxlt.data import TextExample, read_examples
 from fsxlt.icl.model import load_causal_lm
-from fsxlt.icl.prompts import PromptSettings, render
 from fsxlt.icl.scoring import OptionScores, option_scores, plan_rows, tokenize_prompt
 from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.tasks.prompts import PromptSettings, render
 
 WORDS = ["the", "a", "cat", "dog", "went", "to", "city", "saw", "big", "small", "not",
          "happy", "sad", "today", "with", "and", "in", "is", "john", "maria", "paris", "lima"]

@@ -15,7 +15,7 @@ and the seeded fresh span head fsxlt gives an encoder):
 (b) **fsxlt**: one :class:`fsxlt.training.AdaptEngine` (dev and test windowed once,
     length-sorted batches under ``inference_mode``), then ``engine.adapt`` per bucket.
 
-Both use fsxlt's windows (:mod:`fsxlt.spans`: stride 128) and span decoding (n-best
+Both use fsxlt's windows (:mod:`fsxlt.models.spans`: stride 128) and span decoding (n-best
 20, at most 30 wordpieces), so they must give the same dev curve, best epoch and
 scores (to ``--tolerance``) and the same answer to every test question; a
 difference is printed and the script exits with status 1. The data is generated:
@@ -116,8 +116,8 @@ def padded(batch: dict[str, torch.Tensor], max_len: int) -> dict[str, torch.Tens
 
 def naive_windows(tokenizer: Any, examples: Sequence[QAExample], max_len: int) -> list[dict]:
     """Every window, tokenized now (question by question), padded to ``max_len``."""
-    from fsxlt.encoding import Row, collate
-    from fsxlt.spans import QAFeaturizer
+    from fsxlt.models.encoding import Row, collate
+    from fsxlt.models.spans import QAFeaturizer
 
     featurizer = QAFeaturizer(tokenizer, max_len, True)
     windows = []
@@ -130,7 +130,7 @@ def naive_windows(tokenizer: Any, examples: Sequence[QAExample], max_len: int) -
 
 def naive_answers(model: Any, windows: list[dict], examples: Sequence[QAExample]) -> list[str]:
     """One window at a time under ``no_grad``: the best span over each question's windows."""
-    from fsxlt.spans import best_spans
+    from fsxlt.models.spans import best_spans
 
     model.eval()
     best: dict[int, tuple[float, str]] = {}
@@ -147,8 +147,8 @@ def naive_answers(model: Any, windows: list[dict], examples: Sequence[QAExample]
 
 def naive_adapt(start_dir: Path, task: Any, bucket: list[QAExample], dev: list[QAExample],
                 test: list[QAExample], args: argparse.Namespace) -> dict[str, Any]:
-    from fsxlt.encoding import collate
-    from fsxlt.evaluation import compute_scores
+    from fsxlt.metrics.scores import compute_scores
+    from fsxlt.models.encoding import collate
     from fsxlt.training import load_start
 
     start = load_start(start_dir, task, seed=args.seed)
@@ -200,7 +200,7 @@ def engine_runs(start_dir: Path, task: Any, buckets: list[list[QAExample]],
 def dev_windows(start: Path, dev: list[QAExample], max_len: int) -> int:
     from transformers import AutoTokenizer
 
-    from fsxlt.spans import QAFeaturizer
+    from fsxlt.models.spans import QAFeaturizer
 
     return len(QAFeaturizer(AutoTokenizer.from_pretrained(start), max_len, True).windows(dev))
 

@@ -8,20 +8,20 @@ else of ``fsxlt.a``; importing a package counts as importing its ``__init__``.
 Layers, lowest first; a module belongs to the layer of the longest name in the
 table that it starts with (``fsxlt.training.adapt`` -> ``training``;
 ``fsxlt.sampling.store``, the bucket file format, sits with the data below the
-rest of ``sampling``). A module may import its own layer and those below it;
-an import of a higher layer "runs back up". The package root
-(``fsxlt/__init__.py``, a lazy name table, and ``__main__``) is outside the
-layers and left out of the upward count.
+rest of ``sampling``; the study's record files sit low, its submissions high).
+A module may import its own layer and those below it; an import of a higher
+layer "runs back up". The package root (``fsxlt/__init__.py``, a lazy name
+table, and ``__main__``) is outside the layers and left out of the upward count.
 
-    0  errors, fileio, config_checks, lazy, identity
-    1  tasks, data, runs, directories, synthetic, sampling.store, sampling.samplers,
-       icl.prompts                   (prompt text that task YAMLs are checked against)
-    2  modeling, encoding, evaluation, spans, qa_metrics, text_metrics  (the model, featurizer,
-       metrics, prediction)
-    3  methods, method_options, plugins, pet, lora  (what adapting changes; plug-ins)
-    4  training, predictions         (source-training, adapting, loading starts)
-    5  sampling, analysis, report, execution, submission, scoring, icl
-    6  demo, cli
+    0  errors, fileio, config_checks, lazy, identity, plugins   (the ground floor)
+    1  tasks, data, synthetic, study.runs, study.directories, sampling.store,
+       sampling.samplers             (what a task, its data and a record are)
+    2  metrics                       (every metric; scoring prediction files)
+    3  models                        (encoder and heads, featurizers, prediction, LoRA, PET)
+    4  methods                       (what adapting changes; plug-ins)
+    5  training, study.predictions   (source-training, adapting, loading starts)
+    6  sampling, analysis, report, execution, study.submission, icl
+    7  demo, cli
 
 Prints, in order: every module with its number of lines (``--modules``), the
 circles (strongly connected groups of two or more modules) and every upward
@@ -42,13 +42,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "fileio", "config_checks", "lazy", "identity"),
-    ("tasks", "data", "runs", "directories", "synthetic", "sampling.store",
-     "sampling.samplers", "icl.prompts"),
-    ("modeling", "encoding", "evaluation", "spans", "qa_metrics", "text_metrics"),
-    ("methods", "method_options", "plugins", "pet", "lora"),
-    ("training", "predictions"),
-    ("sampling", "analysis", "report", "execution", "submission", "scoring", "icl"),
+    ("errors", "fileio", "config_checks", "lazy", "identity", "plugins"),
+    ("tasks", "data", "synthetic", "study", "study.runs", "study.directories", "sampling.store",
+     "sampling.samplers"),
+    ("metrics",),
+    ("models",),
+    ("methods",),
+    ("training", "study.predictions"),
+    ("sampling", "analysis", "report", "execution", "study.submission", "icl"),
     ("demo", "cli"),
 )
 LAYER_OF = {name: level for level, names in enumerate(LAYERS) for name in names}

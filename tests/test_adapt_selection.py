@@ -16,10 +16,10 @@ from fsxlt.analysis.adapt_selection import (
     record_candidates,
 )
 from fsxlt.cli import run_app
-from fsxlt.directories import RUNS, claim
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json
 from fsxlt.report.compare import bootstrap_ci
+from fsxlt.study.directories import RUNS, claim
 from tests.test_analysis_selection import write_record as write_checkpoint
 from tests.test_report import fake_record
 

@@ -143,7 +143,7 @@ def test_attention_shift_and_top_tokens_by_hand():
 
 def test_cls_attention_sums_to_one_and_ignores_padding(xnli_study):
     from fsxlt.analysis.attention import cls_attention
-    from fsxlt.encoding import Featurizer
+    from fsxlt.models.encoding import Featurizer
     from fsxlt.tasks import get_task
     from fsxlt.training import load_start
 

@@ -13,7 +13,7 @@ from fsxlt.analysis.gains import gains_analysis, improved_words, jaccard
 from fsxlt.cli import run_app
 from fsxlt.data import TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
-from fsxlt.predictions import (
+from fsxlt.study.predictions import (
     Predictions,
     predictions_path,
     read_predictions,

@@ -17,14 +17,14 @@ import pytest
 import sacrebleu
 
 from fsxlt.cli import run_app
-from fsxlt.evaluation import compute_scores
 from fsxlt.fileio import atomic_write_json
-from fsxlt.predictions import read_predictions, write_predictions
-from fsxlt.runs import RUN_FORMAT, record_path
-from fsxlt.scoring import SCORERS, score_file, summary, tasks_with_format
-from fsxlt.submission import read_unlabelled, render_submission, write_submission
+from fsxlt.metrics.scores import compute_scores
+from fsxlt.metrics.scoring import SCORERS, score_file, summary, tasks_with_format
+from fsxlt.metrics.text import xglue_bleu
+from fsxlt.study.predictions import read_predictions, write_predictions
+from fsxlt.study.runs import RUN_FORMAT, record_path
+from fsxlt.study.submission import read_unlabelled, render_submission, write_submission
 from fsxlt.tasks import get_task
-from fsxlt.text_metrics import xglue_bleu
 
 GOLD_LINES = ["what is the capital of france ?", "query\tWho wrote Faust ?  ",
               "how tall is the eiffel tower ?", "when did the war end ?"]

@@ -6,16 +6,9 @@ import pytest
 import torch
 
 from fsxlt.data import TaggedSentence
-from fsxlt.encoding import Featurizer, collate
-from fsxlt.evaluation import (
-    compute_scores,
-    make_eval_set,
-    predict_ids,
-    prepare_eval,
-    score,
-    seqeval_scores,
-    token_accuracy,
-)
+from fsxlt.metrics.scores import compute_scores, seqeval_scores, token_accuracy
+from fsxlt.models.encoding import Featurizer, collate
+from fsxlt.models.prediction import make_eval_set, predict_ids, prepare_eval, score
 from fsxlt.tasks import get_task
 from fsxlt.training.checkpoint import load_start
 from tests.train_fixtures import make_encoder_dir, ner_data, nli_data
@@ -57,7 +50,7 @@ def test_one_pass_seqeval_equals_seqeval(tagset):
 
     from seqeval.metrics import f1_score, precision_score, recall_score
 
-    from fsxlt.evaluation import entity_set
+    from fsxlt.metrics.scores import entity_set
 
     tags = (["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"] if tagset == "ner"
             else ["NOUN", "VERB", "DET", "ADJ", "PUNCT"])
@@ -83,7 +76,7 @@ def test_entity_set_matches_seqeval_get_entities_on_odd_tags():
 
     from seqeval.metrics.sequence_labeling import get_entities
 
-    from fsxlt.evaluation import entity_set
+    from fsxlt.metrics.scores import entity_set
 
     tags = ["O", "B", "I", "E", "S", ".", "B-X", "I-X", "E-X", "S-X", "I-Y", "B-PER-X",
             "NOUN", "I-PER"]

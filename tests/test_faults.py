@@ -532,7 +532,7 @@ def no_temporaries(root: Path) -> None:
     """No hidden temporary left behind (the sweep's lock file and the directory markers
     are meant to stay)."""
     from fsxlt.demo.pipeline import DEMO_MARKER
-    from fsxlt.directories import MARKER
+    from fsxlt.study.directories import MARKER
 
     left = [p for p in root.rglob(".*")
             if p.name not in (".fsxlt-writer.lock", MARKER, DEMO_MARKER)]

@@ -3,7 +3,7 @@
 A record or manifest edited by hand (no ``language``, bucket index ``"zero"``, a
 manifest bucket without ``file``, ``"buckets": "oops"``) gave fsxlt 0.2.0 tracebacks
 in ``report``, ``buckets check``, ``adapt`` and ``sweep``. Records are checked where
-they are read (:func:`fsxlt.runs.record_problem`: unreadable, with the reason, never
+they are read (:func:`fsxlt.study.runs.record_problem`: unreadable, with the reason, never
 counted) and manifests where they are read (:func:`fsxlt.sampling.store.read_manifest`:
 one line naming the file and the field).
 """

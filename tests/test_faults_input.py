@@ -189,7 +189,7 @@ def test_a_bad_conll_line_says_what_it_found_and_what_is_expected(line, found, t
 # --------------------------------------------------------------------------- 5. nDCG
 
 def test_ndcg_of_a_set_without_a_two_page_query_is_an_error_not_zero():
-    from fsxlt.evaluation import compute_scores
+    from fsxlt.metrics.scores import compute_scores
 
     with pytest.raises(FsxltError, match=r"^the dev set: no query has two judged pages"):
         compute_scores(get_task("wpr"), ["1", "3"], ["1", "1"], relevance=[1.0, 2.0],

@@ -27,7 +27,7 @@ from fsxlt.report import (
     write_compare,
 )
 from fsxlt.report.compare import compare
-from fsxlt.runs import RUN_FORMAT
+from fsxlt.study.runs import RUN_FORMAT
 
 
 def record(arm: str, index: int, score: float, *, bucket: str | None = None,
@@ -149,7 +149,7 @@ def test_threads_hold_with_workers_zero(monkeypatch):
 def test_a_dry_run_refuses_what_the_sweep_refuses(tmp_path, capsys):
     """0.2.0's ``--dry-run`` listed the runs of a sweep whose out is a bucket store."""
     from fsxlt.cli import run_app
-    from fsxlt.directories import MARKER
+    from fsxlt.study.directories import MARKER
     from tests.sweep_fixtures import write_config
 
     store = tmp_path / "store"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fsxlt.cli import run_app
-from fsxlt.runs import RUN_FORMAT
+from fsxlt.study.runs import RUN_FORMAT
 from tests.train_fixtures import ner_data, write_conll
 
 SEED5 = {"n": 40, "size": 40, "seed": 5, "split": "train", "source": "ab" * 32}

@@ -419,8 +419,8 @@ def test_a_locked_runs_directory_is_refused_before_any_model_loads(study, tmp_pa
     """Issue 41, case 18: ``fsxlt icl`` on a runs directory another command was writing
     refused only after loading the model (91 s for Gemma 3 270M)."""
     import fsxlt.training as training
-    from fsxlt.directories import RUNS, claim, writer_lock
     from fsxlt.icl import model as lm_module
+    from fsxlt.study.directories import RUNS, claim, writer_lock
     from tests.icl_fixtures import make_causal_lm_dir
 
     def no_load(*args, **kwargs):

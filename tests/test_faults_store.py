@@ -4,7 +4,7 @@ Every writer of bucket sets (sample, select, import-published,
 import-fewclue) goes through :func:`fsxlt.sampling.store.write_sets`, which
 checks every set of the command against what its directory holds before
 writing anything, and claims the root as a bucket store
-(:mod:`fsxlt.directories`) so that a runs directory is never written into.
+(:mod:`fsxlt.study.directories`) so that a runs directory is never written into.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from fsxlt.cli import run_app
-from fsxlt.directories import MARKER
 from fsxlt.sampling.store import find_sets
+from fsxlt.study.directories import MARKER
 from tests.conftest import write_ner
 from tests.fewclue_fixtures import write_task
 from tests.train_fixtures import nli_data, write_pairs

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from fsxlt.cli import run_app
-from fsxlt.directories import MARKER
+from fsxlt.study.directories import MARKER
 from tests.conftest import write_ner
 from tests.fewclue_fixtures import write_fewclue
 from tests.icl_fixtures import make_causal_lm_dir

@@ -20,7 +20,7 @@ from fsxlt.data import ChoiceExample, Skipped, TextExample, read_examples
 from fsxlt.errors import DataFormatError
 from fsxlt.sampling.check import check_store
 from fsxlt.sampling.store import read_bucket, read_manifest
-from fsxlt.submission import render_submission, submission_file
+from fsxlt.study.submission import render_submission, submission_file
 from fsxlt.tasks import get_task
 from tests.fewclue_fixtures import (
     FEWCLUE_VOCAB,
@@ -182,7 +182,7 @@ def test_multiple_choice_head_loss_and_prediction_by_hand(encoder):
     so with answer 2 its cross-entropy is -ln(1/2) = ln 2; example 1's rows
     score 1, 0, 0 and its answer is 0: -ln(e / (e + 2)).
     """
-    from fsxlt.modeling import FsxltModel
+    from fsxlt.models.model import FsxltModel
     from fsxlt.training.checkpoint import load_encoder
     from fsxlt.training.loop import summed_cross_entropy
 
@@ -206,7 +206,7 @@ def test_multiple_choice_head_loss_and_prediction_by_hand(encoder):
 
 
 def test_candidates_are_batched_example_after_example(encoder):
-    from fsxlt.encoding import Featurizer, collate
+    from fsxlt.models.encoding import Featurizer, collate
     from fsxlt.training.checkpoint import load_encoder
 
     _model, tokenizer = load_encoder(str(encoder), 0)
@@ -221,7 +221,7 @@ def test_candidates_are_batched_example_after_example(encoder):
 
 
 def test_blank_window_keeps_the_blank_of_a_long_passage(encoder):
-    from fsxlt.encoding import Featurizer
+    from fsxlt.models.encoding import Featurizer
     from fsxlt.training.checkpoint import load_encoder
 
     _model, tokenizer = load_encoder(str(encoder), 0)

@@ -349,7 +349,7 @@ def test_k_pairs_refuses_too_few_sources(k, n_buckets, short, seed):
 
 
 def test_an_encoder_refuses_a_generation_task_in_one_line(tmp_path):
-    from fsxlt.encoding import Featurizer
+    from fsxlt.models.encoding import Featurizer
     from tests.train_fixtures import make_tokenizer
 
     with pytest.raises(FsxltError, match="task ntg generates text, which an encoder does not"):

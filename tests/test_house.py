@@ -1,8 +1,11 @@
-"""The house (issue 31, mechanism 12): the import graph has no circles and no import that
-runs up a layer (``scripts/import_graph.py``'s table), and training and sampling do not
-lean on each other: a bucket (:mod:`fsxlt.data.buckets`) is the room both stand on.
-fsxlt 0.2.0's ``training.records`` and ``training.adapt`` imported ``sampling.store``
-while ``sampling.select`` imported ``training``."""
+"""The house (issues 31 and 44): the import graph has no circles and no import that
+runs up a layer (``scripts/import_graph.py``'s table, deferred imports counted), every
+module has a layer, the package root holds at most 8 loose modules beside its
+packages, and training and sampling do not lean on each other: a bucket
+(:mod:`fsxlt.data.buckets`) is the room both stand on. fsxlt 0.2.0's
+``training.records`` and ``training.adapt`` imported ``sampling.store`` while
+``sampling.select`` imported ``training``; 0.5.0's task registry imported the ICL
+floor's prompts and the ICL floor imported the sweeps' input files."""
 
 from __future__ import annotations
 
@@ -32,3 +35,34 @@ def test_training_does_not_import_sampling():
     leaning = sorted((a, b) for a, targets in edges.items() if a.startswith("fsxlt.training")
                      for b in targets if b.startswith("fsxlt.sampling"))
     assert leaning == []
+
+
+def test_every_module_has_a_layer():
+    graph = import_graph()
+    modules, _edges = graph.build_graph(REPO / "fsxlt")
+    unplaced = [m for m in modules if "." in m and m != "fsxlt.__main__" and graph.layer(m) is None]
+    assert unplaced == []
+
+
+def test_at_most_eight_loose_modules():
+    loose = sorted(p.name for p in (REPO / "fsxlt").glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= 8, loose
+
+
+def test_the_check_sees_a_deferred_upward_import_and_a_circle(tmp_path):
+    """The check itself can fail: a deferred import from ``tasks`` up into ``icl`` and a
+    circle between two modules of one layer are both found, with the importing line."""
+    root = tmp_path / "fsxlt"
+    (root / "icl").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "icl" / "__init__.py").write_text("")
+    (root / "icl" / "run.py").write_text("from fsxlt.tasks import spec\n")
+    (root / "tasks.py").write_text("def spec():\n    from fsxlt.icl.run import x\n")
+    (root / "data.py").write_text("import fsxlt.fileio\nimport fsxlt.tasks\n")
+    (root / "fileio.py").write_text("import fsxlt.errors\n")
+    (root / "errors.py").write_text("from fsxlt import fileio\n")
+    graph = import_graph()
+    _modules, edges = graph.build_graph(root)
+    assert graph.upward_imports(edges) == [("fsxlt.tasks", "fsxlt.icl.run", 2)]
+    assert graph.circles(edges) == [["fsxlt.errors", "fsxlt.fileio"],
+                                    ["fsxlt.icl.run", "fsxlt.tasks"]]

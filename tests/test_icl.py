@@ -11,7 +11,6 @@ import torch
 
 from fsxlt.data import ChoiceExample, TextExample
 from fsxlt.errors import FsxltError
-from fsxlt.icl.prompts import PromptSettings, parse_icl, render
 from fsxlt.icl.run import IclSettings, demonstration_order, sample_test
 from fsxlt.icl.scoring import (
     OptionScores,
@@ -22,6 +21,7 @@ from fsxlt.icl.scoring import (
     tokenize_prompt,
 )
 from fsxlt.tasks import builtin_tasks, get_task
+from fsxlt.tasks.prompts import PromptSettings, parse_icl, render
 from tests.conftest import HUB_COMMIT
 from tests.icl_fixtures import make_causal_lm_dir, write_task_yaml
 from tests.train_fixtures import nli_data

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fsxlt.cli import run_app
-from fsxlt.runs import arm_of, is_complete, predictions_path, read_record
+from fsxlt.study.runs import arm_of, is_complete, predictions_path, read_record
 from tests.icl_fixtures import make_causal_lm_dir, write_task_yaml
 from tests.train_fixtures import make_encoder_dir, nli_data, write_bucket_set, write_pairs
 

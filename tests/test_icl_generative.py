@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fsxlt.cli import run_app
-from fsxlt.evaluation import compute_scores
-from fsxlt.runs import is_complete, predictions_path, read_record
+from fsxlt.metrics.scores import compute_scores
+from fsxlt.study.runs import is_complete, predictions_path, read_record
 from fsxlt.tasks import get_task
 from tests.icl_fixtures import make_causal_lm_dir
 from tests.qa_fixtures import write_xquad

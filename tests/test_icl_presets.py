@@ -21,7 +21,6 @@ from fsxlt.icl.presets import (
     pawsx_sentences,
     render_for,
 )
-from fsxlt.icl.prompts import PromptSettings
 from fsxlt.icl.run import IclSettings, check_settings
 from fsxlt.icl.scoring import (
     OptionScores,
@@ -31,8 +30,9 @@ from fsxlt.icl.scoring import (
     predictions,
     tokenize_prompt,
 )
-from fsxlt.runs import is_complete, read_record
+from fsxlt.study.runs import is_complete, read_record
 from fsxlt.tasks import get_task
+from fsxlt.tasks.prompts import PromptSettings
 from tests.icl_fixtures import make_causal_lm_dir, write_task_yaml
 from tests.train_fixtures import nli_data, write_bucket_set, write_pairs
 

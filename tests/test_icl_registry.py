@@ -7,10 +7,10 @@ import pytest
 
 from fsxlt.data import TextExample
 from fsxlt.errors import FsxltError
-from fsxlt.icl.prompts import PromptSettings, render
 from fsxlt.icl.run import check_task
 from fsxlt.synthetic.benchmark import TASKS as SYNTHETIC_TASKS
 from fsxlt.tasks import TaskSpec, builtin_tasks, get_task
+from fsxlt.tasks.prompts import PromptSettings, render
 from tests.icl_fixtures import write_task_yaml
 
 # the tasks whose sections this file was written for (a floor: a new task joins by itself)

@@ -15,7 +15,7 @@ import pytest
 
 from fsxlt.cli import run_app
 from fsxlt.execution import load_config, parse_config, run_sweep, sweep_status
-from fsxlt.runs import arm_of, is_complete, read_record
+from fsxlt.study.runs import arm_of, is_complete, read_record
 from fsxlt.training import strip_timings
 from tests.icl_fixtures import make_causal_lm_dir, write_task_yaml
 from tests.sweep_fixtures import KS, N_BUCKETS, build_study, sweep_config, write_config

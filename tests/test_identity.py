@@ -21,7 +21,7 @@ from fsxlt import identity
 from fsxlt.errors import FsxltError
 from fsxlt.icl.model import model_fingerprint
 from fsxlt.icl.run import IclSettings
-from fsxlt.runs import start_fingerprint
+from fsxlt.study.runs import start_fingerprint
 from tests.conftest import HUB_COMMIT
 from tests.train_fixtures import make_encoder_dir
 

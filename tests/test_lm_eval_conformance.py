@@ -26,9 +26,9 @@ from lm_eval.tasks._yaml_loader import load_yaml  # noqa: E402
 
 from fsxlt.data import TextExample  # noqa: E402
 from fsxlt.icl.presets import PAWSX_WORDS, XNLI_WORDS, render_for  # noqa: E402
-from fsxlt.icl.prompts import PromptSettings  # noqa: E402
 from fsxlt.icl.scoring import OptionScores, decision_scores, tokenize_prompt  # noqa: E402
 from fsxlt.tasks import get_task  # noqa: E402
+from fsxlt.tasks.prompts import PromptSettings  # noqa: E402
 
 TASKS = Path(lm_eval.__file__).parent / "tasks"
 XNLI_LABELS = ("entailment", "neutral", "contradiction")  # the harness's 0, 1, 2

@@ -77,11 +77,11 @@ def _fsxlt_logliks(study: dict, task: str, k: int) -> dict[str, dict[str, list[f
     from fsxlt.data import read_examples
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.presets import render_for
-    from fsxlt.icl.prompts import PromptSettings
     from fsxlt.icl.run import IclSettings, demonstration_order
     from fsxlt.icl.scoring import option_scores, tokenize_prompt
     from fsxlt.sampling.store import read_set
     from fsxlt.tasks import get_task
+    from fsxlt.tasks.prompts import PromptSettings
 
     spec, lm = get_task(task), load_causal_lm(str(study["model"]))
     test = read_examples(study["tests"][task], spec, language="de", split="test")

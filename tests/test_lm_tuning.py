@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from fsxlt.cli import run_app
-from fsxlt.runs import arm_of, is_complete, predictions_path, read_record
+from fsxlt.study.runs import arm_of, is_complete, predictions_path, read_record
 from fsxlt.training.records import strip_timings
 from tests.icl_fixtures import make_causal_lm_dir
 from tests.train_fixtures import make_encoder_dir, nli_data, write_bucket_set, write_pairs
@@ -165,9 +165,9 @@ def test_a_generation_loss_scores_the_target_and_its_end_only(setup):
     from fsxlt.data.examples import GenerationExample
     from fsxlt.icl.lm_lora import rows_nll
     from fsxlt.icl.model import load_causal_lm
-    from fsxlt.icl.prompts import IclSpec
     from fsxlt.icl.tuning import LmSettings, train_rows
     from fsxlt.tasks import get_task
+    from fsxlt.tasks.prompts import IclSpec
 
     icl = IclSpec(templates={"en": "premise : {text_a} answer : {label}"},
                   instructions={"en": "does"}, label_words={})

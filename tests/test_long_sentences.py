@@ -17,13 +17,13 @@ import pytest
 
 from fsxlt.cli import run_app
 from fsxlt.data import TaggedSentence
-from fsxlt.encoding import Featurizer, check_long_sentences
 from fsxlt.errors import FsxltError
 from fsxlt.execution import adapt_plan, expand, parse_config
 from fsxlt.fileio import atomic_write_json
+from fsxlt.models.encoding import Featurizer, check_long_sentences
 from fsxlt.report import load_records, mixed_long_sentences
 from fsxlt.report.records import record_long_sentences
-from fsxlt.runs import RUN_FORMAT
+from fsxlt.study.runs import RUN_FORMAT
 from fsxlt.tasks import get_task
 from fsxlt.training.checkpoint import start_long_sentences
 from fsxlt.training.protocol import Protocol

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from fsxlt import lora as lora_module
+from fsxlt.models import lora as lora_module
 from fsxlt.training import AdaptEngine, strip_timings
 from fsxlt.training.loop import snapshot
 from tests.train_fixtures import make_encoder_dir, nli_data

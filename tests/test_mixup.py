@@ -37,7 +37,7 @@ def engine_for(encoder: str, task: str) -> AdaptEngine:
 
 def by_definition(model, source_rows, target_rows, pairing, pad_id):
     """The mixup loss one pair at a time: each unit's vector from its own forward pass."""
-    from fsxlt.encoding import collate
+    from fsxlt.models.encoding import collate
 
     def units(rows):
         vectors, labels = [], []

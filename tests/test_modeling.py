@@ -7,10 +7,10 @@ import torch
 from torch.nn import functional as F
 
 from fsxlt.data import TaggedSentence, TextExample
-from fsxlt.encoding import Featurizer, collate
 from fsxlt.errors import FsxltError
 from fsxlt.methods import prepare_method
-from fsxlt.modeling import COS_SCALE, CosineClassifier
+from fsxlt.models.encoding import Featurizer, collate
+from fsxlt.models.model import COS_SCALE, CosineClassifier
 from fsxlt.tasks import get_task
 from fsxlt.training.checkpoint import load_start
 from tests.train_fixtures import HEAD_ONLY_TRAINABLE, make_encoder_dir

@@ -15,7 +15,7 @@ import pytest
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
 from fsxlt.execution import expand, parse_config, run_sweep
-from fsxlt.runs import arm_regime, read_record
+from fsxlt.study.runs import arm_regime, read_record
 from fsxlt.training import AdaptEngine
 from fsxlt.training.regimes import JointMixer, Regime, parse_regime
 from tests.sweep_fixtures import build_study, sweep_config

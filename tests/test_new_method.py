@@ -24,10 +24,10 @@ import yaml
 from torch import nn
 
 from fsxlt.cli import run_app
-from fsxlt.encoding import Featurizer
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import example_signals, make_eval_set, prepare_eval
 from fsxlt.methods import Method, Option, get_method, method_label
+from fsxlt.models.encoding import Featurizer
+from fsxlt.models.prediction import example_signals, make_eval_set, prepare_eval
 from fsxlt.tasks import get_task
 from fsxlt.training import load_start, save_checkpoint, source_train
 from fsxlt.training.starts import open_start, trained_method

@@ -46,8 +46,8 @@ import pytest
 import torch
 
 from fsxlt.data import TaggedSentence
-from fsxlt.encoding import Featurizer
-from fsxlt.evaluation import prepare_eval
+from fsxlt.models.encoding import Featurizer
+from fsxlt.models.prediction import prepare_eval
 from fsxlt.tasks import get_task
 from fsxlt.training import AdaptEngine, save_checkpoint, source_train
 from tests.train_fixtures import FILLER, ORGS, PERSONS, PLACES, make_encoder_dir

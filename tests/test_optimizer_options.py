@@ -17,10 +17,10 @@ import fsxlt.training.source as source_module
 import fsxlt.training.steps as steps_module
 from fsxlt.cli import run_app
 from fsxlt.data import TaggedSentence
-from fsxlt.encoding import Featurizer
 from fsxlt.errors import FsxltError
 from fsxlt.execution import adapt_plan, parse_config
 from fsxlt.methods import get_method
+from fsxlt.models.encoding import Featurizer
 from fsxlt.tasks import get_task
 from fsxlt.training import AdaptEngine, load_start, source_train
 from fsxlt.training.optim import (

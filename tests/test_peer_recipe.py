@@ -24,7 +24,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
-from fsxlt.modeling import build_model
+from fsxlt.models.model import build_model
 from fsxlt.tasks import get_task
 from fsxlt.training import load_start
 from fsxlt.training.optim import (

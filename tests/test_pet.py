@@ -9,10 +9,10 @@ import torch
 import yaml
 
 from fsxlt.cli import run_app
-from fsxlt.encoding import Featurizer, collate
 from fsxlt.errors import FsxltError
 from fsxlt.methods import get_method
-from fsxlt.pet import encode_pattern
+from fsxlt.models.encoding import Featurizer, collate
+from fsxlt.models.pet import encode_pattern
 from fsxlt.tasks import builtin_tasks, get_task, parse_task
 from fsxlt.training import AdaptEngine, load_start, save_checkpoint, source_train
 from tests.train_fixtures import make_encoder_dir, make_mlm_encoder_dir, nli_data

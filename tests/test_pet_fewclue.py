@@ -12,11 +12,11 @@ import yaml
 
 from fsxlt.cli import run_app
 from fsxlt.data import read_examples
-from fsxlt.encoding import Featurizer, collate
 from fsxlt.errors import FsxltError
 from fsxlt.execution import expand, parse_config
 from fsxlt.methods import get_method
-from fsxlt.pet import encode_choice_pattern, verbalizer_pieces
+from fsxlt.models.encoding import Featurizer, collate
+from fsxlt.models.pet import encode_choice_pattern, verbalizer_pieces
 from fsxlt.sampling.store import read_examples_jsonl
 from fsxlt.tasks import PET_PLACEHOLDERS, get_task, parse_task
 from fsxlt.training import AdaptEngine, load_start

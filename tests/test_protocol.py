@@ -68,7 +68,7 @@ def engine(tmp_path_factory) -> AdaptEngine:
 # --------------------------------------------------------------------------- defaults
 
 def test_a_default_run_keeps_its_identity(tmp_path):
-    from fsxlt.runs import identity_hash
+    from fsxlt.study.runs import identity_hash
 
     runs = adapt_runs(tmp_path)
     assert [r.config_hash for r in runs] == DEFAULT_HASHES

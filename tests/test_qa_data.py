@@ -14,11 +14,11 @@ import torch
 from fsxlt.data import QAExample, load_split, read_examples
 from fsxlt.data.qa import holdout_part, paragraphs, squad_json
 from fsxlt.errors import DataFormatError, FsxltError
+from fsxlt.models.spans import answer_span, answers_of, best_spans, window_starts
 from fsxlt.sampling.api import sample_set
 from fsxlt.sampling.check import check_set
 from fsxlt.sampling.samplers import derive_rng, k_questions, untouched_questions
 from fsxlt.sampling.store import bucket_dir, write_sets
-from fsxlt.spans import answer_span, answers_of, best_spans, window_starts
 from fsxlt.tasks import get_task
 from tests.qa_fixtures import (
     QA_EXTRA,
@@ -233,7 +233,7 @@ def test_answer_span_needs_the_whole_answer_in_the_window():
 
 @pytest.fixture(scope="module")
 def featurizer(tmp_path_factory):
-    from fsxlt.encoding import Featurizer
+    from fsxlt.models.encoding import Featurizer
 
     tokenizer = make_tokenizer(tmp_path_factory.mktemp("tok"), QA_EXTRA)
     return Featurizer(tokenizer, get_task("xquad"), max_seq_length=24)
@@ -256,8 +256,8 @@ def test_one_window_for_a_short_context_with_the_answer_in_it(featurizer):
 
 
 def test_an_answer_across_a_window_edge_is_learnt_from_the_window_that_holds_it(featurizer):
-    from fsxlt.encoding import Row
-    from fsxlt.spans import QAFeaturizer
+    from fsxlt.models.encoding import Row
+    from fsxlt.models.spans import QAFeaturizer
 
     words = " ".join(["the cat"] * 7) + " a maria went to berlin ."
     at = words.index("maria went")  # wordpieces 15 and 16: across the first window's edge
@@ -314,7 +314,7 @@ def test_answers_of_picks_each_questions_best_window_and_cuts_the_text():
 
 
 def test_the_task_scores_report_f1_and_exact_match_by_each_questions_language():
-    from fsxlt.evaluation import compute_scores
+    from fsxlt.metrics.scores import compute_scores
 
     gold = [(("der Hund",), "de"), (("the dog",), "en")]
     scores = compute_scores(get_task("mlqa"), gold, ["Hund", "a dog"])

@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from fsxlt.data import QAExample
-from fsxlt.encoding import collate
 from fsxlt.errors import FsxltError
-from fsxlt.spans import (
+from fsxlt.models.encoding import collate
+from fsxlt.models.spans import (
     QAFeaturizer,
     answers_of,
     best_spans,
@@ -163,7 +163,7 @@ def test_max_context_decoding_is_berts_write_predictions(featurizer):
 
 
 class _Row:
-    """A window as collate reads it (fsxlt.encoding.Row's fields)."""
+    """A window as collate reads it (fsxlt.models.encoding.Row's fields)."""
 
     def __init__(self, **window):
         self.input_ids = window["input_ids"]

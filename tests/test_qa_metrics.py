@@ -1,4 +1,4 @@
-"""Extractive QA metrics (fsxlt.qa_metrics): MLQA's and SQuAD v1.1's F1 and EM.
+"""Extractive QA metrics (fsxlt.metrics.qa): MLQA's and SQuAD v1.1's F1 and EM.
 
 Expected numbers are worked by hand; the comment beside each shows the tokens
 and the arithmetic (P = precision, R = recall, F1 = 2PR / (P + R)).
@@ -11,7 +11,7 @@ import random
 import pytest
 
 from fsxlt.errors import FsxltError
-from fsxlt.qa_metrics import (
+from fsxlt.metrics.qa import (
     MLQA_LANGUAGES,
     QA_METRICS,
     UnsupportedLanguageError,

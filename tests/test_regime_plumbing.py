@@ -17,7 +17,7 @@ from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
 from fsxlt.execution import expand, parse_config, run_sweep
 from fsxlt.report.tables import arm_label, arm_order
-from fsxlt.runs import (
+from fsxlt.study.runs import (
     arm_name,
     arm_of,
     arm_regime,

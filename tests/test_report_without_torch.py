@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fsxlt.fileio import atomic_write_json
-from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_FORMAT
+from fsxlt.study.runs import RUN_FORMAT, ZERO_SHOT_FORMAT
 
 POOLS = {"n": 4, "size": 30, "seed": 0, "split": "train"}
 PROBE = """import json, sys

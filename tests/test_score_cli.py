@@ -1,4 +1,4 @@
-"""``fsxlt score``: prediction files written by fsxlt's own writer (:mod:`fsxlt.submission`,
+"""``fsxlt score``: prediction files written by fsxlt's own writer (:mod:`fsxlt.study.submission`,
 fed label lists directly, no model) scored against their gold files.
 
 The gold labels score 1.0; k changed labels of n score the fraction worked out by hand
@@ -20,9 +20,9 @@ import pytest
 
 from fsxlt.cli import run_app
 from fsxlt.data import read_examples
-from fsxlt.evaluation import compute_scores
-from fsxlt.scoring import SCORERS, score_file, summary, tasks_with_format
-from fsxlt.submission import read_unlabelled, render_submission, tag_scheme, write_submission
+from fsxlt.metrics.scores import compute_scores
+from fsxlt.metrics.scoring import SCORERS, score_file, summary, tasks_with_format
+from fsxlt.study.submission import read_unlabelled, render_submission, tag_scheme, write_submission
 from fsxlt.tasks import get_task
 from tests.fewclue_fixtures import write_task
 from tests.xglue_fixtures import (

@@ -9,7 +9,7 @@ import torch
 
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
-from fsxlt.runs import start_fingerprint
+from fsxlt.study.runs import start_fingerprint
 from fsxlt.training import is_checkpoint, load_start, source_train
 from fsxlt.training import source as source_module
 from fsxlt.training.loop import average_states

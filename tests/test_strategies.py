@@ -266,7 +266,7 @@ def test_bucket_features_find_a_planted_correlation(tmp_path, capsys):
     """Buckets whose sentences get longer score higher, and gain more over zero-shot, in
     two languages with different zero-shot scores; English overlap is planted inversely."""
     from fsxlt.analysis.bucket_features import correlations, feature_table
-    from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_FORMAT
+    from fsxlt.study.runs import RUN_FORMAT, ZERO_SHOT_FORMAT
     from tests.train_fixtures import write_bucket_set
 
     english = write_conll(tmp_path / "train-en.tsv", [

@@ -2,7 +2,7 @@
 file gives them, NER tags in the input's scheme, and the FewCLUE overview only for
 fixed splits.
 
-Runs are fabricated records (the layout of fsxlt.runs) with their submission files,
+Runs are fabricated records (the layout of fsxlt.study.runs) with their submission files,
 except one end-to-end run that predicts CLUEWSC's test.json with a tiny encoder.
 """
 
@@ -16,11 +16,11 @@ import pytest
 
 from fsxlt.cli import run_app
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.evaluation import entity_set
 from fsxlt.fileio import atomic_write_json
+from fsxlt.metrics.scores import entity_set
 from fsxlt.report import report_text
-from fsxlt.runs import RUN_FORMAT, record_path
-from fsxlt.submission import (
+from fsxlt.study.runs import RUN_FORMAT, record_path
+from fsxlt.study.submission import (
     encode_entities,
     read_unlabelled,
     render_submission,

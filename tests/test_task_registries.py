@@ -62,7 +62,7 @@ def test_the_bucket_sampler_is_the_one_the_yaml_names(tmp_path, monkeypatch):
 
 
 def test_every_metric_a_yaml_may_name_has_a_scorer():
-    from fsxlt.evaluation import METRIC_SCORERS, compute_scores
+    from fsxlt.metrics.scores import METRIC_SCORERS, compute_scores
 
     assert set(METRIC_SCORERS) == set(METRICS)
     gold, predicted = [["B-PER", "O", "B-LOC"]], [["B-PER", "O", "O"]]

@@ -14,7 +14,8 @@ from fsxlt.data import (
     read_examples,
 )
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.tasks import builtin_tasks, get_task, language_code, languages
+from fsxlt.tasks import builtin_tasks, get_task
+from fsxlt.tasks.languages import language_code, languages
 
 
 def test_registry_has_the_six_tasks_with_their_label_sets():

@@ -113,7 +113,7 @@ def test_ndcg_against_a_hand_worked_example():
     nDCG = 0.91340. Query q2 is ranked perfectly (1.0); q3 has one page and is
     left out. The mean over queries is 0.95670. Expected grades .5, .9, .1, .2, .8
     rank the same way (fsxlt's own second figure)."""
-    from fsxlt.evaluation import compute_scores
+    from fsxlt.metrics.scores import compute_scores
 
     gold = ["3", "2", "0", "0", "1", "4"]
     predicted = ["2", "4", "0", "0", "1", "4"]

@@ -26,7 +26,7 @@ import pytest
 
 from fsxlt.cli import run_app
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import compute_scores
+from fsxlt.metrics.scores import compute_scores
 from fsxlt.tasks import get_task
 from tests.train_fixtures import make_encoder_dir
 from tests.xglue_fixtures import write_pos, write_wpr

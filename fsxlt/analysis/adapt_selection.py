@@ -23,12 +23,12 @@ and the Wilcoxon p-value of ``fsxlt report --compare``
 (:mod:`fsxlt.report.compare`). A candidate counts in the buckets whose
 record holds it with a test score; ``n`` says how many.
 
-Counted: finished adapt records (:func:`fsxlt.runs.is_complete`: status
+Counted: finished adapt records (:func:`fsxlt.study.runs.is_complete`: status
 ok, a test score) of a bucket and a K; error records, unfinished ones,
 ``--no-test`` runs, K=0 records, ICL records (they select nothing) and
 FewCLUE's union bucket (``all``, reported beside the splits, never among
 them) are left out. The arm comes
-from the record's facts (:func:`fsxlt.runs.arm_of`). Scores are in points
+from the record's facts (:func:`fsxlt.study.runs.arm_of`). Scores are in points
 (x100), like ``fsxlt report``.
 """
 
@@ -42,11 +42,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fsxlt.directories import RUNS, marked_kind
 from fsxlt.errors import FsxltError
 from fsxlt.report.compare import bootstrap_ci, wilcoxon_p
 from fsxlt.report.tables import Table, arm_order
-from fsxlt.runs import (
+from fsxlt.study.directories import RUNS, marked_kind
+from fsxlt.study.runs import (
     CHECKPOINT_FILE,
     arm_of,
     bucket_stem,

@@ -79,7 +79,7 @@ def eager_attention(encoder: Any) -> Iterator[None]:
 def cls_attention(model: Any, featurizer: Any, examples: Sequence[Example],
                   device: torch.device | str = "cpu", batch_size: int = 32) -> list[Attention]:
     """Top-layer attention from [CLS] to each wordpiece (mean over heads), per example."""
-    from fsxlt.encoding import collate
+    from fsxlt.models.encoding import collate
 
     rows = featurizer.encode(examples, windows=False).rows
     tokenizer = featurizer.tokenizer
@@ -159,7 +159,7 @@ def rerun_record(record_path: str | Path, *, start: str | None = None,
     The engine still holds the *starting* weights; :func:`adapt_again` then
     reproduces the run.
     """
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
     from fsxlt.sampling.store import read_bucket
     from fsxlt.tasks import get_task
     from fsxlt.training import AdaptEngine
@@ -210,7 +210,7 @@ def attention_analysis(record_path: str | Path, *, start: str | None = None,
                        dev: Path | None = None, test: Path | None = None,
                        device: str | None = "cpu") -> ShiftResult:
     """Reproduce a run and measure the [CLS] attention shift on changed test predictions."""
-    from fsxlt.evaluation import predict_labels
+    from fsxlt.models.prediction import predict_labels
 
     rerun = rerun_record(record_path, start=start, dev=dev, test=test, device=device)
     engine, examples = rerun.engine, rerun.test

@@ -19,7 +19,7 @@ buckets), the bucket file the record names is read and described by:
   confident;
 * ``dev_distance``: cosine distance between the mean embedding of the
   bucket's examples and that of the run's dev set, both from the
-  source-trained model (the embeddings :func:`fsxlt.evaluation.example_signals`
+  source-trained model (the embeddings :func:`fsxlt.models.prediction.example_signals`
   gives, read the way the start was trained: :mod:`fsxlt.training.starts`).
 
 The two model features need the start checkpoint (``model.start.path`` in the
@@ -46,10 +46,10 @@ from fsxlt.analysis.typology import WORD_PATTERN, word_types
 from fsxlt.data import Example, TaggedSentence, example_texts, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.report.records import load_records
-from fsxlt.runs import arm_strategy
 from fsxlt.sampling.samplers import sentence_label_counts
 from fsxlt.sampling.set_files import read_data_file
 from fsxlt.sampling.store import read_bucket
+from fsxlt.study.runs import arm_strategy
 from fsxlt.tasks import TaskSpec, get_task
 
 TEXT_FEATURES = ("n_examples", "mean_length", "label_entropy", "mentions", "english_overlap")

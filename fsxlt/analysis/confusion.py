@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from fsxlt.errors import FsxltError
-from fsxlt.predictions import Predictions, check_comparable
+from fsxlt.study.predictions import Predictions, check_comparable
 
 
 @dataclass

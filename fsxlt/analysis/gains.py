@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from fsxlt.errors import FsxltError
-from fsxlt.predictions import Predictions, check_comparable
+from fsxlt.study.predictions import Predictions, check_comparable
 
 
 @dataclass

@@ -30,7 +30,7 @@ from scipy import stats
 from fsxlt.data import Example, TaggedSentence, example_texts
 from fsxlt.errors import FsxltError
 from fsxlt.sampling.store import find_sets, read_set
-from fsxlt.tasks import languages
+from fsxlt.tasks.languages import languages
 
 WALS_FEATURES = ("81A", "85A", "86A", "87A", "88A", "89A")
 WORD_PATTERN = re.compile(r"\w+|[^\w\s]")

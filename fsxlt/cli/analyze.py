@@ -200,7 +200,7 @@ def gains_command(
     _check_out(out)
     from fsxlt.analysis.gains import gains_analysis
     from fsxlt.analysis.plots import improved_bars, jaccard_heatmap
-    from fsxlt.predictions import load_adapted, load_zero_shot
+    from fsxlt.study.predictions import load_adapted, load_zero_shot
 
     _labelled(task, "the words adapting fixed")
 
@@ -242,7 +242,7 @@ def confusion_command(
     _check_out(out)
     from fsxlt.analysis.confusion import confusion_analysis
     from fsxlt.analysis.plots import confusion_heatmaps
-    from fsxlt.predictions import load_adapted, load_zero_shot
+    from fsxlt.study.predictions import load_adapted, load_zero_shot
 
     _labelled(task, "confusion matrices")
 
@@ -309,7 +309,7 @@ def selection_command(
     """
     _check_out(out)
     from fsxlt.analysis.adapt_selection import is_runs_directory
-    from fsxlt.runs import CHECKPOINT_FILE
+    from fsxlt.study.runs import CHECKPOINT_FILE
 
     runs_dirs = [path for path in paths if is_runs_directory(path)]
     if runs_dirs and len(runs_dirs) < len(paths):
@@ -451,7 +451,7 @@ def seeds_vs_buckets_command(
     from fsxlt.cli.inputs import read_split
     from fsxlt.fileio import atomic_write_json
     from fsxlt.methods import get_method
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
     from fsxlt.training import AdaptEngine
 
     spec = get_task(task)
@@ -574,7 +574,7 @@ def bucket_features_command(
     """
     _check_out(out)
     from fsxlt.analysis.bucket_features import correlations, feature_table, plot_features
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
 
     quiet_transformers()
     table = feature_table(runs, arm=arm, english=english, start=start,

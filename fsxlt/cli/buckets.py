@@ -11,9 +11,9 @@ import typer
 from fsxlt.cli.app import app
 from fsxlt.cli.options import task_default
 from fsxlt.cli.progress import bar
-from fsxlt.directories import BUCKETS, check_claim
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
+from fsxlt.study.directories import BUCKETS, check_claim
 from fsxlt.tasks import get_task
 
 # The sampling modules are imported inside the commands, keeping `fsxlt --help` quick.

@@ -64,9 +64,9 @@ def evaluate_cmd(
       fsxlt evaluate ckpt/panx-mbert --task panx --lang de --data-dir data/panx \\
           --save-predictions --out runs/panx/de/k0/zero-shot-test.json
     """
-    from fsxlt.modeling import quiet_transformers
-    from fsxlt.predictions import predictions_path, write_predictions
-    from fsxlt.runs import EVALUATION_FORMAT, start_fingerprint
+    from fsxlt.models.model import quiet_transformers
+    from fsxlt.study.predictions import predictions_path, write_predictions
+    from fsxlt.study.runs import EVALUATION_FORMAT, start_fingerprint
     from fsxlt.training.loop import examples_digest, versions
     from fsxlt.training.starts import checkpoint_predictions
 
@@ -77,7 +77,7 @@ def evaluate_cmd(
     if out is not None:
         check_output_file(out, "--out file")
         _refuse_a_bucket_store(out)
-        from fsxlt.directories import check_apart_from_models
+        from fsxlt.study.directories import check_apart_from_models
 
         check_apart_from_models(Path(out).parent, [("the checkpoint", checkpoint)],
                                 holding=False)
@@ -115,7 +115,7 @@ def evaluate_cmd(
 def _refuse_a_bucket_store(out: Path) -> None:
     """An evaluation is no bucket set's file, nor a benchmark's: refused inside a bucket
     store or a submission folder, as every writer refuses a directory of another kind."""
-    from fsxlt.directories import KINDS, RUNS, enclosing
+    from fsxlt.study.directories import KINDS, RUNS, enclosing
 
     found = enclosing(Path(out).parent)
     if found is not None and found[0] != RUNS:
@@ -148,6 +148,6 @@ def _evaluation_found(out: Path, identity: dict[str, Any], replace: bool) -> boo
 
 
 def _predictions_exist(out: Path) -> bool:
-    from fsxlt.predictions import predictions_path
+    from fsxlt.study.predictions import predictions_path
 
     return predictions_path(out).is_file()

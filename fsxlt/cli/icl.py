@@ -101,10 +101,10 @@ def icl_cmd(
           --model models/gemma --gguf-file gemma-3-270m-q4_k_m.gguf \\
           --template-lang target --words-lang target --calibrate --out runs
     """
-    from fsxlt.directories import check_apart_from_models
     from fsxlt.errors import FsxltError
     from fsxlt.fileio import check_output_dir
     from fsxlt.icl.run import IclSettings, icl_plan
+    from fsxlt.study.directories import check_apart_from_models
 
     if normalize and normalize_chars:
         raise FsxltError("--normalize (per token) and --normalize-chars (per character) "
@@ -127,10 +127,10 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
              batch_size: int, save_predictions: bool, replace: bool) -> None:
     """Skip the done runs, load the model, check every pending prompt, then score and write
     one record per run (under the runs directory's lock)."""
-    from fsxlt.directories import RUNS, writer_lock
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.run import execute, load_test, prepare
-    from fsxlt.runs import plan_messages, plan_writes
+    from fsxlt.study.directories import RUNS, writer_lock
+    from fsxlt.study.runs import plan_messages, plan_writes
     from fsxlt.training.checkpoint import resolve_device
 
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists

@@ -115,11 +115,11 @@ def lm_adapt_cmd(
           --model gpt2 --data-dir data/pawsx --lr 3e-4 --rank 4 --max-epochs 20 --out runs
       fsxlt report runs --compare lm-lora icl
     """
-    from fsxlt.directories import check_apart_from_models
     from fsxlt.fileio import check_output_dir
     from fsxlt.icl.lm_lora import LoraSettings
-    from fsxlt.icl.prompts import PromptSettings
     from fsxlt.icl.tuning import LM_LRS, LmSettings, lm_plan
+    from fsxlt.study.directories import check_apart_from_models
+    from fsxlt.tasks.prompts import PromptSettings
 
     lora = LoraSettings(rank, alpha, dropout,
                         tuple(target_modules) if target_modules else None)
@@ -167,11 +167,11 @@ def _run_all(runs: list[Any], out: Path, *, device: str, threads: int | None,
     """Skip the done runs, load the model, prepare every pending run, then train and write
     one record per run (under the runs directory's lock); returns the failed runs' ids and
     errors (each left its error record)."""
-    from fsxlt.directories import RUNS, writer_lock
     from fsxlt.icl.lm_lora import Adapters
     from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.tuning import execute, write_error
-    from fsxlt.runs import plan_messages, plan_writes
+    from fsxlt.study.directories import RUNS, writer_lock
+    from fsxlt.study.runs import plan_messages, plan_writes
     from fsxlt.training.checkpoint import resolve_device
 
     failed: list[tuple[str, str]] = []

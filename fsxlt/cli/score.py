@@ -71,7 +71,7 @@ def score_cmd(
           sub/MLQA/de.prediction
       fsxlt score --task qg --lang de XGLUE/QG/xglue.qg.de.tgt.dev sub/QG/de.prediction
     """
-    from fsxlt.scoring import prediction_format, score_file, summary
+    from fsxlt.metrics.scoring import prediction_format, score_file, summary
 
     spec = get_task(task)
     prediction_format(spec)  # a task without one is named before the language is asked for

@@ -57,7 +57,7 @@ def submission_cmd(
       fsxlt submission runs --out submission/xglue --arm full --k 1 --bucket best-dev
       fsxlt submission runs --out submission/fewclue --arm full-nosource
     """
-    from fsxlt.submission import fewclue_lacking, write_submission_folder
+    from fsxlt.study.submission import fewclue_lacking, write_submission_folder
 
     if k is not None and k < 0:
         raise FsxltError("-k must be >= 0")

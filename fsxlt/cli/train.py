@@ -33,7 +33,6 @@ from fsxlt.cli.options import (
     WeightDecay,
     task_default,
 )
-from fsxlt.directories import check_apart_from_models
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import check_output_dir
 from fsxlt.methods import (
@@ -44,7 +43,8 @@ from fsxlt.methods import (
     parse_method_options,
     source_training_methods,
 )
-from fsxlt.runs import is_checkpoint
+from fsxlt.study.directories import check_apart_from_models
+from fsxlt.study.runs import is_checkpoint
 from fsxlt.tasks import TaskSpec, get_task
 
 
@@ -228,12 +228,12 @@ def source_train_cmd(
           transformers-adamw --weight-decay 0.05 --warmup 0.1 --fractional-warmup \\
           --schedule linear --label-all-tokens --out ckpt/panx-peer
     """
-    from fsxlt.encoding import (
+    from fsxlt.models.encoding import (
         DEFAULT_LONG_SENTENCES,
         check_label_all_tokens,
         check_long_sentences,
     )
-    from fsxlt.modeling import check_head, quiet_transformers
+    from fsxlt.models.model import check_head, quiet_transformers
     from fsxlt.training import source_train
     from fsxlt.training.candidates import check_averaging
     from fsxlt.training.optim import flag_settings
@@ -527,16 +527,16 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
                device: str) -> list[Any]:
     """Write the records of ``fsxlt adapt``'s runs that are not done, as a sweep does
     (under the runs directory's lock); returns the outcomes of the runs that failed."""
-    from fsxlt.directories import RUNS, writer_lock
     from fsxlt.execution import run_group
-    from fsxlt.runs import plan_messages, plan_writes
+    from fsxlt.study.directories import RUNS, writer_lock
+    from fsxlt.study.runs import plan_messages, plan_writes
 
     failed: list[Any] = []
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
         first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         loaded = None
         if first.pending:  # a broken start is a one-line error before anything is written
-            from fsxlt.modeling import quiet_transformers
+            from fsxlt.models.model import quiet_transformers
             from fsxlt.training import load_start
 
             quiet_transformers()
@@ -553,7 +553,7 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
 
 def _said(outcome: Any, runs: list[Any], out: Path, failed: list[Any]) -> None:
     """One adapt run's line (its scores and record), or its outcome kept in ``failed``."""
-    from fsxlt.runs import read_record, record_path_of
+    from fsxlt.study.runs import read_record, record_path_of
 
     record = read_record(next(r.record_path for r in runs if r.id == outcome.run_id))
     if not outcome.ok or record is None:

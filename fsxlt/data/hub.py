@@ -9,7 +9,8 @@ from fsxlt.data.classification import marc_text_b
 from fsxlt.data.examples import Example, QAExample, Split, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_text
-from fsxlt.tasks import TaskSpec, languages
+from fsxlt.tasks import TaskSpec
+from fsxlt.tasks.languages import languages
 
 
 def _class_names(features: Any, column: str) -> list[str] | None:

@@ -39,8 +39,8 @@ def claim_demo_folder(out: Path) -> None:
     Anything else, a sweep's runs directory or a bucket store above all, is refused:
     the demo's stages would reuse and replace what they find there.
     """
-    from fsxlt.directories import KINDS, enclosing
     from fsxlt.fileio import read_json
+    from fsxlt.study.directories import KINDS, enclosing
 
     if out.exists() and not out.is_dir():
         raise FsxltError(f"{out}: --out is a file; the demo needs a folder of its own")

@@ -191,7 +191,7 @@ def stage_source(encoder: Path, layout: Layout, config: DemoConfig, threads: int
     """Source-train every task with ``threads`` torch threads (restored afterwards)."""
     import torch
 
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
 
     quiet_transformers()
     previous = torch.get_num_threads()

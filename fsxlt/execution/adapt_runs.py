@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fsxlt.data.files import data_file
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan, parse_patience_from, parse_qa_decoding
-from fsxlt.execution.inputs import data_file
 from fsxlt.execution.spec import Hashes, RunSpec, build_run, check_eval_sets
-from fsxlt.runs import DEFAULT_REGIME, is_checkpoint
 from fsxlt.sampling.set_files import SetFiles, named_files
+from fsxlt.study.runs import DEFAULT_REGIME, is_checkpoint
 from fsxlt.tasks import TaskSpec, get_task
 
 if TYPE_CHECKING:
@@ -106,7 +106,11 @@ def _protocol_fields(spec: TaskSpec, batch_size: int | None, patience_from: str 
                      label_all_tokens: bool) -> dict[str, Any]:
     """``fsxlt adapt``'s adapting protocol as TaskPlan fields, each checked (the optimizer
     None when it is the study's Adam)."""
-    from fsxlt.encoding import DEFAULT_LONG_SENTENCES, check_label_all_tokens, check_long_sentences
+    from fsxlt.models.encoding import (
+        DEFAULT_LONG_SENTENCES,
+        check_label_all_tokens,
+        check_long_sentences,
+    )
 
     return {"batch_size": batch_size,
             "patience_from": parse_patience_from(patience_from, "--patience-from"),

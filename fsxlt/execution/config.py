@@ -71,10 +71,10 @@ Every top-level key except ``out`` and ``tasks`` may be overridden per task;
 directory the sweep runs from. ``languages`` defaults to every language of
 the task except the source language, ``k`` to the task's K values.
 
-Records go to ``out`` (a runs directory, :mod:`fsxlt.runs`: layout, arms,
+Records go to ``out`` (a runs directory, :mod:`fsxlt.study.runs`: layout, arms,
 record format and the write rule), which must be a directory apart from
 ``buckets``. The arm of a run (its record's folder) comes from the run's
-facts (:func:`fsxlt.runs.arm_name`): a start that is an fsxlt checkpoint is
+facts (:func:`fsxlt.study.runs.arm_name`): a start that is an fsxlt checkpoint is
 source-trained, anything else (a pretrained encoder, as in
 ``no_source_training``) is the ``-nosource`` ablation.
 """
@@ -101,7 +101,7 @@ from fsxlt.config_checks import (
 from fsxlt.errors import FsxltError
 from fsxlt.execution.icl_config import IclPlan, parse_icl
 from fsxlt.fileio import parse_yaml
-from fsxlt.runs import DEFAULT_REGIME
+from fsxlt.study.runs import DEFAULT_REGIME
 from fsxlt.tasks import TaskSpec, get_task
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class TaskPlan:
     long_sentences: str = "truncate"  # a long bucket sentence: truncated or in windows
     optimizer: OptimizerSettings | None = None  # None: the study's Adam, constant lr
     label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
-    qa_decoding: str = "max-context"  # extractive QA: how answers are decoded (fsxlt.spans)
+    qa_decoding: str = "max-context"  # extractive QA: how answers are decoded (fsxlt.models.spans)
     icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
     regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # training regimes (fsxlt.training.regimes)
     regime_options: dict[str, Any] = field(default_factory=dict)  # joint: less source_train
@@ -329,9 +329,9 @@ def _protocol(merged: dict[str, Any], spec: TaskSpec, where: str) -> dict[str, A
 
 
 def parse_qa_decoding(value: Any, spec: TaskSpec, what: str) -> str:
-    """``qa_decoding``: null (max-context, BERT's) or a rule of :data:`fsxlt.spans.QA_DECODING`,
-    for an extractive QA task only."""
-    from fsxlt.spans import DEFAULT_QA_DECODING, check_qa_decoding
+    """``qa_decoding``: null (max-context, BERT's) or a rule of
+    :data:`fsxlt.models.spans.QA_DECODING`, for an extractive QA task only."""
+    from fsxlt.models.spans import DEFAULT_QA_DECODING, check_qa_decoding
 
     if value is None:
         return DEFAULT_QA_DECODING
@@ -401,7 +401,7 @@ def parse_patience_from(value: Any, where: str) -> str:
 
 def parse_long_sentences(value: Any, spec: TaskSpec, where: str) -> str:
     """``long_sentences``: ``truncate`` (the default, the study's) or ``windows`` (tagging)."""
-    from fsxlt.encoding import DEFAULT_LONG_SENTENCES, LONG_SENTENCES, check_long_sentences
+    from fsxlt.models.encoding import DEFAULT_LONG_SENTENCES, LONG_SENTENCES, check_long_sentences
 
     if value is None:
         return DEFAULT_LONG_SENTENCES
@@ -420,7 +420,7 @@ def parse_optimizer_settings(value: Any, where: str) -> OptimizerSettings | None
 
 def parse_label_all_tokens(value: Any, spec: TaskSpec, where: str) -> bool:
     """``label_all_tokens``: false (the default, the study's) or true (tagging tasks)."""
-    from fsxlt.encoding import check_label_all_tokens
+    from fsxlt.models.encoding import check_label_all_tokens
 
     return check_label_all_tokens(flag(value, where, "label_all_tokens"), spec,
                                   f"{where}: label_all_tokens")

@@ -1,7 +1,7 @@
 """Running a sweep: resume check, grouping, and the local and Ray executors.
 
 :func:`run_sweep` expands a config, writes the zero-shot (K=0) records, drops
-the runs whose record is already done (:func:`fsxlt.runs.plan_writes`),
+the runs whose record is already done (:func:`fsxlt.study.runs.plan_writes`),
 groups the rest by (task, language, start) and hands the groups to an executor:
 
 - ``local``: ``workers`` processes (spawn context) pulling groups from a queue;
@@ -20,14 +20,14 @@ Workers die with the sweep (``PR_SET_PDEATHSIG`` on Linux); a killed sweep
 leaves only complete records behind (atomic writes), and the next start runs
 exactly the missing ones.
 
-Records follow the runs directory's write rule (:mod:`fsxlt.runs`): a
+Records follow the runs directory's write rule (:mod:`fsxlt.study.runs`): a
 finished record with the run's identity is skipped, a missing, corrupt or
 error record is (re)run, and a finished record of other settings, whoever
 wrote it (an earlier version of this sweep, another sweep, ``fsxlt adapt``),
 is never replaced unless ``replace`` is given: the sweep refuses before
 running anything. ``out`` must be a runs directory apart from the bucket
-store (:mod:`fsxlt.directories`). One command at a time per RUNS_DIR: the
-sweep holds :func:`fsxlt.directories.writer_lock` while it runs.
+store (:mod:`fsxlt.study.directories`). One command at a time per RUNS_DIR: the
+sweep holds :func:`fsxlt.study.directories.writer_lock` while it runs.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def sweep_status(config: SweepConfig, save_predictions: bool = False,
                  missing_starts_ok: bool = False) -> SweepStatus:
     """Expand the config (or take its ``plan``) and sort its runs into done and pending.
 
-    Each pending run comes with the reason (:func:`fsxlt.runs.record_state`:
+    Each pending run comes with the reason (:func:`fsxlt.study.runs.record_state`:
     ``missing``, ``corrupt``, ``error``; ``replace`` for a finished record of
     other settings, which is refused in one line unless ``replace``). With
     ``save_predictions`` a done run without its predictions file is pending
@@ -100,7 +100,7 @@ def sweep_status(config: SweepConfig, save_predictions: bool = False,
     does not exist yet is named in ``plan.missing_starts`` instead of refused,
     and its runs are pending as ``no start``.
     """
-    from fsxlt.runs import plan_writes
+    from fsxlt.study.runs import plan_writes
 
     plan = plan if plan is not None else expand(config, missing_starts_ok)
     ready = [run for run in plan.runs if not plan.start_missing(run)]
@@ -117,7 +117,7 @@ def write_zero_shot(plan: Plan, replace: bool = False,
     """Copy each K=0 score from the checkpoint's record into RUNS_DIR (write-once: an
     identical record stays, another one is refused unless ``replace``, and each one
     replaced is named through ``say``, standard error by default)."""
-    from fsxlt.runs import check_zero_shot
+    from fsxlt.study.runs import check_zero_shot
 
     say = say or (lambda line: print(line, file=sys.stderr))
     wanted = [(zero, check_zero_shot(zero.record_path, zero.record, replace))
@@ -130,9 +130,9 @@ def write_zero_shot(plan: Plan, replace: bool = False,
 
 
 def versions_note(versions: Iterable[str], what: str) -> str | None:
-    """One line when records of ``versions`` (:func:`fsxlt.runs.record_version`) come from different
-    fsxlt versions (or another version than this one), else None; numerics may change
-    between versions."""
+    """One line when records of ``versions`` (:func:`fsxlt.study.runs.record_version`)
+    come from different fsxlt versions (or another version than this one), else None;
+    numerics may change between versions."""
     found = sorted(set(versions))
     if not found or found == [__version__]:
         return None
@@ -285,7 +285,7 @@ def check_out(config: SweepConfig) -> None:
     """What a sweep refuses of its ``out`` before it writes: an out that is, lies inside or
     holds its bucket store, that is no directory it can write, or a directory of the other
     kind; ``fsxlt sweep --dry-run`` refuses the same."""
-    from fsxlt.directories import RUNS, check_apart, check_apart_from_models, check_claim
+    from fsxlt.study.directories import RUNS, check_apart, check_apart_from_models, check_claim
 
     for task in config.tasks:
         check_apart(config.out, task.buckets, config.source or "sweep config")
@@ -321,8 +321,8 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     settings (else the sweep refuses them). ``note`` receives one-line notes
     (records replaced, finished records from other fsxlt versions).
     """
-    from fsxlt.directories import RUNS, claim, writer_lock
-    from fsxlt.runs import check_zero_shot
+    from fsxlt.study.directories import RUNS, claim, writer_lock
+    from fsxlt.study.runs import check_zero_shot
 
     if executor not in EXECUTORS:
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")

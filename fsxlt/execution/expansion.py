@@ -7,12 +7,14 @@ from dataclasses import replace
 from itertools import product
 from pathlib import Path
 
+from fsxlt.data.files import data_file
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig, TaskPlan
 from fsxlt.execution.icl_runs import icl_cell_runs, icl_zero_shot_runs
-from fsxlt.execution.inputs import bucket_files, data_file
+from fsxlt.execution.inputs import bucket_files
 from fsxlt.execution.spec import Hashes, Plan, RunSpec, ZeroShotSpec, build_run
-from fsxlt.runs import (
+from fsxlt.sampling.set_files import SetFiles
+from fsxlt.study.runs import (
     CHECKPOINT_FILE,
     ZERO_SHOT_FORMAT,
     ZERO_SHOT_RUN,
@@ -20,7 +22,6 @@ from fsxlt.runs import (
     source_languages_of,
     zero_shot_record_path,
 )
-from fsxlt.sampling.set_files import SetFiles
 from fsxlt.tasks import TaskSpec
 
 

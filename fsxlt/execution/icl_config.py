@@ -126,8 +126,8 @@ def _check_task(spec: TaskSpec, where: str) -> None:
 def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
          path: PathSetting) -> IclArm:
     """One arm's settings, each checked (``origin`` names the section a key came from)."""
-    from fsxlt.icl.prompts import PROMPT_LANGUAGES
     from fsxlt.icl.run import ORDERS, IclSettings
+    from fsxlt.tasks.prompts import PROMPT_LANGUAGES
 
     def key(name: str) -> str:
         return f"{origin[name]}.{name}"

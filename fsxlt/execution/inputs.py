@@ -1,54 +1,13 @@
 """The input files of runs: a sweep cell's bucket set (what the set answers for:
-:mod:`fsxlt.sampling.set_files`) and the task's dev and test files."""
+:mod:`fsxlt.sampling.set_files`); the task's dev and test files are
+:func:`fsxlt.data.files.data_file`'s."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan
 from fsxlt.execution.spec import Hashes
 from fsxlt.sampling.set_files import SetFiles, set_files
-from fsxlt.tasks import TaskSpec
-
-
-def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Path:
-    """The task's ``{split}-{lang}`` file under ``data_dir`` (or another layout's, as
-    :meth:`~fsxlt.tasks.DataSpec.locate` finds it).
-
-    A test file must carry labels, since runs are scored on it: a file to
-    predict (XGLUE's test files) is a one-line error saying how to score on
-    a labelled test set of one's own and to predict this one instead.
-    """
-    if data_dir is None:
-        raise FsxltError(f"{spec.name}: the sweep needs data_dir (target {split} files)")
-    path = spec.data.locate(data_dir, split, lang)
-    if not path.is_file():
-        raise FsxltError(f"{path}: {split} file for {spec.name}/{lang} not found")
-    if split == "test" and not _has_labels(path, spec, lang):
-        raise FsxltError(
-            f"{path}: the test file of {spec.name}/{lang} carries no labels (a file to "
-            "predict, as XGLUE's test files are), and runs are scored on a labelled test set: "
-            "score on one of your own (fsxlt adapt --test FILE; a sweep: a data_dir holding a "
-            "labelled file of this name, e.g. a held-out part of dev) and predict this one "
-            "for the benchmark (--predict FILE; a sweep's predict:), or run fsxlt adapt "
-            "--no-test --predict FILE for predictions without a test score")
-    return path
-
-
-_LABELLED: dict[tuple, bool] = {}  # (file, size, mtime, task, language) -> has labels
-
-
-def _has_labels(path: Path, spec: TaskSpec, lang: str) -> bool:
-    """:func:`fsxlt.data.has_labels`, each file read once per process while unchanged."""
-    from fsxlt.data import has_labels
-
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, spec.name, spec.config_path,
-           lang)
-    if key not in _LABELLED:
-        _LABELLED[key] = has_labels(path, spec, language=lang)
-    return _LABELLED[key]
 
 
 def bucket_files(plan: TaskPlan, lang: str, k: int, hashes: Hashes) -> SetFiles:

@@ -21,7 +21,8 @@ from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan
 from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.identity import pinned
-from fsxlt.runs import (
+from fsxlt.sampling.store import bucket_name
+from fsxlt.study.runs import (
     ADAPT_WRITER,
     DEFAULT_REGIME,
     arm_name,
@@ -30,7 +31,6 @@ from fsxlt.runs import (
     start_fingerprint,
     start_source_languages,
 )
-from fsxlt.sampling.store import bucket_name
 from fsxlt.tasks import get_task
 
 # the seeded samples --dev-limit / --test-limit take: fsxlt lm-adapt's dev sample and
@@ -75,7 +75,7 @@ class RunSpec:
     long_sentences: str = "truncate"  # a long bucket sentence: truncated (the study's) or windows
     optimizer: str = ""            # OptimizerSettings.describe() as sorted JSON ("": the study's)
     label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
-    qa_decoding: str = "max-context"  # extractive QA: how answers are decoded (fsxlt.spans)
+    qa_decoding: str = "max-context"  # extractive QA: how answers are decoded (fsxlt.models.spans)
     regime: str = DEFAULT_REGIME   # the training regime (fsxlt.training.regimes)
     regime_options: str = "{}"     # its settings (Regime.changes() less the name), sorted JSON
     source_train_path: str = ""    # the joint regimes' source train file

@@ -16,7 +16,7 @@ other source data than the one before it (:class:`SourceSets`).
 It calls ``engine.adapt`` for each run; training itself is the engine's job.
 
 Every run ends in exactly one atomically written record (format and rule:
-:mod:`fsxlt.runs`): the engine's record finished with ``status: ok`` and its
+:mod:`fsxlt.study.runs`): the engine's record finished with ``status: ok`` and its
 ``run`` block (identity, arm, writer, fsxlt version), or an error record
 (``status: error``, the error text and the identity) when anything fails,
 after which the worker goes on with the next run. ``fsxlt adapt`` and
@@ -36,8 +36,8 @@ from typing import Any
 from fsxlt.execution.icl_runs import IclSweepRun
 from fsxlt.execution.spec import RunSpec
 from fsxlt.fileio import atomic_write_json
-from fsxlt.runs import arm_of, error_record, finish_record
 from fsxlt.sampling.set_files import read_data_file
+from fsxlt.study.runs import arm_of, error_record, finish_record
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,9 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
     """Adapt one run and write its record (with ``test``: its predictions first; with
     ``unlabelled`` (examples, ids): its submission file first)."""
     from fsxlt.errors import FsxltError
-    from fsxlt.predictions import save_run_predictions
     from fsxlt.sampling.store import read_bucket
-    from fsxlt.submission import write_submission
+    from fsxlt.study.predictions import save_run_predictions
+    from fsxlt.study.submission import write_submission
 
     if run.k == 0:  # no bucket: the start as the method prepares it (pet's zero-shot)
         record = engine.zero_shot(run.load_method(), seed=run.seed,
@@ -117,11 +117,11 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     """Run ``runs`` (one group: same task, language and start) and write their records.
 
     ``save_predictions``: also write each run's test predictions beside its
-    record (``fsxlt.predictions``), before the record itself. ``start``: the
+    record (``fsxlt.study.predictions``), before the record itself. ``start``: the
     group's start, already loaded (``fsxlt adapt`` loads it before writing
     anything, so a broken model is a one-line error rather than error records).
     """
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
     from fsxlt.training import AdaptEngine, load_start
     from fsxlt.training.loop import restore
 
@@ -281,7 +281,7 @@ def _sentence_encoder(name: str | None, cache: dict[str, Any]) -> Any:
 def _unlabelled(path: str, task: Any, language: str, cache: dict[str, tuple[list, list]],
                 ) -> tuple[list, list] | None:
     """The examples and ids of a run's file to predict (read once per group), or None."""
-    from fsxlt.submission import read_unlabelled
+    from fsxlt.study.submission import read_unlabelled
 
     if not path:
         return None

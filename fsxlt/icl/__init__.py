@@ -2,7 +2,7 @@
 
 Modules, one per concern:
 
-- :mod:`~fsxlt.icl.prompts`: the ``icl:`` section of a task YAML and the prompts it makes;
+- :mod:`~fsxlt.tasks.prompts`: the ``icl:`` section of a task YAML and the prompts it makes;
 - :mod:`~fsxlt.icl.presets`: the prompt protocols of the field (lm-evaluation-harness's,
   FewCLUE's GPT baseline's) as named presets;
 - :mod:`~fsxlt.icl.scoring`: options scored by log-likelihood, the shared-prefix cache,

@@ -6,7 +6,7 @@ source's query (:mod:`fsxlt.icl.generation`); the texts are scored with the
 task's metric (BLEU, as XGLUE's evaluator computes it). An extractive QA task
 (MLQA, XQuAD, TyDiQA) shows (paragraph, question, answer) demonstrations and
 generates each test question's answer, scored with the task's own F1 and exact
-match (:mod:`fsxlt.qa_metrics`), so that prompting and fine-tuning meet on QA
+match (:mod:`fsxlt.metrics.qa`), so that prompting and fine-tuning meet on QA
 as they do on classification. Nothing is ranked: contextual calibration, length
 normalisation and the similarity order are refused for these tasks.
 

@@ -88,8 +88,8 @@ def read_lm_eval(results: str | Path, runs: str | Path, buckets: str | Path,
 def _one_task(path: Path, data: dict[str, Any], name: str, config: dict[str, Any],
               runs: Path, buckets: Path) -> Imported:
     from fsxlt.data import read_examples
-    from fsxlt.evaluation import compute_scores
-    from fsxlt.runs import RUN_FORMAT, finish_record, record_path
+    from fsxlt.metrics.scores import compute_scores
+    from fsxlt.study.runs import RUN_FORMAT, finish_record, record_path
     from fsxlt.tasks import get_task
     from fsxlt.training.loop import examples_digest
 
@@ -187,9 +187,9 @@ def import_lm_eval(results: str | Path, runs: str | Path, buckets: str | Path, *
     """Read (:func:`read_lm_eval`), then write each record by the runs directory's rules,
     with its predictions beside it; ``state`` says what happened to each (``new``,
     ``already done``, ``replaced``)."""
-    from fsxlt.directories import RUNS, check_claim, claim, writer_lock
     from fsxlt.fileio import atomic_write_json
-    from fsxlt.runs import identity_hash, predictions_path, record_state, refusal
+    from fsxlt.study.directories import RUNS, check_claim, claim, writer_lock
+    from fsxlt.study.runs import identity_hash, predictions_path, record_state, refusal
 
     imported = read_lm_eval(results, runs, buckets)
     check_claim(runs, RUNS, "--runs")
@@ -213,7 +213,7 @@ def import_lm_eval(results: str | Path, runs: str | Path, buckets: str | Path, *
 
 
 def _write(one: Imported, write_json: Any, predictions_path: Any) -> None:
-    from fsxlt.predictions import write_predictions
+    from fsxlt.study.predictions import write_predictions
     from fsxlt.tasks import get_task
 
     record = one.record

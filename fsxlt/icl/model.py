@@ -73,7 +73,7 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
 
     if threads is not None:
         torch.set_num_threads(threads)

@@ -4,7 +4,7 @@ or LoRA-tuned (``fsxlt lm-adapt``: :class:`fsxlt.icl.tuning_plan.LmRun`).
 Both are frozen dataclasses of their own fields (the bucket, the data files, the record's
 path, the identity); :class:`CausalLmRun` gives them what they derive alike from those:
 the task's spec (a task YAML's own, else the registry's), the identity's hash that
-``fsxlt.runs.plan_writes`` compares with a record's, the run's id and its arm (the folder
+``fsxlt.study.runs.plan_writes`` compares with a record's, the run's id and its arm (the folder
 its record is in).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fsxlt.runs import identity_hash
+from fsxlt.study.runs import identity_hash
 from fsxlt.tasks import TaskSpec, get_task
 
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from fsxlt.data import WSC_MARKS
 from fsxlt.errors import FsxltError
-from fsxlt.icl.prompts import PromptSettings, PromptText, render
+from fsxlt.tasks.prompts import PromptSettings, PromptText, render
 
 FEWSHOT_DELIMITER = "\n\n"
 LM_EVAL_VERSION = ("lm-evaluation-harness v0.4 task configs: xnli utils.py ac98d9e (whole-"
@@ -212,7 +212,7 @@ CSLDCP_WORDS = {
 
 def wsc_parts(text: str) -> tuple[str, str, str]:
     """A CLUEWSC text without fsxlt's marks, and its noun phrase and pronoun (the first pair
-    of each mark, as :func:`fsxlt.pet.marked_span` reads them; "" when unmarked)."""
+    of each mark, as :func:`fsxlt.models.pet.marked_span` reads them; "" when unmarked)."""
     spans = []
     for left, right in WSC_MARKS:
         begin = text.find(left)
@@ -308,7 +308,7 @@ def describe_preset(name: str) -> dict[str, str]:
 def render_for(spec: Any, prompt: PromptSettings, preset: str | None, language: str,
                demonstrations: Sequence[Any], examples: Sequence[Any]) -> PromptText:
     """A run's prompt pieces: the preset's when it names one, else the task YAML's
-    (:func:`fsxlt.icl.prompts.render`)."""
+    (:func:`fsxlt.tasks.prompts.render`)."""
     if preset is None:
         return render(spec.icl, spec.labels, prompt, language, demonstrations, examples)
     return get_preset(preset).tasks[spec.name].render(spec.labels, language, demonstrations,

@@ -39,7 +39,6 @@ from fsxlt.icl.generative import (
 )
 from fsxlt.icl.planned import CausalLmRun
 from fsxlt.icl.presets import check_preset, describe_preset, get_preset, render_for
-from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
 from fsxlt.icl.scoring import (
     CONTENT_FREE,
     OptionScores,
@@ -53,8 +52,9 @@ from fsxlt.icl.scoring import (
     tokenize_prompt,
 )
 from fsxlt.identity import fingerprint
-from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN, record_path
+from fsxlt.study.runs import RUN_FORMAT, ZERO_SHOT_RUN, record_path
 from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.tasks.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
 
 ICL_WRITER = "fsxlt icl"
 
@@ -151,7 +151,7 @@ class IclSettings:
 
 @dataclass(frozen=True)
 class IclRun(CausalLmRun):
-    """One ICL run: what ``fsxlt.runs.plan_writes`` needs, and where its inputs are."""
+    """One ICL run: what ``fsxlt.study.runs.plan_writes`` needs, and where its inputs are."""
 
     task: str
     language: str
@@ -539,7 +539,7 @@ def _predict_file(prepared: Prepared, lm: Any, settings: IclSettings, batch_size
     """Predict the run's file to predict with the run's prompt (the same demonstrations
     and settings) into the benchmark's submission file beside the record; the record
     names that file."""
-    from fsxlt.submission import read_unlabelled, write_submission
+    from fsxlt.study.submission import read_unlabelled, write_submission
 
     run = prepared.run
     examples, ids = read_unlabelled(run.predict_path, run.task_spec, run.language)
@@ -552,10 +552,10 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
             save_predictions: bool = False, writer: str = ICL_WRITER,
             sweep: str = "") -> dict[str, Any]:
     """Score a prepared run and write its record (and predictions) atomically."""
-    from fsxlt.evaluation import compute_scores
     from fsxlt.fileio import atomic_write_json
-    from fsxlt.predictions import write_predictions
-    from fsxlt.runs import finish_record, predictions_path
+    from fsxlt.metrics.scores import compute_scores
+    from fsxlt.study.predictions import write_predictions
+    from fsxlt.study.runs import finish_record, predictions_path
     from fsxlt.training.loop import examples_digest, versions
 
     run, began = prepared.run, time.perf_counter()

@@ -34,14 +34,14 @@ from typing import Any
 import torch
 
 from fsxlt.errors import FsxltError
-from fsxlt.icl.prompts import PromptText
+from fsxlt.tasks.prompts import PromptText
 
 CONTENT_FREE = "N/A"
 
 
 @dataclass(frozen=True)
 class TokenizedPrompt:
-    """A prompt's pieces as token ids (see :class:`~fsxlt.icl.prompts.PromptText`)."""
+    """A prompt's pieces as token ids (see :class:`~fsxlt.tasks.prompts.PromptText`)."""
 
     prefix: list[int]
     queries: list[list[int]]
@@ -52,7 +52,7 @@ class TokenizedPrompt:
 def option_chars(option: str) -> int:
     """An option's length in characters, not counting the whitespace that joins it to the
     prompt: a task YAML's option is a joining space and a stripped label word. A preset
-    gives its own lengths instead (:attr:`fsxlt.icl.prompts.PromptText.chars`: lm-eval's
+    gives its own lengths instead (:attr:`fsxlt.tasks.prompts.PromptText.chars`: lm-eval's
     ``len(choice)``, which counts whitespace the choice itself starts with)."""
     return len(option.lstrip())
 

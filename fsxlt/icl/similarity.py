@@ -46,7 +46,7 @@ def load_encoder(name: str) -> tuple[Any, Any]:
     from transformers import AutoModel, AutoTokenizer
 
     from fsxlt.identity import hub_source
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
 
     quiet_transformers()
     source, revision = hub_source(name)  # a hub name: at the commit it resolves to

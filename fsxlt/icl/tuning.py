@@ -2,7 +2,7 @@
 
 The model, the prompts and the scoring are the ICL arm's; the protocol is the
 study's adapting one. A training example is the task's zero-shot prompt
-(:func:`fsxlt.icl.prompts.render` with no demonstrations: the instruction and
+(:func:`fsxlt.tasks.prompts.render` with no demonstrations: the instruction and
 the template up to ``{label}``) followed by its gold continuation (a label
 word, a multiple-choice candidate; a generated output's target followed by the
 template's text after ``{label}`` and the ICL separator, and the tokenizer's
@@ -53,7 +53,6 @@ from fsxlt.icl.lm_lora import (
     mean_token_nll,
     train_step,
 )
-from fsxlt.icl.prompts import PromptSettings, PromptText, render
 from fsxlt.icl.scoring import (
     TokenizedPrompt,
     check_length,
@@ -73,8 +72,9 @@ from fsxlt.icl.tuning_plan import (  # noqa: F401  (the planning API, named here
     check_lm_settings,
     lm_plan,
 )
-from fsxlt.runs import RUN_FORMAT
+from fsxlt.study.runs import RUN_FORMAT
 from fsxlt.tasks import TaskSpec
+from fsxlt.tasks.prompts import PromptSettings, PromptText, render
 
 LM_WRITER = "fsxlt lm-adapt"
 
@@ -218,7 +218,7 @@ def predict(model: Any, tokenizer: Any, run: LmRun, split: EvalSplit, *,
 def evaluate(model: Any, tokenizer: Any, run: LmRun, split: EvalSplit, *,
              batch_size: int = 8) -> tuple[dict[str, Any], list[Any]]:
     """A split's scores (the task's metric) and its predictions (:func:`predict`)."""
-    from fsxlt.evaluation import compute_scores
+    from fsxlt.metrics.scores import compute_scores
 
     predicted = predict(model, tokenizer, run, split, batch_size=batch_size)
     return compute_scores(run.task_spec, split.gold, predicted), predicted
@@ -228,7 +228,7 @@ def predict_file(run: LmRun, model: Any, tokenizer: Any, record: dict[str, Any],
                  batch_size: int = 8) -> None:
     """Predict the run's file to predict with the chosen adapters into the benchmark's
     submission file beside the record; the record names that file."""
-    from fsxlt.submission import read_unlabelled, write_submission
+    from fsxlt.study.submission import read_unlabelled, write_submission
 
     examples, ids = read_unlabelled(run.predict_path, run.task_spec, run.language)
     split, _ = eval_split(run, examples, tokenizer, model, "predict")
@@ -380,8 +380,8 @@ def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: in
     """Train a prepared run over its lr grid, score the chosen adapters on the test set and
     write its record (and predictions) atomically."""
     from fsxlt.fileio import atomic_write_json
-    from fsxlt.predictions import write_predictions
-    from fsxlt.runs import finish_record, predictions_path
+    from fsxlt.study.predictions import write_predictions
+    from fsxlt.study.runs import finish_record, predictions_path
 
     run, began = prepared.run, time.perf_counter()
     runs, selected = tune(prepared, lm.tokenizer, adapters, batch_size=batch_size)
@@ -408,7 +408,7 @@ def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: in
 def write_error(run: LmRun, err: BaseException, writer: str = LM_WRITER) -> str:
     """Leave the error record of a failed run (rerun at the next start); its one line."""
     from fsxlt.fileio import atomic_write_json
-    from fsxlt.runs import error_record
+    from fsxlt.study.runs import error_record
 
     lines = str(err).strip().splitlines()
     text = f"{err.__class__.__name__}: {lines[0] if lines else ''}".rstrip(": ")

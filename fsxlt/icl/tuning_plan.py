@@ -18,9 +18,9 @@ from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings
 from fsxlt.icl.generative import is_generative
 from fsxlt.icl.lm_lora import LoraSettings
 from fsxlt.icl.planned import CausalLmRun
-from fsxlt.icl.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
-from fsxlt.runs import record_path
+from fsxlt.study.runs import record_path
 from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.tasks.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
 
 DEFAULT_ARM = "lm-lora"
 LM_LRS = (1e-4, 3e-4, 1e-3)
@@ -100,7 +100,7 @@ class LmSettings:
 
 @dataclass(frozen=True)
 class LmRun(CausalLmRun):
-    """One LoRA run: what ``fsxlt.runs.plan_writes`` needs, and where its inputs are."""
+    """One LoRA run: what ``fsxlt.study.runs.plan_writes`` needs, and where its inputs are."""
 
     task: str
     language: str
@@ -146,7 +146,7 @@ def _test_file(spec: TaskSpec, language: str, test: Path | None, data_dir: Path 
     under ``data_dir`` (the order ``fsxlt icl`` takes)."""
     found = _file(test, "--test") or set_test
     if found is None and data_dir is not None:
-        from fsxlt.execution.inputs import data_file
+        from fsxlt.data.files import data_file
 
         found = data_file(spec, str(data_dir), "test", language)
     if found is None:
@@ -161,7 +161,7 @@ def _dev_file(spec: TaskSpec, language: str, dev: Path | None, own: Path | None,
     if dev is not None or own is not None:
         return Path(dev or own)
     if data_dir is not None and not spec.selects_on_remaining:
-        from fsxlt.execution.inputs import data_file
+        from fsxlt.data.files import data_file
 
         return data_file(spec, str(data_dir), "dev", language)
     if files.remaining is not None:

@@ -21,7 +21,7 @@ from fsxlt.fileio import atomic_write_text
 from fsxlt.report.compare import compare, render_compare, test_set_note
 from fsxlt.report.records import Records, load_records
 from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
-from fsxlt.runs import STRATEGY_MARK
+from fsxlt.study.runs import STRATEGY_MARK
 
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 

@@ -3,7 +3,7 @@
 Every ``*.json`` below RUNS_DIR is read once, in sorted path order, and
 sorted into:
 
-- ``scores``: one row per finished adapt record (:func:`fsxlt.runs.is_complete`):
+- ``scores``: one row per finished adapt record (:func:`fsxlt.study.runs.is_complete`):
   task, language, k, arm, method, source_training, bucket, test_score,
   dev_score, best_epoch, metric, record (its path under RUNS_DIR),
   bucket_sha256 and test_sha256 (the content hashes of the bucket and of the
@@ -14,7 +14,7 @@ sorted into:
   start's and the run's training rows treated long sentences,
   :func:`record_long_sentences`) and unequal_label_tokens (an ICL
   run whose label words tokenize to different numbers of tokens). The arm
-  comes from the record's own facts (:func:`fsxlt.runs.arm_of`) and names the
+  comes from the record's own facts (:func:`fsxlt.study.runs.arm_of`) and names the
   source when it is not English (``full@de``), so runs from different sources are never one cell;
 - ``curves``: the dev score of every epoch of the selected learning rate's
   run (task, language, k, arm, bucket, epoch, dev_score);
@@ -50,7 +50,7 @@ import pandas as pd
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import NotJsonNumber, loads_strict
-from fsxlt.runs import (
+from fsxlt.study.runs import (
     CHECKPOINT_FILE,
     EVALUATION_FORMAT,
     RUN_FORMAT,
@@ -122,7 +122,7 @@ def load_records(runs_dir: str | Path) -> Records:
     for path in sorted(root.rglob("*.json")):
         rel = path.relative_to(root).as_posix()
         if SUBMISSION_DIR in path.relative_to(root).parts[:-1]:
-            continue  # FewCLUE submission files (fsxlt.submission), not records
+            continue  # FewCLUE submission files (fsxlt.study.submission), not records
         if path.name != CHECKPOINT_FILE and (path.parent / CHECKPOINT_FILE).is_file():
             continue  # a checkpoint's config and tokenizer files, not records
         record, problem = _parse(path)

@@ -38,8 +38,8 @@ import pandas as pd
 from fsxlt.errors import FsxltError
 from fsxlt.report.records import Records
 from fsxlt.report.tables import Table, arm_label, fmt
-from fsxlt.runs import arm_strategy, read_record
 from fsxlt.sampling.strategies import Random
+from fsxlt.study.runs import arm_strategy, read_record
 
 RANDOM = Random.name  # the baseline every strategy is judged against
 UNKNOWN = "unknown"

@@ -36,7 +36,7 @@ import pandas as pd
 from fsxlt.errors import FsxltError
 from fsxlt.methods import METHODS, method_label
 from fsxlt.report.records import Records
-from fsxlt.runs import (
+from fsxlt.study.runs import (
     DEFAULT_REGIME,
     NOSOURCE_SUFFIX,
     SOURCE_MARK,

@@ -26,7 +26,8 @@ from fsxlt.data import TextExample, example_from_dict, read_conll
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import read_json, sha256_text
 from fsxlt.sampling.store import BucketSet, write_sets
-from fsxlt.tasks import builtin_tasks, get_task, language_code
+from fsxlt.tasks import builtin_tasks, get_task
+from fsxlt.tasks.languages import language_code
 
 _SHOTS = re.compile(r"^(\d+)-shots$")
 _BUCKET = re.compile(r"^(\d+)-th$")

@@ -9,7 +9,7 @@ and ``random`` draws from the same pools, so every strategy is judged
 against random buckets that saw the same candidates.
 
 Model-based strategies read what the source-trained model makes of every
-pool example: one batched pass (:func:`fsxlt.evaluation.example_signals`)
+pool example: one batched pass (:func:`fsxlt.models.prediction.example_signals`)
 over the union of the pools, through the start as it was trained
 (:mod:`fsxlt.training.starts`). The written sets are ordinary bucket sets
 (``OUT/<strategy>/<task>/<lang>/k<K>``); their manifests and bucket files

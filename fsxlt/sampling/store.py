@@ -2,7 +2,7 @@
 
 Layout (``ROOT`` is e.g. ``buckets/``)::
 
-    ROOT/.fsxlt-directory       marks ROOT as a bucket store (JSON; :mod:`fsxlt.directories`)
+    ROOT/.fsxlt-directory       marks ROOT as a bucket store (JSON; :mod:`fsxlt.study.directories`)
     ROOT/<task>/<lang>/k<K>/
         manifest.json         provenance of the whole set + ids and hash of every bucket
         00.json ... 39.json   one bucket each: provenance + its examples (text and labels)
@@ -246,16 +246,16 @@ def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: b
 
     Every set is rendered and checked against what its directory holds
     before anything is written, and ``root`` is claimed as a bucket store
-    (:func:`fsxlt.directories.claim`, ``what`` names it in a refusal), so a
+    (:func:`fsxlt.study.directories.claim`, ``what`` names it in a refusal), so a
     refusal writes nothing. The check is made again under the store's writer
-    lock (:func:`fsxlt.directories.writer_lock`), which is held until the last
+    lock (:func:`fsxlt.study.directories.writer_lock`), which is held until the last
     set is written: two commands writing one store never both find a
     directory free (the second is refused, or finds the first one's set).
     ``folders`` files set *i* under ``root/folders[i]`` (``fsxlt select``: one
     folder per strategy). Each set's :class:`WrittenSet` is returned and kept as
     ``bucket_set.written``.
     """
-    from fsxlt.directories import BUCKETS, check_claim, claim, writer_lock
+    from fsxlt.study.directories import BUCKETS, check_claim, claim, writer_lock
 
     root = Path(root)
     places = [root / folder for folder in folders] if folders is not None else None

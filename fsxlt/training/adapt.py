@@ -67,9 +67,10 @@ import torch
 
 from fsxlt.data import Example
 from fsxlt.data.buckets import Bucket
-from fsxlt.encoding import Featurizer, check_label_all_tokens, check_long_sentences, collate
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import (
+from fsxlt.methods import Method, get_method
+from fsxlt.models.encoding import Featurizer, check_label_all_tokens, check_long_sentences, collate
+from fsxlt.models.prediction import (
     EvalSet,
     eval_token_budget,
     make_eval_set,
@@ -79,9 +80,8 @@ from fsxlt.evaluation import (
     score,
     score_and_predict,
 )
-from fsxlt.methods import Method, get_method
-from fsxlt.runs import RUN_FORMAT, ZERO_SHOT_RUN
-from fsxlt.spans import DEFAULT_QA_DECODING
+from fsxlt.models.spans import DEFAULT_QA_DECODING
+from fsxlt.study.runs import RUN_FORMAT, ZERO_SHOT_RUN
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import EpochKeeper, RunKept, check_average_last, score_candidates
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
@@ -357,10 +357,10 @@ class AdaptEngine(RunSteps):
         :meth:`_run`); the record's ``start_selected`` says whether it won.
         With ``predictions`` the record also holds ``test_predictions``: the
         selected model's predicted labels for every test example, in test
-        order. Callers write them beside the record (``fsxlt.predictions``)
+        order. Callers write them beside the record (``fsxlt.study.predictions``)
         and drop the key, so saved records stay small. ``predict``: examples
         of an unlabelled file; the record's ``predict`` then holds the
-        selected model's label for each (``fsxlt.submission`` writes them).
+        selected model's label for each (``fsxlt.study.submission`` writes them).
         ``batch_size``, ``patience_from``, ``long_sentences``, ``optimizer``
         (:class:`~fsxlt.training.optim.OptimizerSettings`), ``label_all_tokens``: the
         :class:`Protocol` (defaults: the study's); the record's ``protocol`` says which one

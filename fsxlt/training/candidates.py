@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from fsxlt.errors import FsxltError
-from fsxlt.modeling import FsxltModel
+from fsxlt.models.model import FsxltModel
 from fsxlt.training.loop import average_states, restore, snapshot
 
 State = dict[str, torch.Tensor]

@@ -27,8 +27,8 @@ import torch
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, read_json, staged_dir
 from fsxlt.identity import hub_id_like, hub_source, split_revision
-from fsxlt.modeling import DEFAULT_HEAD, FsxltModel, build_model
-from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
+from fsxlt.models.model import DEFAULT_HEAD, FsxltModel, build_model
+from fsxlt.study.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.loop import restore, snapshot
 
@@ -166,7 +166,7 @@ def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Modu
 def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0,
                head: str | None = None) -> Start:
     """Load an fsxlt checkpoint (with the head it was trained with), or a pretrained
-    encoder with a fresh head for ``task`` (``head``: :data:`fsxlt.modeling.HEADS`)."""
+    encoder with a fresh head for ``task`` (``head``: :data:`fsxlt.models.model.HEADS`)."""
     task = get_task(task)
     path = Path(name_or_path)
     if not is_checkpoint(path):

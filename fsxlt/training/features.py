@@ -2,7 +2,7 @@
 
 The head-only methods of docs/protocol.md#adapting-variants (fc, fc-pooler, cos-pooler,
 fc-reset-pooler) freeze the embeddings and every transformer layer, and
-:class:`~fsxlt.modeling.FsxltModel` runs a frozen encoder in eval mode (no
+:class:`~fsxlt.models.model.FsxltModel` runs a frozen encoder in eval mode (no
 dropout). The encoder's output is then a fixed function of the input, the
 same in every epoch of every run of an engine, because every run starts by
 restoring the same starting weights. Recomputing it for the dev set after
@@ -33,7 +33,7 @@ bit-identical; ``tests/test_feature_cache.py`` checks head weights, dev
 curves and test scores against training through the frozen encoder.
 
 How the cache is used: the engine registers its dev and test
-:class:`~fsxlt.evaluation.EvalSet` objects once. Before each run it calls
+:class:`~fsxlt.models.prediction.EvalSet` objects once. Before each run it calls
 :meth:`FeatureCache.activate` with the run's feature point, which makes those
 same objects serve feature batches (or their token batches again, for full
 fine-tuning), so prediction and scoring code needs no change. Bucket batches
@@ -55,9 +55,9 @@ from dataclasses import dataclass
 import torch
 
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import EvalSet, autocast_context
 from fsxlt.methods import Method, get_method
-from fsxlt.modeling import FsxltModel
+from fsxlt.models.model import FsxltModel
+from fsxlt.models.prediction import EvalSet, autocast_context
 
 ENCODER = "encoder"
 POOLED = "pooled"

@@ -15,9 +15,9 @@ from torch.nn import functional as F
 from fsxlt import __version__
 from fsxlt.data import Example
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import autocast_context
 from fsxlt.fileio import sha256_text
-from fsxlt.modeling import FsxltModel
+from fsxlt.models.model import FsxltModel
+from fsxlt.models.prediction import autocast_context
 from fsxlt.training.optim import OptimizerSettings, build_optimizer
 
 

@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from fsxlt.evaluation import autocast_context
-from fsxlt.modeling import FsxltModel
+from fsxlt.models.model import FsxltModel
+from fsxlt.models.prediction import autocast_context
 
 MIXUP_KINDS = ("classification", "tagging")
 

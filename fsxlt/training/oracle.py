@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from fsxlt.errors import FsxltError
-from fsxlt.modeling import FsxltModel
+from fsxlt.models.model import FsxltModel
 from fsxlt.training.loop import snapshot
 
 State = dict[str, torch.Tensor]

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fsxlt.encoding import DEFAULT_LONG_SENTENCES, LONG_SENTENCES
 from fsxlt.errors import FsxltError
+from fsxlt.models.encoding import DEFAULT_LONG_SENTENCES, LONG_SENTENCES
 from fsxlt.tasks import TaskSpec
 from fsxlt.training.mixup import MIXUP_KINDS
 from fsxlt.training.optim import DEFAULT as DEFAULT_OPTIMIZER

@@ -53,7 +53,7 @@ from typing import Any
 import torch
 
 from fsxlt.errors import FsxltError
-from fsxlt.runs import LEGACY_REGIMES, regime_label
+from fsxlt.study.runs import LEGACY_REGIMES, regime_label
 from fsxlt.training.mixup import PairDrawer, Pairing, units_of
 
 SEQUENTIAL = "sequential"

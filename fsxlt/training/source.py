@@ -36,18 +36,18 @@ import torch
 from tqdm.auto import tqdm
 
 from fsxlt.data import Example
-from fsxlt.encoding import (
+from fsxlt.errors import FsxltError
+from fsxlt.identity import pinned
+from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
+from fsxlt.models.encoding import (
     DEFAULT_LONG_SENTENCES,
     Featurizer,
     check_label_all_tokens,
     check_long_sentences,
     collate,
 )
-from fsxlt.errors import FsxltError
-from fsxlt.evaluation import describe_examples, make_eval_set, require_scorable, score
-from fsxlt.identity import pinned
-from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
-from fsxlt.modeling import DEFAULT_HEAD, FsxltModel, check_head
+from fsxlt.models.model import DEFAULT_HEAD, FsxltModel, check_head
+from fsxlt.models.prediction import describe_examples, make_eval_set, require_scorable, score
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import CandidateCollector, check_averaging
 from fsxlt.training.checkpoint import load_start, resolve_device, save_checkpoint
@@ -218,7 +218,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     ``long_sentences``: a training sentence longer than ``max_seq_length``, ``truncate``d
     (the study's) or cut into ``windows`` (tagging); ``label_all_tokens``: tagging, every
     wordpiece of a word scored in training; ``head``: ``pooler`` (the study's) or ``cls`` (the
-    peer's: no pooler; :mod:`fsxlt.modeling`). The record (the checkpoint) says each.
+    peer's: no pooler; :mod:`fsxlt.models.model`). The record (the checkpoint) says each.
     """
     task, model_name = get_task(task), pinned(str(model_name))  # hub: NAME@COMMIT it loads
     schedule = replace(_schedule(task, lrs, epochs, batch_size, seed, long_sentences),

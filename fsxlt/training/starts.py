@@ -31,9 +31,11 @@ from typing import Any
 import torch
 
 from fsxlt.data import Example
-from fsxlt.encoding import Featurizer
 from fsxlt.errors import FsxltError
-from fsxlt.evaluation import (
+from fsxlt.methods import Method, get_method
+from fsxlt.models.encoding import Featurizer
+from fsxlt.models.model import quiet_transformers
+from fsxlt.models.prediction import (
     EvalSet,
     describe_examples,
     example_signals,
@@ -41,8 +43,6 @@ from fsxlt.evaluation import (
     score,
     score_and_predict,
 )
-from fsxlt.methods import Method, get_method
-from fsxlt.modeling import quiet_transformers
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
 
@@ -112,7 +112,7 @@ class OpenStart:
         return score_and_predict(self.model, self.eval_set(examples), self.task, amp=amp)
 
     def signals(self, examples: Sequence[Example], *, amp: bool = True) -> tuple[Any, Any]:
-        """Embeddings and prediction entropies (:func:`~fsxlt.evaluation.example_signals`)
+        """Embeddings and prediction entropies (:func:`~fsxlt.models.prediction.example_signals`)
         from the head the start was trained with."""
         return example_signals(self.model, self.eval_set(examples), amp=amp)
 

@@ -2,9 +2,9 @@
 
 :func:`score_file` (``fsxlt score``) takes a prediction file in the format its task's
 benchmark takes (the task YAML's ``submission_format``; the files
-:mod:`fsxlt.submission` writes) and a labelled gold file in the task's data format
+:mod:`fsxlt.study.submission` writes) and a labelled gold file in the task's data format
 (read by :func:`fsxlt.data.read_examples`), matches each prediction to its gold
-example and scores the pairs with :func:`fsxlt.evaluation.compute_scores`, the metric
+example and scores the pairs with :func:`fsxlt.metrics.scores.compute_scores`, the metric
 fsxlt reports for its runs. No metric is computed here. One scorer per format, in
 :data:`SCORERS`:
 
@@ -25,7 +25,7 @@ fsxlt reports for its runs. No metric is computed here. One scorer per format, i
       ``-DOCSTART-`` lines are breaks. NER: seqeval's entity F1 (default, conlleval
       mode) of the file's tags against the gold file's own tags; seqeval reads IOB1
       (XGLUE's files, and fsxlt's re-encoding of the model's tags for them,
-      :func:`fsxlt.submission.encode_entities`) and IOB2 as the same entities, so
+      :func:`fsxlt.study.submission.encode_entities`) and IOB2 as the same entities, so
       the score is that of the model's entities in either scheme. POS: seqeval's
       precision over the tag sequences (XGLUE's POS score).
 
@@ -39,7 +39,7 @@ fsxlt reports for its runs. No metric is computed here. One scorer per format, i
     ``.src.`` twin names it too). Read and scored as XGLUE's evaluator does: every
     prediction line stripped, every gold line reduced to its last tab-separated field,
     stripped; sacrebleu's corpus BLEU, lowercased, 13a tokens
-    (:func:`fsxlt.text_metrics.xglue_bleu`, what runs report). The score is BLEU / 100,
+    (:func:`fsxlt.metrics.text.xglue_bleu`, what runs report). The score is BLEU / 100,
     ``bleu`` beside it on sacrebleu's scale, with sacrebleu's ``signature``. Another number
     of lines than the gold has is refused (sacrebleu would stop on it).
 ``fewclue`` (FewCLUE's nine tasks)
@@ -57,12 +57,12 @@ fsxlt reports for its runs. No metric is computed here. One scorer per format, i
     XGLUE's MLQA ``<lang>.prediction`` and SQuAD's ``predictions.json``: one JSON object
     from question id to answer text. The gold file is SQuAD v1.1 JSON; it is scored as
     MLQA's ``mlqa_evaluation_v1.py`` (``mlqa_f1``) or SQuAD v1.1's ``evaluate-v1.1.py``
-    (``squad_f1``) scores it (:func:`fsxlt.qa_metrics.score_prediction_file`): every
+    (``squad_f1``) scores it (:func:`fsxlt.metrics.qa.score_prediction_file`): every
     question of the gold file counts, one without a prediction scores 0
     (``unanswered`` counts them) and ids the gold file lacks are ignored
     (``unknown_ids``). F1 is the score, exact match beside it.
 
-A result holds every metric :func:`~fsxlt.evaluation.compute_scores` returns
+A result holds every metric :func:`~fsxlt.metrics.scores.compute_scores` returns
 (``metric``, ``score``, ...), ``n`` (the examples, sentences or pages scored) and
 ``unit`` (what ``n`` counts), the task, language and format, and both files' paths
 and sha256. Errors are one line (:class:`~fsxlt.errors.FsxltError`): a missing file,
@@ -92,8 +92,8 @@ from fsxlt.data import Example, Skipped, has_labels, read_examples, source_ids
 from fsxlt.data.fewclue import json_rows
 from fsxlt.data.lines import open_lines
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.evaluation import compute_scores
 from fsxlt.fileio import sha256_file, text_lines
+from fsxlt.metrics.scores import compute_scores
 from fsxlt.tasks import TaskSpec, builtin_tasks, get_task
 
 Scorer = Callable[[TaskSpec, Path, Path, str], dict[str, Any]]
@@ -339,7 +339,7 @@ def score_fewclue(task: TaskSpec, gold: Path, predictions: Path,
 def score_qa(task: TaskSpec, gold: Path, predictions: Path, language: str) -> dict[str, Any]:
     """An extractive QA prediction file (question id -> answer text) against a SQuAD v1.1
     gold file, as MLQA's or SQuAD's evaluator scores it (see the module docstring)."""
-    from fsxlt.qa_metrics import metric_style, score_prediction_file
+    from fsxlt.metrics.qa import metric_style, score_prediction_file
 
     read = {}
     for path, what in ((gold, "gold file"), (predictions, "prediction file")):
@@ -420,7 +420,7 @@ def score_file(task: str | TaskSpec, gold: str | Path, predictions: str | Path,
     """Score the prediction file ``predictions`` against the labelled ``gold`` file of
     ``task`` in ``language``, with the task's metric, as its benchmark scores it.
 
-    Returns every metric :func:`~fsxlt.evaluation.compute_scores` gives (``metric``,
+    Returns every metric :func:`~fsxlt.metrics.scores.compute_scores` gives (``metric``,
     ``score``, ...), ``n`` and ``unit`` (what was scored), ``task``, ``language``,
     ``format``, ``gold``, ``predictions`` and both files' sha256. Raises
     :class:`~fsxlt.errors.FsxltError` (one line) on anything that cannot be scored.

@@ -98,7 +98,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from fsxlt.errors import FsxltError
-from fsxlt.method_options import Option, parse_method_options
+from fsxlt.methods.options import Option, parse_method_options
 from fsxlt.plugins import CLASS_REFERENCE, describe_error
 
 DEFAULT_MODEL = "bert-base-multilingual-cased"
@@ -242,7 +242,7 @@ class _HeadOnly(Method):
     def check_start(self, task: Any, start: str | None = None) -> None:
         """A pooler method refuses a checkpoint whose head has none (``--head cls``)."""
         super().check_start(task, start)
-        from fsxlt.runs import checkpoint_meta
+        from fsxlt.study.runs import checkpoint_meta
 
         if self.train_pooler and checkpoint_meta(start).get("head") == "cls":
             raise FsxltError(f"method {self.name} trains the pooler; {start} has a head "
@@ -300,7 +300,7 @@ class FcResetPooler(_HeadOnly):
 class Lora(Method):
     """LoRA adapters (``peft``) in the encoder; adapters and head train. The wrapped encoder
     stays for a next LoRA run of the same options, adapters reset as a fresh wrap with its
-    seed draws them (:mod:`fsxlt.lora`); other runs get it unloaded (not merged)."""
+    seed draws them (:mod:`fsxlt.models.lora`); other runs get it unloaded (not merged)."""
 
     name = "lora"
     summary = "LoRA adapters in the frozen encoder (peft); the head trains too"
@@ -317,7 +317,7 @@ class Lora(Method):
             raise FsxltError("method lora: rank must be >= 1, alpha > 0, 0 <= dropout < 1")
 
     def prepare(self, model: Any, seed: int) -> None:
-        from fsxlt import lora
+        from fsxlt.models import lora
 
         settings = lora.lora_settings(self.config)
         if lora.wrapped_settings(model) == settings:
@@ -334,12 +334,12 @@ class Lora(Method):
         return type(following) is type(self) and following.config == self.config
 
     def start_names(self, model: Any) -> dict[str, str]:
-        from fsxlt.lora import start_names
+        from fsxlt.models.lora import start_names
 
         return start_names(model)
 
     def teardown(self, model: Any) -> None:
-        from fsxlt.lora import unwrap
+        from fsxlt.models.lora import unwrap
 
         unwrap(model)
 
@@ -350,7 +350,7 @@ class Pet(Method):
     The task's pattern and verbalizers come from its YAML (``pet``); the
     target language's verbalizer is used when the YAML gives one, else the
     English one (``verbalizer: en`` forces English). A label word of several
-    pieces gets as many masks (:mod:`fsxlt.pet`); a multiple-choice task's
+    pieces gets as many masks (:mod:`fsxlt.models.pet`); a multiple-choice task's
     candidates are its words. The masked-LM head
     comes from the start's pretrained encoder, or from the checkpoint when it
     was source-trained with ``pet``; it is kept on the model between runs and
@@ -375,7 +375,7 @@ class Pet(Method):
 
     def check_start(self, task: Any, start: str | None = None) -> None:
         """The task needs a pet pattern; the start's encoder a masked-LM head (by its config)."""
-        from fsxlt.pet import check_mlm_config, task_pet
+        from fsxlt.models.pet import check_mlm_config, task_pet
 
         super().check_start(task, start)
         task_pet(task)
@@ -383,7 +383,7 @@ class Pet(Method):
             check_mlm_config(start)
 
     def bind(self, task: Any, language: str, tokenizer: Any, start_info: dict[str, Any]) -> None:
-        from fsxlt.pet import task_pet, verbalizer_pieces
+        from fsxlt.models.pet import task_pet, verbalizer_pieces
 
         self.spec = task_pet(task)
         self.n_choices = len(task.labels) if task.kind == "multiple_choice" else 0
@@ -396,7 +396,7 @@ class Pet(Method):
         self.saved_head = start_info.get("mlm_head")
 
     def encode(self, featurizer: Any, examples: Any) -> Any:
-        from fsxlt.pet import encode_choice_pattern, encode_pattern
+        from fsxlt.models.pet import encode_choice_pattern, encode_pattern
 
         if self.n_choices:
             return encode_choice_pattern(featurizer, self.spec, examples)
@@ -404,7 +404,7 @@ class Pet(Method):
                               n_masks=max(len(word) for word in self.pieces))
 
     def prepare(self, model: Any, seed: int) -> None:
-        from fsxlt.pet import PetChoiceScorer, PetScorer, load_mlm_head
+        from fsxlt.models.pet import PetChoiceScorer, PetScorer, load_mlm_head
 
         if not hasattr(self, "spec"):
             raise FsxltError("method pet must be bound to a task first (bind)")

@@ -4,8 +4,8 @@ XGLUE's evaluator (``evaluation/xglue_evaluate.py`` in microsoft/XGLUE) strips e
 prediction line and every gold target, and scores the corpus with
 ``sacrebleu.corpus_bleu(predictions, [targets], lowercase=True)``: one reference per
 line, sacrebleu's default 13a tokenizer, exponential smoothing. :func:`xglue_bleu` is
-that computation; both :func:`fsxlt.evaluation.compute_scores` (metric ``bleu``) and
-``fsxlt score`` (:mod:`fsxlt.scoring`) call it, so a run's BLEU and a prediction file's
+that computation; both :func:`fsxlt.metrics.scores.compute_scores` (metric ``bleu``) and
+``fsxlt score`` (:mod:`fsxlt.metrics.scoring`) call it, so a run's BLEU and a prediction file's
 BLEU cannot differ. A gold line's target is its last tab-separated field
 (:func:`fsxlt.data.generation.target_of_line`), which the readers apply before.
 

@@ -43,10 +43,10 @@ import torch
 from torch import nn
 
 from fsxlt.data import CHID_BLANK, WSC_MARKS, ChoiceExample, Example, TextExample
-from fsxlt.encoding import EncodedSplit, Featurizer, Row
 from fsxlt.errors import FsxltError
-from fsxlt.modeling import FsxltModel
-from fsxlt.runs import CHECKPOINT_FILE, is_checkpoint
+from fsxlt.models.encoding import EncodedSplit, Featurizer, Row
+from fsxlt.models.model import FsxltModel
+from fsxlt.study.runs import CHECKPOINT_FILE, is_checkpoint
 from fsxlt.tasks import PET_PLACEHOLDERS, PetSpec, TaskSpec
 
 HEAD_PREFIX = "mlm_head."
@@ -92,7 +92,7 @@ def check_mlm_config(start: str | Path) -> None:
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
 
     quiet_transformers()
     try:
@@ -114,7 +114,7 @@ def load_mlm_head(source: str, model: FsxltModel) -> nn.Module:
     """The masked-LM head of the pretrained encoder ``source``, tied to ``model``'s embeddings."""
     from transformers import AutoModelForMaskedLM
 
-    from fsxlt.modeling import quiet_transformers
+    from fsxlt.models.model import quiet_transformers
 
     quiet_transformers()
     from fsxlt.identity import hub_source

@@ -3,7 +3,7 @@
 fsxlt writes three kinds of tree: a *bucket store* (``fsxlt sample``,
 ``select``, ``buckets import-*``; layout in :mod:`fsxlt.sampling.store`), a
 *runs directory* (``fsxlt adapt``, ``sweep``, ``icl``, ``lm-adapt``; layout in
-:mod:`fsxlt.runs`) and a *submission folder* (``fsxlt submission``: a
+:mod:`fsxlt.study.runs`) and a *submission folder* (``fsxlt submission``: a
 benchmark's files, ready to upload). The first two share the
 ``<task>/<lang>/k<K>/`` prefix, so one written into the other would replace or
 shadow its files; anything written into a submission folder would be uploaded
@@ -46,7 +46,7 @@ from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json
-from fsxlt.runs import record_files
+from fsxlt.study.runs import record_files
 
 MARKER = ".fsxlt-directory"
 LOCK_FILE = ".fsxlt-writer.lock"  # held while a command writes (writer_lock)

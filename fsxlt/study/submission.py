@@ -28,7 +28,7 @@ The task YAML's ``submission`` names the task as its benchmark spells it and
     XGLUE's evaluator gives the file, are the model's own. WPR: each page's
     most probable grade (0-4, as XGLUE's format asks), the grades the
     reported nDCG ranks by, so XGLUE's evaluator gives the file the score
-    fsxlt reports (:mod:`fsxlt.evaluation`). Generation (QG, NTG): one
+    fsxlt reports (:mod:`fsxlt.metrics.scores`). Generation (QG, NTG): one
     generated text per line, the i-th for the i-th source line; a newline
     inside a text (``\n``, ``\r``) becomes a space, since the evaluator reads
     the file line by line.
@@ -54,7 +54,14 @@ from typing import Any
 from fsxlt.data import Example, read_examples, source_ids
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_replace_dir, atomic_write_json, atomic_write_text, read_json
-from fsxlt.runs import SUBMISSION_DIR, arm_of, bucket_stem, is_finished, read_record, record_files
+from fsxlt.study.runs import (
+    SUBMISSION_DIR,
+    arm_of,
+    bucket_stem,
+    is_finished,
+    read_record,
+    record_files,
+)
 from fsxlt.tasks import TaskSpec
 
 _LINE = re.compile(r":(\d+)$")
@@ -148,11 +155,11 @@ def encode_entities(tags: Sequence[str], scheme: str) -> list[str]:
     """``tags`` re-encoded in ``scheme`` (``iob1`` or ``iob2``), entity for entity.
 
     Entities are read as seqeval's default (conlleval) mode reads them
-    (:func:`fsxlt.evaluation.entity_set`), so any mix of schemes the model
+    (:func:`fsxlt.metrics.scores.entity_set`), so any mix of schemes the model
     predicts keeps its entities and its score. IOB2 opens every entity with
     ``B-``; IOB1 opens one with ``B-`` only right after an entity of its type.
     """
-    from fsxlt.evaluation import entity_set
+    from fsxlt.metrics.scores import entity_set
 
     out = ["O"] * len(tags)
     last_end, last_type = -2, ""
@@ -363,8 +370,8 @@ def folder_files(claims: Sequence[Claim], *, every_split: bool = True) -> dict[s
 
 def written_list(folder: Path) -> Path:
     """Where ``fsxlt submission`` lists the files it wrote into ``folder`` (the list that
-    makes it a submission folder: :func:`fsxlt.directories.submission_list`)."""
-    from fsxlt.directories import submission_list
+    makes it a submission folder: :func:`fsxlt.study.directories.submission_list`)."""
+    from fsxlt.study.directories import submission_list
 
     return submission_list(folder)
 
@@ -392,7 +399,7 @@ def _folder_texts(folder: Path) -> tuple[dict[str, str] | None, str | None]:
 def check_folder_place(out: str | Path, runs_dir: str | Path) -> None:
     """Refuse, in one line, an ``out`` that is or lies inside the runs directory, a runs
     directory or a bucket store (reports would meet its files), or that holds one."""
-    from fsxlt.directories import BUCKETS, KINDS, RUNS, SUBMISSION, enclosing, marked_inside
+    from fsxlt.study.directories import BUCKETS, KINDS, RUNS, SUBMISSION, enclosing, marked_inside
 
     out, runs = Path(out).resolve(), Path(runs_dir).resolve()
     found = enclosing(out)

@@ -13,12 +13,13 @@ task is one of FewCLUE's, which ``fsxlt buckets import-fewclue`` imports). The b
 specs live in ``configs/<task>.yaml``; a path to another YAML file with the same fields
 defines a new task without touching the code.
 
-This module loads no data and no models.
+The prompts a task's ``icl:`` section defines live in :mod:`fsxlt.tasks.prompts`,
+the languages' names and WALS features in :mod:`fsxlt.tasks.languages`. This
+package loads no data and no models.
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -43,9 +44,9 @@ DATA_FORMATS = ("tsv_pair", "mldoc", "marc_jsonl", "conll", "conllu", "fewclue_j
                 "fewclue_wsc", "fewclue_chid", "xglue_tsv", "squad_json", "xglue_src_tgt",
                 "squad_qg")
 COLUMN_ROLES = ("text_a", "text_b", "label")
-QA_METRICS = ("mlqa_f1", "squad_f1")  # fsxlt.qa_metrics: MLQA's and SQuAD v1.1's F1
+QA_METRICS = ("mlqa_f1", "squad_f1")  # fsxlt.metrics.qa: MLQA's and SQuAD v1.1's F1
 METRICS = ("accuracy", "seqeval_f1", "seqeval_precision", "token_accuracy", "ndcg",
-           "bleu") + QA_METRICS  # bleu: generation's, fsxlt.text_metrics
+           "bleu") + QA_METRICS  # bleu: generation's, fsxlt.metrics.text
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ class TaskSpec:
     label_unit: str = "tag"
     config_path: str = field(default="", compare=False)
     pet: PetSpec | None = field(default=None, compare=False)
-    icl: Any = field(default=None, compare=False)  # fsxlt.icl.prompts.IclSpec
+    icl: Any = field(default=None, compare=False)  # fsxlt.tasks.prompts.IclSpec
     label_names: dict[str, str] = field(default_factory=dict, compare=False)
     label_aliases: dict[str, str] = field(default_factory=dict, compare=False)
     source_task: str | None = None
@@ -511,8 +512,8 @@ def _holdout(raw: Any, fmt: str, where: str) -> dict[str, int]:
 
 
 def _parse_icl(raw: dict[str, Any], kind: str, labels: tuple[str, ...], where: str) -> Any:
-    """The ``icl`` section (in-context learning prompts), parsed by :mod:`fsxlt.icl.prompts`."""
-    from fsxlt.icl.prompts import parse_icl
+    """The ``icl`` section (in-context learning prompts), parsed by :mod:`fsxlt.tasks.prompts`."""
+    from fsxlt.tasks.prompts import parse_icl
 
     return parse_icl(raw.get("icl"), kind=kind, input_kind=str(raw.get("input")),
                      labels=labels, where=where)
@@ -560,41 +561,3 @@ def get_task(name_or_path: str | TaskSpec) -> TaskSpec:
         raw = parse_yaml(path.read_text(encoding="utf-8"), str(path))
         return parse_task(raw, where=str(path))
     raise FsxltError(f"unknown task {name_or_path!r}; valid: {', '.join(sorted(tasks))}")
-
-
-@dataclass(frozen=True)
-class LanguageInfo:
-    """A language's name, script and WALS word-order features (docs/protocol.md#analyses)."""
-
-    code: str
-    name: str
-    script: str
-    wals: dict[str, str]
-
-
-@cache
-def languages() -> dict[str, LanguageInfo]:
-    """Language facts bundled from WALS (``fsxlt/resources/wals.tsv``), by ISO code."""
-    text = resources.files("fsxlt").joinpath("resources", "wals.tsv").read_text(encoding="utf-8")
-    rows = list(csv.DictReader(text.splitlines(), delimiter="\t"))
-    info = {}
-    for row in rows:
-        features = {k: v for k, v in row.items() if k not in ("language", "name", "script")}
-        info[row["language"]] = LanguageInfo(
-            code=row["language"], name=row["name"], script=row["script"],
-            wals={k: (v or "").strip() for k, v in features.items()},
-        )
-    return info
-
-
-def language_code(name_or_code: str) -> str:
-    """Map a language name (``German``, ``german``) or ISO code to its ISO 639-1 code."""
-    key = name_or_code.strip().lower()
-    table = languages()
-    if key in table:
-        return key
-    for code, info in table.items():
-        if info.name.lower() == key:
-            return code
-    raise FsxltError(f"unknown language {name_or_code!r}; expected an ISO 639-1 code or a name "
-                     f"such as {', '.join(sorted(i.name.lower() for i in table.values())[:6])}")

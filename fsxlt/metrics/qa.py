@@ -325,7 +325,7 @@ def score_prediction_file(
 
 def task_scores(metric: str, gold: Sequence[tuple[Sequence[str], str]],
                 predicted: Sequence[str]) -> dict[str, Any]:
-    """A QA task's scores as :func:`fsxlt.evaluation.compute_scores` reports them: ``gold``
+    """A QA task's scores as :func:`fsxlt.metrics.scores.compute_scores` reports them: ``gold``
     holds each question's (gold answers, language), ``predicted`` its answer text; F1 is
     the ``score``, exact match beside it (fractions). Questions are normalised by their own
     language (MLQA's style), so a set mixing languages is scored as the scripts score

@@ -11,7 +11,7 @@ cuts the wordpieces after ``max_seq_length`` less the special tokens; fsxlt
 keeps the whole words that fit, as each word is scored on its last piece), or
 ``windows`` (every window one training row). Classification inputs are always
 truncated (from the end). Extractive QA's windows come from
-:class:`fsxlt.spans.QAFeaturizer`. This module reads no data files.
+:class:`fsxlt.models.spans.QAFeaturizer`. This module reads no data files.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 
 from fsxlt.data import CHID_BLANK, ChoiceExample, Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
-from fsxlt.spans import DEFAULT_QA_DECODING, QAFeaturizer, check_qa_decoding
+from fsxlt.models.spans import DEFAULT_QA_DECODING, QAFeaturizer, check_qa_decoding
 from fsxlt.tasks import TaskSpec
 
 # how training rows treat a tagging sentence longer than max_seq_length (the first: the study's)
@@ -104,7 +104,7 @@ class Featurizer:
     """Turns examples into wordpiece ids with a fast tokenizer, once per split.
 
     ``qa_decoding`` (extractive QA): the rule its splits' answers are decoded by
-    (:data:`fsxlt.spans.QA_DECODING`)."""
+    (:data:`fsxlt.models.spans.QA_DECODING`)."""
 
     def __init__(self, tokenizer: Any, task: TaskSpec, max_seq_length: int | None = None,
                  qa_decoding: str = DEFAULT_QA_DECODING):
@@ -162,7 +162,7 @@ class Featurizer:
         return self.encode(examples, windows=windows)
 
     def _encode_qa(self, examples: Sequence[Example]) -> EncodedSplit:
-        """Every window of every question (:mod:`fsxlt.spans`), one row each."""
+        """Every window of every question (:mod:`fsxlt.models.spans`), one row each."""
         rows = [Row(example=i, **window) for i, window in self._qa.windows(examples)]
         return EncodedSplit("extractive_qa", rows, len(examples),
                             [(ex.answers, ex.language) for ex in examples], [1] * len(examples),

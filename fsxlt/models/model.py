@@ -20,7 +20,7 @@ One model class, :class:`FsxltModel`, serves every task kind (docs/protocol.md#t
   loss or the metric because only the last-piece positions are gathered.
 - **extractive QA**: a span head, one linear layer from every token's hidden
   state to a start and an end logit (no dropout, as BERT's SQuAD head); the
-  windows of long contexts and span decoding live in :mod:`fsxlt.spans`.
+  windows of long contexts and span decoding live in :mod:`fsxlt.models.spans`.
 
 The model is split at a clean seam: :meth:`FsxltModel.encode` runs the
 encoder and returns *features* (the [CLS] hidden state before the pooler, or
@@ -45,7 +45,7 @@ fc-reset-pooler classifier, pooler                           re-initialised
 
 Tagging and QA models have no pooler, so only ``full`` and ``fc`` (and LoRA) apply to them.
 
-Turning examples into inputs lives in :mod:`fsxlt.encoding`. This module reads no data files.
+Turning examples into inputs lives in :mod:`fsxlt.models.encoding`. This module reads no data files.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsxlt.errors import FsxltError
-from fsxlt.spans import span_logits
+from fsxlt.models.spans import span_logits
 from fsxlt.tasks import TaskSpec
 
 COS_SCALE = 10.0

@@ -31,9 +31,9 @@ from typing import Any
 from fsxlt.data import Example, GenerationExample, QAExample, TaggedSentence
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import atomic_write_text, dumps_jsonl, text_lines
-from fsxlt.runs import PREDICTIONS_SUFFIX as SUFFIX
-from fsxlt.runs import ZERO_SHOT_STEM, predictions_path, record_path
-from fsxlt.runs import zero_shot_predictions_path as zero_shot_path
+from fsxlt.study.runs import PREDICTIONS_SUFFIX as SUFFIX
+from fsxlt.study.runs import ZERO_SHOT_STEM, predictions_path, record_path
+from fsxlt.study.runs import zero_shot_predictions_path as zero_shot_path
 
 PREDICTIONS_FORMAT = "fsxlt-predictions/1"
 
