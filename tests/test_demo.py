@@ -78,7 +78,7 @@ def test_more_shots_give_less_spread_for_most_targets(demo):
     the three behaviours on this reduced run (6 of 9 pairs with the seed-0
     encoder; at K=1 early stopping keeps runs near the zero-shot model,
     which compresses the spread), so a failure here is a finding to look at,
-    not noise to hide (docs/results.md#the-demo). The summary's per-task finding
+    not noise to hide (docs/results/2026-11-25-demo.md). The summary's per-task finding
     must count the same cells.
     """
     _, summary, _ = demo

@@ -167,6 +167,26 @@ def test_dry_run_lists_the_regime_arms(study, tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
+def test_one_regime_of_a_config_runs_alone_as_the_same_runs(study, tmp_path, capsys):
+    """``fsxlt sweep --regime R`` keeps the config's joint: settings: the runs it keeps are
+    the whole config's runs of R, with the same identities and record paths; a regime
+    the config does not have is one line."""
+    both = small_config(study, tmp_path / "runs", regimes=["sequential", "joint"],
+                        joint=joint(study, steps_per_epoch=2))
+    whole = expand(parse_config(both)).runs
+    for regime in ("sequential", "joint"):
+        alone = expand(parse_config(both).restrict(regimes=[regime])).runs
+        assert [(r.id, r.config_hash, r.record_path) for r in alone] == \
+            [(r.id, r.config_hash, r.record_path) for r in whole if r.regime == regime]
+    config = write_config(tmp_path / "sweep.yaml", both)
+    assert run_app(["sweep", str(config), "--dry-run", "--regime", "joint"]) == 0
+    ids = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert ids == ["xnli/de/k1/full+joint/00", "xnli/de/k1/full+joint/01"]
+    assert run_app(["sweep", str(config), "--dry-run", "--regime", "mixup"]) == 2
+    assert "regime 'mixup' is not in the sweep config (has: joint, sequential)" in \
+        capsys.readouterr().err
+
+
 BAD_CONFIGS = [
     ({"regimes": ["joint", "sideways"]}, "regimes: unknown regime 'sideways'"),
     ({"regimes": ["joint"]}, "give its file as joint: {source_train: PATH}"),

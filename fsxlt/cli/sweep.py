@@ -39,6 +39,11 @@ def sweep_cmd(
     methods: Annotated[
         list[str] | None, typer.Option("--method", help="Only this method (repeatable).")
     ] = None,
+    regimes: Annotated[
+        list[str] | None, typer.Option("--regime", help="Only this training regime of the "
+                                       "config's regimes (repeatable); its joint: settings "
+                                       "stay, so the runs kept are the same runs.")
+    ] = None,
     n_buckets: Annotated[
         int | None, typer.Option("--n-buckets", help="Buckets 0..N-1 of every set.")
     ] = None,
@@ -97,6 +102,7 @@ def sweep_cmd(
 
     \b
       fsxlt sweep configs/sweeps/study.yaml --task xnli --workers 4 --devices 0,1,2,3
+      fsxlt sweep regimes.yaml --lang ar --regime sequential
       fsxlt sweep configs/sweeps/study.yaml --executor ray --address auto --gpus-per-task 0.5
     """
     from fsxlt.execution import load_config, run_sweep
@@ -105,7 +111,7 @@ def sweep_cmd(
                  "data_dir": data_dir, "start": start, "n_buckets": n_buckets,
                  "lrs": list(lrs) if lrs else None, "max_epochs": max_epochs,
                  "patience": patience, "select_start": True if select_start else None}
-    cfg = load_config(config, overrides).restrict(tasks, langs, ks, methods)
+    cfg = load_config(config, overrides).restrict(tasks, langs, ks, methods, regimes)
     if dry_run:
         _list_runs(cfg, save_predictions, replace)
         return

@@ -182,11 +182,13 @@ class SweepConfig:
 
     def restrict(self, tasks: Sequence[str] | None = None, languages: Sequence[str] | None = None,
                  ks: Sequence[int] | None = None, methods: Sequence[str] | None = None,
-                 ) -> SweepConfig:
-        """Keep only the given tasks / languages / K values / methods (command-line filters);
-        a filter value that names nothing in the config is a one-line error, as a run that
-        would run nothing is no run the user meant."""
-        self._check_filters(tasks, languages, ks, methods)
+                 regimes: Sequence[str] | None = None) -> SweepConfig:
+        """Keep only the given tasks / languages / K values / methods / training regimes
+        (command-line filters); a filter value that names nothing in the config is a
+        one-line error, as a run that would run nothing is no run the user meant. A
+        regime filter keeps the config's ``joint:`` settings (the regimes left read them
+        as before), so the runs it keeps are the same runs, with the same records."""
+        self._check_filters(tasks, languages, ks, methods, regimes)
         plans = []
         for plan in self.tasks:
             if tasks and plan.task not in tasks:
@@ -196,6 +198,7 @@ class SweepConfig:
                 languages=tuple(x for x in plan.languages if not languages or x in languages),
                 k=tuple(x for x in plan.k if not ks or x in ks),
                 methods=tuple(x for x in plan.methods if not methods or x in methods),
+                regimes=tuple(x for x in plan.regimes if not regimes or x in regimes),
                 icl=None if plan.icl is None else plan.icl.only(methods),
                 no_source=(None if plan.no_source is None else dict(
                     plan.no_source, methods=[m for m in plan.no_source["methods"]
@@ -204,7 +207,8 @@ class SweepConfig:
         return replace(self, tasks=tuple(plans))
 
     def _check_filters(self, tasks: Sequence[str] | None, languages: Sequence[str] | None,
-                       ks: Sequence[int] | None, methods: Sequence[str] | None) -> None:
+                       ks: Sequence[int] | None, methods: Sequence[str] | None,
+                       regimes: Sequence[str] | None = None) -> None:
         """Every filter value names something of the config (``--method``: an adapting
         method, the ablation's or an ICL arm)."""
         arms = {m for p in self.tasks for m in p.methods}
@@ -214,7 +218,8 @@ class SweepConfig:
                 (tasks, {p.task for p in self.tasks}, "task"),
                 (languages, {x for p in self.tasks for x in p.languages}, "language"),
                 (ks, {k for p in self.tasks for k in p.k}, "K"),
-                (methods, arms, "method")):
+                (methods, arms, "method"),
+                (regimes, {r for p in self.tasks for r in p.regimes}, "regime")):
             for value in wanted or ():
                 if value not in have:
                     raise FsxltError(f"{what} {value!r} is not in the sweep config "
