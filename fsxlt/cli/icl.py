@@ -3,31 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from fsxlt.cli.app import app
 from fsxlt.cli.options import (
-    DataDir,
-    Device,
-    GgufFile,
     LmModel,
     LmOut,
+    LmRunOptions,
     LmTask,
-    Replace,
-    SavePredictions,
-    StopStrings,
     TargetLang,
-    TemplateLang,
-    TestFile,
-    Threads,
-    WordsLang,
-    stop_strings,
+    lm_run_options,
 )
 
 
 @app.command("icl")
+@lm_run_options
 def icl_cmd(
     task: LmTask,
     lang: TargetLang,
@@ -36,14 +28,9 @@ def icl_cmd(
     bucket: Annotated[Path | None, typer.Option(
         "--bucket", help="A bucket file, or a bucket set directory (all its buckets). "
         "Without it: zero-shot prompting (K=0).")] = None,
-    gguf_file: GgufFile = None,
-    test_file: TestFile = None,
-    data_dir: DataDir = None,
     test_limit: Annotated[int | None, typer.Option(
         "--test-limit", help="Score a seeded sample of N test examples (the same for "
         "every bucket).")] = None,
-    template_lang: TemplateLang = "en",
-    words_lang: WordsLang = "en",
     calibrate: Annotated[bool, typer.Option(
         "--calibrate", help="Contextual calibration on the content-free input N/A.")] = False,
     normalize: Annotated[bool, typer.Option(
@@ -62,22 +49,12 @@ def icl_cmd(
         "--encoder", help="Sentence encoder of --order similarity (hub name or directory; "
         "mean-pooled last hidden states).")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Order and test-sample seed.")] = 0,
-    max_new_tokens: Annotated[int, typer.Option(
-        "--max-new-tokens", min=1, help="Generation and QA tasks: the token budget of each "
-        "greedy output.")] = 32,
-    stop: StopStrings = None,
     arm: Annotated[str | None, typer.Option(
         "--arm", help="The arm's name (default: icl plus the settings that differ).")] = None,
     batch_size: Annotated[int, typer.Option(
         "--batch-size", min=1, help="Rows scored per forward pass (CPU: 4-8 is best).")] = 8,
-    threads: Threads = None,
-    device: Device = "auto",
-    predict: Annotated[Path | None, typer.Option(
-        "--predict", help="A file of the task to predict (XGLUE's, FewCLUE's): each run also "
-        "writes its benchmark submission file under submission/ beside its record "
-        "(<bucket>/QG/<lang>.prediction), for fsxlt submission.")] = None,
-    save_predictions: SavePredictions = False,
-    replace: Replace = False,
+    *,
+    lm_options: LmRunOptions,
 ) -> None:
     """Prompt a causal LM with a bucket's examples and predict the target's test set.
 
@@ -109,38 +86,32 @@ def icl_cmd(
     if normalize and normalize_chars:
         raise FsxltError("--normalize (per token) and --normalize-chars (per character) "
                          "exclude each other; give one")
-    settings = IclSettings(model=model, gguf_file=gguf_file, template_language=template_lang,
-                           words_language=words_lang, calibrate=calibrate,
+    o = lm_options
+    settings = IclSettings(model=model, gguf_file=o.gguf_file, template_language=o.template_lang,
+                           words_language=o.words_lang, calibrate=calibrate,
                            normalize="char" if normalize_chars else normalize,
                            order=order, seed=seed, test_limit=test_limit, arm=arm,
-                           encoder=encoder, max_new_tokens=max_new_tokens,
-                           stop=stop_strings(stop), preset=preset)
+                           encoder=encoder, max_new_tokens=o.max_new_tokens, stop=o.stop,
+                           preset=preset)
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--model", model), ("--encoder", encoder)])
-    runs = icl_plan(task, lang, bucket, out, settings, test=test_file, data_dir=data_dir,
-                    predict=predict)
-    _run_all(runs, settings, out, device=device, threads=threads, batch_size=batch_size,
-             save_predictions=save_predictions, replace=replace)
+    runs = icl_plan(task, lang, bucket, out, settings, test=o.test_file, data_dir=o.data_dir,
+                    predict=o.predict)
+    _run_all(runs, settings, out, o, batch_size=batch_size)
 
 
-def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | None,
-             batch_size: int, save_predictions: bool, replace: bool) -> None:
+def _run_all(runs: list, settings, out: Path, options: LmRunOptions, *,
+             batch_size: int) -> None:
     """Skip the done runs, load the model, check every pending prompt, then score and write
     one record per run (under the runs directory's lock)."""
-    from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.run import execute, load_test, prepare
     from fsxlt.study.directories import RUNS, writer_lock
-    from fsxlt.study.runs import plan_messages, plan_writes
-    from fsxlt.training.checkpoint import resolve_device
 
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
-        first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
-        if not first.pending:
-            for run in first.done:
-                typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+        first = first_plan(runs, options)
+        if first is None:
             return
-        lm = load_causal_lm(settings.model, settings.gguf_file,
-                            device=str(resolve_device(device)), threads=threads)
+        lm = load_model(settings, options)
         test = load_test(runs[0], settings)
         sentence_encoder = None
         if settings.encoder is not None:
@@ -150,18 +121,50 @@ def _run_all(runs: list, settings, out: Path, *, device: str, threads: int | Non
         prepared = [prepare(run, settings, lm.tokenizer, lm.model, test, sentence_encoder)
                     for run, _ in first.pending]  # every prompt checked before writing
         _warn_label_tokens(prepared)
-        lock.claim()
-        writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
-        for text, to_stderr in plan_messages(writes):
-            typer.echo(text, err=to_stderr)
-        pending = {run.record_path for run, _ in writes.pending}
+        pending = claim_pending(lock, runs, options)
         for item in prepared:
             if item.run.record_path not in pending:
                 continue
             record = execute(item, lm, settings, batch_size=batch_size,
-                             save_predictions=save_predictions)
+                             save_predictions=options.save_predictions)
             typer.echo(f"{item.run.id}: {record['metric']} {100 * record['test_score']:.2f} "
                        f"({record['examples_per_s']:.1f} examples/s) -> {item.run.record_path}")
+
+
+def first_plan(runs: list, options: LmRunOptions) -> Any:
+    """The runs' write plan before the model loads; None, each done run said, when there
+    is nothing to run (``fsxlt icl`` and ``fsxlt lm-adapt``)."""
+    from fsxlt.study.runs import plan_writes
+
+    plan = plan_writes(runs, replace=options.replace, need_predictions=options.save_predictions)
+    if plan.pending:
+        return plan
+    for run in plan.done:
+        typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+    return None
+
+
+def load_model(settings: Any, options: LmRunOptions) -> Any:
+    """The causal LM of ``settings`` on the device and threads of ``options``."""
+    from fsxlt.icl.model import load_causal_lm
+    from fsxlt.training.checkpoint import resolve_device
+
+    return load_causal_lm(settings.model, settings.gguf_file,
+                          device=str(resolve_device(options.device)), threads=options.threads)
+
+
+def claim_pending(lock: Any, runs: list, options: LmRunOptions) -> set[Path]:
+    """Claim the runs directory, plan the writes again under the claim (another writer may
+    have finished some meanwhile), say what is done or replaced, and return the record
+    paths still to write."""
+    from fsxlt.study.runs import plan_messages, plan_writes
+
+    lock.claim()
+    writes = plan_writes(runs, replace=options.replace,
+                         need_predictions=options.save_predictions)
+    for text, to_stderr in plan_messages(writes):
+        typer.echo(text, err=to_stderr)
+    return {run.record_path for run, _ in writes.pending}
 
 
 def _warn_label_tokens(prepared: list) -> None:

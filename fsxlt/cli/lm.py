@@ -9,29 +9,21 @@ import typer
 
 from fsxlt.cli.app import app
 from fsxlt.cli.options import (
-    DataDir,
-    Device,
-    GgufFile,
     LmModel,
     LmOut,
+    LmRunOptions,
     LmTask,
     MaxEpochs,
     Patience,
-    Replace,
-    SavePredictions,
     Seed,
-    StopStrings,
     TargetLang,
-    TemplateLang,
-    TestFile,
-    Threads,
-    WordsLang,
-    stop_strings,
+    lm_run_options,
 )
 from fsxlt.errors import FsxltError
 
 
 @app.command("lm-adapt")
+@lm_run_options
 def lm_adapt_cmd(
     task: LmTask,
     lang: TargetLang,
@@ -39,9 +31,6 @@ def lm_adapt_cmd(
         "--bucket", help="A bucket file, or a bucket set directory (all its buckets).")],
     model: LmModel,
     out: LmOut,
-    gguf_file: GgufFile = None,
-    data_dir: DataDir = None,
-    test_file: TestFile = None,
     dev_file: Annotated[Path | None, typer.Option(
         "--dev", help="Target dev file (default: the bucket's own, else dev-remaining.jsonl "
         "of the set for tasks sampled from dev, else --data-dir).")] = None,
@@ -73,25 +62,13 @@ def lm_adapt_cmd(
     target_modules: Annotated[list[str] | None, typer.Option(
         "--target-module", help="A linear layer that gets adapters (repeatable); default: "
         "peft's for the model type (q_proj and v_proj for Llama and Gemma).")] = None,
-    max_new_tokens: Annotated[int, typer.Option(
-        "--max-new-tokens", min=1, help="Generation tasks: the token budget of an output.")
-    ] = 32,
-    stop: StopStrings = None,
-    template_lang: TemplateLang = "en",
-    words_lang: WordsLang = "en",
     arm: Annotated[str | None, typer.Option(
         "--arm", help="The arm's name (starts with lm-; default: lm-lora).")] = None,
     batch_size: Annotated[int, typer.Option(
         "--batch-size", min=1, help="Rows per forward pass, scoring and training (a step "
         "still covers its whole batch).")] = 8,
-    threads: Threads = None,
-    device: Device = "auto",
-    predict: Annotated[Path | None, typer.Option(
-        "--predict", help="A file of the task to predict (XGLUE's, FewCLUE's): each run also "
-        "writes its benchmark submission file under submission/ beside its record, with "
-        "the chosen adapters, for fsxlt submission.")] = None,
-    save_predictions: SavePredictions = False,
-    replace: Replace = False,
+    *,
+    lm_options: LmRunOptions,
 ) -> None:
     """Fine-tune a causal LM with LoRA on each bucket, as the study adapts an encoder.
 
@@ -121,21 +98,21 @@ def lm_adapt_cmd(
     from fsxlt.study.directories import check_apart_from_models
     from fsxlt.tasks.prompts import PromptSettings
 
+    o = lm_options
     lora = LoraSettings(rank, alpha, dropout,
                         tuple(target_modules) if target_modules else None)
-    settings = LmSettings(model=model, gguf_file=gguf_file, lrs=tuple(lrs or LM_LRS),
+    settings = LmSettings(model=model, gguf_file=o.gguf_file, lrs=tuple(lrs or LM_LRS),
                           max_epochs=max_epochs, patience=patience, seed=seed,
                           mini_batch=mini_batch, lora=lora, sample_seed=sample_seed,
                           test_limit=test_limit, dev_limit=dev_limit,
-                          max_new_tokens=max_new_tokens, stop=stop_strings(stop), arm=arm,
+                          max_new_tokens=o.max_new_tokens, stop=o.stop, arm=arm,
                           select_on=select_on,
-                          prompt=PromptSettings(template_lang, words_lang))
+                          prompt=PromptSettings(o.template_lang, o.words_lang))
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--model", model)])
-    runs = lm_plan(task, lang, bucket, out, settings, test=test_file, dev=dev_file,
-                   data_dir=data_dir, predict=predict)
-    failed = _run_all(runs, out, device=device, threads=threads, batch_size=batch_size,
-                      save_predictions=save_predictions, replace=replace)
+    runs = lm_plan(task, lang, bucket, out, settings, test=o.test_file, dev=dev_file,
+                   data_dir=o.data_dir, predict=o.predict)
+    failed = _run_all(runs, out, o, batch_size=batch_size)
     if failed:
         more = (f" (and {len(failed) - 1} more failed runs; their error records are in --out)"
                 if len(failed) > 1 else " (its error record is in --out)")
@@ -162,41 +139,32 @@ def _prepare_all(pending: list[Any], lm: Any) -> list[Any]:
     return prepared
 
 
-def _run_all(runs: list[Any], out: Path, *, device: str, threads: int | None,
-             batch_size: int, save_predictions: bool, replace: bool) -> list[tuple[str, str]]:
+def _run_all(runs: list[Any], out: Path, options: LmRunOptions, *,
+             batch_size: int) -> list[tuple[str, str]]:
     """Skip the done runs, load the model, prepare every pending run, then train and write
     one record per run (under the runs directory's lock); returns the failed runs' ids and
     errors (each left its error record)."""
+    from fsxlt.cli.icl import claim_pending, first_plan, load_model
     from fsxlt.icl.lm_lora import Adapters
-    from fsxlt.icl.model import load_causal_lm
     from fsxlt.icl.tuning import execute, write_error
     from fsxlt.study.directories import RUNS, writer_lock
-    from fsxlt.study.runs import plan_messages, plan_writes
-    from fsxlt.training.checkpoint import resolve_device
 
     failed: list[tuple[str, str]] = []
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
-        first = plan_writes(runs, replace=replace, need_predictions=save_predictions)
-        if not first.pending:
-            for run in first.done:
-                typer.echo(f"{run.id}: already done with these settings -> {run.record_path}")
+        first = first_plan(runs, options)
+        if first is None:
             return []
         settings = runs[0].settings
-        lm = load_causal_lm(settings.model, settings.gguf_file,
-                            device=str(resolve_device(device)), threads=threads)
+        lm = load_model(settings, options)
         prepared = _prepare_all([run for run, _ in first.pending], lm)
         adapters = Adapters(lm.model, settings.lora, settings.seed)
-        lock.claim()
-        writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
-        for text, to_stderr in plan_messages(writes):
-            typer.echo(text, err=to_stderr)
-        pending = {run.record_path for run, _ in writes.pending}
+        pending = claim_pending(lock, runs, options)
         for item in prepared:
             if item.run.record_path not in pending:
                 continue
             try:
                 record = execute(item, lm, adapters, batch_size=batch_size,
-                                 save_predictions=save_predictions)
+                                 save_predictions=options.save_predictions)
             except Exception as err:  # the others go on; this one is rerun next time
                 failed.append((item.run.id, write_error(item.run, err)))
                 continue

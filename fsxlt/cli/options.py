@@ -7,8 +7,13 @@ the same in ``source-train``, ``adapt``, ``evaluate``, ``sweep`` and
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -157,6 +162,13 @@ TemplateLang = Annotated[str, typer.Option(
     "--template-lang", help="Instruction and template in en or the target language.")]
 WordsLang = Annotated[str, typer.Option(
     "--words-lang", help="Label words in en or the target language.")]
+MaxNewTokens = Annotated[int, typer.Option(
+    "--max-new-tokens", min=1, help="Generation and QA tasks: the token budget of each "
+    "greedy output.")]
+PredictFile = Annotated[Path | None, typer.Option(
+    "--predict", help="A file of the task to predict (XGLUE's, FewCLUE's): each run also "
+    "writes its benchmark submission file under submission/ beside its record (e.g. "
+    "<bucket>/QG/<lang>.prediction), for fsxlt submission.")]
 StopStrings = Annotated[list[str] | None, typer.Option(
     "--stop", help="Generation and QA tasks: where an output ends (repeatable; \\n is a "
     "newline). Default: the end of the template's line.")]
@@ -170,3 +182,58 @@ def stop_strings(given: list[str] | None) -> tuple[str, ...]:
     if not given:
         return DEFAULT_STOP
     return tuple(text.replace("\\n", "\n").replace("\\t", "\t") for text in given)
+
+
+@dataclass(frozen=True)
+class LmRunOptions:
+    """The options ``fsxlt icl`` and ``fsxlt lm-adapt`` share besides the task, language,
+    model and output: the GGUF file, the test data, how an output is decoded, the
+    prompt's languages, where it runs and what it writes."""
+
+    gguf_file: str | None
+    test_file: Path | None
+    data_dir: Path | None
+    max_new_tokens: int
+    stop: tuple[str, ...]
+    template_lang: str
+    words_lang: str
+    threads: int | None
+    device: str
+    predict: Path | None
+    save_predictions: bool
+    replace: bool
+
+
+# name, alias, default: declared once for both commands (lm_run_options)
+_LM_RUN_OPTIONS = (
+    ("gguf_file", GgufFile, None), ("test_file", TestFile, None), ("data_dir", DataDir, None),
+    ("max_new_tokens", MaxNewTokens, 32), ("stop", StopStrings, None),
+    ("template_lang", TemplateLang, "en"), ("words_lang", WordsLang, "en"),
+    ("threads", Threads, None), ("device", Device, "auto"), ("predict", PredictFile, None),
+    ("save_predictions", SavePredictions, False), ("replace", Replace, False),
+)
+
+
+def lm_run_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a causal-LM command the shared options (:class:`LmRunOptions`) after its own.
+
+    typer reads a command's options from its signature and type hints, so the wrapper
+    shows the command's own parameters, less ``lm_options``, then the shared ones; the
+    command receives the shared ones as one ``lm_options`` argument.
+    """
+    hints = typing.get_type_hints(command, include_extras=True)
+    own = [p.replace(annotation=hints[p.name])
+           for p in inspect.signature(command).parameters.values() if p.name != "lm_options"]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                annotation=alias) for name, alias, default in _LM_RUN_OPTIONS]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name, _, _ in _LM_RUN_OPTIONS}
+        values["stop"] = stop_strings(values["stop"])
+        return command(lm_options=LmRunOptions(**values), **kwargs)
+
+    wrapper.__signature__ = inspect.Signature([*own, *shared], return_annotation=None)
+    wrapper.__annotations__ = {p.name: p.annotation for p in [*own, *shared]}
+    del wrapper.__wrapped__  # typer is to read the signature above, not the command's
+    return wrapper

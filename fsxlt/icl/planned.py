@@ -13,8 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fsxlt.errors import FsxltError
 from fsxlt.study.runs import identity_hash
 from fsxlt.tasks import TaskSpec, get_task
+
+
+def check_arm_name(arm: str | None, prefix: str, forbidden: str, what: str) -> None:
+    """An arm name of the causal LM's runs: starting with ``prefix``, none of ``forbidden``
+    (the characters that other arms' names or record paths use as separators)."""
+    if arm is not None and (not arm.startswith(prefix) or any(c in arm for c in forbidden)):
+        shown = ", ".join(forbidden.replace(" ", ""))
+        raise FsxltError(f"{what} arm name starts with {prefix} and has no {shown} or space; "
+                         f"got {arm!r}")
 
 
 class CausalLmRun:

@@ -37,7 +37,7 @@ from fsxlt.icl.generative import (
     gold_of,
     is_generative,
 )
-from fsxlt.icl.planned import CausalLmRun
+from fsxlt.icl.planned import CausalLmRun, check_arm_name
 from fsxlt.icl.presets import check_preset, describe_preset, get_preset, render_for
 from fsxlt.icl.scoring import (
     CONTENT_FREE,
@@ -109,10 +109,7 @@ class IclSettings:
                 raise FsxltError(f"the prompt preset {self.preset} brings its own prompts in "
                                  "the target language; --template-lang and --words-lang do "
                                  "not apply to it")
-        if self.arm is not None and (not self.arm.startswith("icl")
-                                     or any(c in self.arm for c in "@~/ ")):
-            raise FsxltError(f"an ICL arm name starts with icl and has no @, ~, / or space; "
-                             f"got {self.arm!r}")
+        check_arm_name(self.arm, "icl", "@~/ ", "an ICL")
 
     @property
     def prompt(self) -> PromptSettings:

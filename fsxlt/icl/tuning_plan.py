@@ -17,7 +17,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings
 from fsxlt.icl.generative import is_generative
 from fsxlt.icl.lm_lora import LoraSettings
-from fsxlt.icl.planned import CausalLmRun
+from fsxlt.icl.planned import CausalLmRun, check_arm_name
 from fsxlt.study.runs import record_path
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.tasks.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
@@ -67,10 +67,7 @@ class LmSettings:
         if self.select_on not in SELECT_ON:
             raise FsxltError(f"--select-on is one of {', '.join(SELECT_ON)}, not "
                              f"{self.select_on!r}")
-        if self.arm is not None and (not self.arm.startswith("lm-")
-                                     or any(c in self.arm for c in "@~+/ ")):
-            raise FsxltError(f"an LM fine-tuning arm name starts with lm- and has no @, ~, +, / "
-                             f"or space; got {self.arm!r}")
+        check_arm_name(self.arm, "lm-", "@~+/ ", "an LM fine-tuning")
 
     @property
     def decode(self) -> DecodeSettings:
