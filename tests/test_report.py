@@ -223,6 +223,14 @@ def test_cli_formats_plots_and_byte_identical_output(runs, tmp_path, capsys):
     assert "\\begin{tabular}" in latex and "$\\pm$" in latex
     csv = pd.read_csv(tmp_path / "csv" / "report.csv")
     assert {"task", "language", "k", "mean", "std", "n", "gain"} <= set(csv.columns)
+    per_record = pd.read_csv(tmp_path / "md" / "records.csv")  # one row per bucket's run
+    records = load_records(runs).scores
+    assert len(per_record) == len(records) > 0
+    assert list(per_record.columns[:6]) == ["task", "language", "k", "arm", "bucket",
+                                            "test_score"]
+    mine = per_record.set_index(["language", "k", "arm", "bucket"])["test_score"]
+    theirs = records.set_index(["language", "k", "arm", "bucket"])["test_score"]
+    assert np.allclose(mine.sort_index(), theirs.sort_index(), atol=1e-6)
     plots = sorted(p.name for p in (tmp_path / "md" / "plots").iterdir())
     for kind in ("distribution", "vs_k", "curves"):
         assert f"xnli_full_{kind}.png" in plots and f"xnli_full_{kind}.pdf" in plots

@@ -22,7 +22,8 @@ def report_cmd(
     fmt: Annotated[str, typer.Option("--format", help="md, latex or csv.")] = "md",
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Write report.<ext>, cells.csv and plots/ (PNG, PDF) here."),
+        typer.Option("--out", help="Write report.<ext>, cells.csv, records.csv (per bucket) "
+                     "and plots/ (PNG, PDF) here."),
     ] = None,
     compare: Annotated[
         tuple[str, str] | None,

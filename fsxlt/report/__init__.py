@@ -181,9 +181,11 @@ def report_text(runs_dir: str | Path, fmt: str = "md", *, ddof: int = 1,
 def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof: int = 1,
                  expected: int | None = None, plots: bool = True,
                  warn: Warn | None = None) -> list[Path]:
-    """Write ``report.<md|tex|csv>``, ``cells.csv`` and (``plots``) ``plots/`` under ``out``."""
+    """Write ``report.<md|tex|csv>``, ``cells.csv`` (one row per cell), ``records.csv`` (one
+    row per finished record: the per-bucket scores) and (``plots``) ``plots/`` under
+    ``out``."""
     from fsxlt.report.plots import make_plots
-    from fsxlt.report.tables import cells_csv
+    from fsxlt.report.tables import cells_csv, records_csv
 
     _check(fmt)
     records = _load(runs_dir, warn)
@@ -193,7 +195,9 @@ def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof
     atomic_write_text(written[0], render(cells, records, fmt, ddof=ddof, expected=expected))
     if fmt != "csv":
         written.append(out / "cells.csv")
-        atomic_write_text(written[1], cells_csv(cells))
+        atomic_write_text(written[-1], cells_csv(cells))
+    written.append(out / "records.csv")
+    atomic_write_text(written[-1], records_csv(records.scores))
     if plots:
         written += make_plots(records, cells, out / "plots")
     return written

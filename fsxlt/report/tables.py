@@ -572,3 +572,16 @@ def render_sources(records: Records, fmt_name: str) -> str:
 
 def cells_csv(cells: pd.DataFrame) -> str:
     return cells.to_csv(index=False, float_format="%.4f", lineterminator="\n")
+
+
+# a finished record's row in records.csv: what it is, its scores and what it ran on
+RECORD_COLUMNS = ("task", "language", "k", "arm", "bucket", "test_score", "dev_score",
+                  "best_epoch", "metric", "bucket_sha256", "fsxlt_version")
+
+
+def records_csv(scores: pd.DataFrame) -> str:
+    """One row per finished record (:data:`RECORD_COLUMNS`), sorted as the runs directory
+    files them: the per-bucket scores a rerun is compared with, bucket by bucket."""
+    frame = scores.reindex(columns=list(RECORD_COLUMNS))
+    frame = frame.sort_values(["task", "language", "k", "arm", "bucket"], kind="stable")
+    return frame.to_csv(index=False, float_format="%.6f", lineterminator="\n")
