@@ -93,7 +93,7 @@ def test_a_gguf_directory_needs_no_config_json(tmp_path):
 
 def test_the_generation_benchmark_finds_both_paths_agree(tmp_path):
     """scripts/bench_generation.py on QA by generation with a tiny Gemma 3 (its sliding window
-    shorter than the prompt): both paths generate the same texts (no timing asserted)."""
+    shorter than the prompt): every path generates the naive texts (no timing asserted)."""
     import importlib.util
     import json
     from pathlib import Path
@@ -113,4 +113,77 @@ def test_the_generation_benchmark_finds_both_paths_agree(tmp_path):
     finally:
         torch.set_num_threads(threads)
     figures = json.loads((tmp_path / "bench.json").read_text())
-    assert status == 0 and figures["outputs_differing"] == 0 and figures["test_examples"] == 6
+    assert status == 0 and figures["test_examples"] == 6
+    assert figures["auto_takes"] == "one-length"  # the 8-token window: padding is not exact
+    assert figures["outputs_differing"]["one-length"] == 0
+    assert figures["padded_batches"] <= figures["one_length_batches"]
+
+
+@pytest.mark.parametrize("batching", ["auto", "padded", "one-length"])
+def test_every_batching_generates_the_naive_texts(tiny_lm, batching):
+    """Padded batches (left padding, a mask, each token at its own position) generate what
+    each full prompt alone generates, for queries of five lengths in batches of 2, 3 and 5;
+    Gemma 3's window (8 tokens here) is shorter than the prompts, so ``auto`` batches it by
+    one length and ``padded`` is asked of it with its window widened to the whole context."""
+    model, tokenizer = tiny_lm
+    prefix, queries = _prompt(tokenizer)
+    queries = [*queries, queries[1][:3], queries[3] + queries[0][-2:]]
+    settings = DecodeSettings(max_new_tokens=10, stop=("?",), batching=batching)
+    window = getattr(model.config, "sliding_window", None)
+    if batching == "padded" and window is not None:
+        model.config.sliding_window = model.config.max_position_embeddings
+    try:
+        naive = generate(model, tokenizer, prefix, queries, settings, cached=False)
+        for batch_size in (2, 3, 5):
+            assert generate(model, tokenizer, prefix, queries, settings,
+                            batch_size=batch_size) == naive
+    finally:
+        if window is not None:
+            model.config.sliding_window = window
+
+
+def test_auto_pads_only_where_the_window_holds_the_whole_prompt(tiny_lm):
+    from fsxlt.icl.generation import _one_length, sliding_window
+
+    model, tokenizer = tiny_lm
+    prefix, queries = _prompt(tokenizer)
+    auto = DecodeSettings(max_new_tokens=4)
+    window = sliding_window(model)
+    assert (window is None) == (model.config.model_type != "gemma3_text")
+    assert _one_length(model, prefix, queries, auto) == (window is not None)
+    assert not _one_length(model, prefix, queries, DecodeSettings(batching="padded"))
+    assert _one_length(model, prefix, queries, DecodeSettings(batching="one-length"))
+    if window is not None:
+        assert not _one_length(model, [], [[1, 2]], DecodeSettings(max_new_tokens=window - 2))
+        assert _one_length(model, [], [[1, 2]], DecodeSettings(max_new_tokens=window - 1))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_batches_cover_every_query_once_in_length_order(seed):
+    """Over random query lengths and batch sizes: each query in exactly one batch, no batch
+    over the size, lengths never decreasing; one-length batches hold one length each."""
+    import random
+
+    from fsxlt.icl.generation import _batches
+
+    rng = random.Random(seed)
+    queries = [[0] * rng.randint(1, 6) for _ in range(rng.randint(1, 30))]
+    size = rng.randint(1, 8)
+    for one_length in (False, True):
+        batches = _batches(queries, size, one_length)
+        flat = [i for batch in batches for i in batch]
+        assert sorted(flat) == list(range(len(queries)))
+        assert all(0 < len(batch) <= size for batch in batches)
+        lengths = [len(queries[i]) for i in flat]
+        assert lengths == sorted(lengths)
+        if one_length:
+            assert all(len({len(queries[i]) for i in batch}) == 1 for batch in batches)
+        else:  # full batches but the last
+            assert all(len(batch) == size for batch in batches[:-1])
+
+
+def test_batching_is_checked_and_described():
+    assert DecodeSettings().describe()["batching"] == "auto"
+    assert DecodeSettings(batching="one-length").describe() != DecodeSettings().describe()
+    with pytest.raises(FsxltError, match="batching is one of auto, padded, one-length"):
+        DecodeSettings(batching="ragged").check()

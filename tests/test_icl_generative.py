@@ -135,7 +135,7 @@ def test_a_sweeps_icl_arm_generates_with_its_decoding_settings(tmp_path, capsys)
     config = {"name": "qg-icl", "out": str(out), "buckets": str(tmp_path / "buckets"),
               "data_dir": str(data), "methods": [], "n_buckets": 2,
               "icl": {"model": str(model), "test_limit": 3, "zero_shot": False,
-                      "arms": [{"max_new_tokens": 3, "stop": ["?", "."]}]},
+                      "arms": [{"max_new_tokens": 3, "stop": ["?", "."], "batching": "padded"}]},
               "tasks": {"xquad-qg": {"languages": ["de"], "k": [1]}}}
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
@@ -144,12 +144,22 @@ def test_a_sweeps_icl_arm_generates_with_its_decoding_settings(tmp_path, capsys)
     assert record["metric"] == "bleu" and record["data"]["test"]["n"] == 3
     assert record["icl"]["generation"]["stop"] == ["?", "."]
     assert record["run"]["identity"]["prompt"]["decoding"]["max_new_tokens"] == 3
+    assert record["icl"]["generation"]["batching"] == "padded"
     bucket_set = tmp_path / "buckets" / "xquad-qg" / "de" / "k1"
-    assert run_app(["icl", "--task", "xquad-qg", "--lang", "de", "--model", str(model),
-                    "--bucket", str(bucket_set), "--test", str(bucket_set / "test.jsonl"),
-                    "--test-limit", "3", "--max-new-tokens", "3", "--stop", "?", "--stop", ".",
-                    "--out", str(out), "--threads", "1"]) == 0
+    argv = ["icl", "--task", "xquad-qg", "--lang", "de", "--model", str(model), "--bucket",
+            str(bucket_set), "--test", str(bucket_set / "test.jsonl"), "--test-limit", "3",
+            "--max-new-tokens", "3", "--stop", "?", "--stop", ".", "--out", str(out),
+            "--threads", "1"]
+    assert run_app([*argv, "--batching", "padded"]) == 0
     assert capsys.readouterr().out.count("already done with these settings") == 2
+    # the exact path is another identity (its outputs may differ in a near-tie): refused
+    # without --replace; with it, the texts generated are the padded ones here
+    assert run_app([*argv, "--batching", "one-length"]) == 2
+    assert "other settings" in capsys.readouterr().err
+    assert run_app([*argv, "--batching", "one-length", "--replace"]) == 0
+    exact = read_record(out / "xquad-qg" / "de" / "k1" / "icl" / "01.json")
+    assert exact["icl"]["generation"]["batching"] == "one-length"
+    assert exact["test_score"] == record["test_score"]
 
 
 def test_a_named_test_file_is_read_whole_and_the_buckets_source_refused(qa, tmp_path, capsys):

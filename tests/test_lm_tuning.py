@@ -233,6 +233,7 @@ def test_a_generation_task_trains_and_decodes_scored_with_bleu(tmp_path):
     assert is_complete(record) and record["metric"] == "bleu" and record["test"]["n"] == 5
     assert record["lm_tuning"]["generation"]["max_new_tokens"] == 5
     assert record["run"]["identity"]["decoding"]["stop"] == ["\n"]
+    assert record["run"]["identity"]["decoding"]["batching"] == "auto"
     rows = predictions_path(out / "qg/de/k1/lm-lora/01.json").read_text(
         encoding="utf-8").splitlines()
     assert len(rows) == 6 and json.loads(rows[1])["gold"] == test[0].target

@@ -92,6 +92,7 @@ def icl_cmd(
                            normalize="char" if normalize_chars else normalize,
                            order=order, seed=seed, test_limit=test_limit, arm=arm,
                            encoder=encoder, max_new_tokens=o.max_new_tokens, stop=o.stop,
+                           batching=o.batching,
                            preset=preset)
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--model", model), ("--encoder", encoder)])

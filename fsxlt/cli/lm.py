@@ -106,6 +106,7 @@ def lm_adapt_cmd(
                           mini_batch=mini_batch, lora=lora, sample_seed=sample_seed,
                           test_limit=test_limit, dev_limit=dev_limit,
                           max_new_tokens=o.max_new_tokens, stop=o.stop, arm=arm,
+                          batching=o.batching,
                           select_on=select_on,
                           prompt=PromptSettings(o.template_lang, o.words_lang))
     check_output_dir(out, "runs directory")
@@ -119,26 +120,6 @@ def lm_adapt_cmd(
         raise FsxltError(f"{failed[0][0]}: {failed[0][1]}{more}")
 
 
-def _prepare_all(pending: list[Any], lm: Any) -> list[Any]:
-    """Every pending run tokenized and checked (its dev and test sets read once per file),
-    before anything is written."""
-    from fsxlt.icl.tuning import eval_split, load_split, prepare
-
-    splits: dict[tuple[str, str], tuple[Any, int]] = {}
-    prepared = []
-    for run in pending:
-        found = []
-        for split, path in (("dev", run.dev_path), ("test", run.test_path)):
-            if (split, path) not in splits:
-                splits[(split, path)] = eval_split(run, load_split(run, split), lm.tokenizer,
-                                                   lm.model, split)
-            found.append(splits[(split, path)])
-        (dev, dev_longest), (test, test_longest) = found
-        prepared.append(prepare(run, lm.tokenizer, lm.model, dev, test,
-                                max(dev_longest, test_longest)))
-    return prepared
-
-
 def _run_all(runs: list[Any], out: Path, options: LmRunOptions, *,
              batch_size: int) -> list[tuple[str, str]]:
     """Skip the done runs, load the model, prepare every pending run, then train and write
@@ -146,7 +127,7 @@ def _run_all(runs: list[Any], out: Path, options: LmRunOptions, *,
     errors (each left its error record)."""
     from fsxlt.cli.icl import claim_pending, first_plan, load_model
     from fsxlt.icl.lm_lora import Adapters
-    from fsxlt.icl.tuning import execute, write_error
+    from fsxlt.icl.tuning import execute, prepare_all, write_error
     from fsxlt.study.directories import RUNS, writer_lock
 
     failed: list[tuple[str, str]] = []
@@ -156,7 +137,7 @@ def _run_all(runs: list[Any], out: Path, options: LmRunOptions, *,
             return []
         settings = runs[0].settings
         lm = load_model(settings, options)
-        prepared = _prepare_all([run for run, _ in first.pending], lm)
+        prepared = prepare_all([run for run, _ in first.pending], lm)
         adapters = Adapters(lm.model, settings.lora, settings.seed)
         pending = claim_pending(lock, runs, options)
         for item in prepared:

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from fsxlt.config_checks import one_of
 from fsxlt.methods import BUILTIN
 
 
@@ -165,6 +166,10 @@ WordsLang = Annotated[str, typer.Option(
 MaxNewTokens = Annotated[int, typer.Option(
     "--max-new-tokens", min=1, help="Generation and QA tasks: the token budget of each "
     "greedy output.")]
+Batching = Annotated[str, typer.Option(
+    "--batching", help="Generation and QA tasks: how queries share a batch: auto (padded "
+    "batches, or one query length per batch where a model's sliding window is shorter than "
+    "the prompt), padded or one-length (exact, fsxlt 0.5's). In the run's identity.")]
 PredictFile = Annotated[Path | None, typer.Option(
     "--predict", help="A file of the task to predict (XGLUE's, FewCLUE's): each run also "
     "writes its benchmark submission file under submission/ beside its record (e.g. "
@@ -195,6 +200,7 @@ class LmRunOptions:
     data_dir: Path | None
     max_new_tokens: int
     stop: tuple[str, ...]
+    batching: str
     template_lang: str
     words_lang: str
     threads: int | None
@@ -208,6 +214,7 @@ class LmRunOptions:
 _LM_RUN_OPTIONS = (
     ("gguf_file", GgufFile, None), ("test_file", TestFile, None), ("data_dir", DataDir, None),
     ("max_new_tokens", MaxNewTokens, 32), ("stop", StopStrings, None),
+    ("batching", Batching, "auto"),
     ("template_lang", TemplateLang, "en"), ("words_lang", WordsLang, "en"),
     ("threads", Threads, None), ("device", Device, "auto"), ("predict", PredictFile, None),
     ("save_predictions", SavePredictions, False), ("replace", Replace, False),
@@ -231,6 +238,9 @@ def lm_run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(**kwargs: Any) -> Any:
         values = {name: kwargs.pop(name) for name, _, _ in _LM_RUN_OPTIONS}
         values["stop"] = stop_strings(values["stop"])
+        from fsxlt.icl.generation import BATCHING
+
+        one_of(values["batching"], BATCHING, "--batching", "value")
         return command(lm_options=LmRunOptions(**values), **kwargs)
 
     wrapper.__signature__ = inspect.Signature([*own, *shared], return_annotation=None)

@@ -39,6 +39,9 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # in-context learning arms on the same buckets, and at
                                     # K=0 (fsxlt.execution.icl_config); methods: [] runs
                                     # them alone
+    lm_lora: null                   # or {model: NAME_OR_DIR, arms: [{}]}: LoRA on the causal
+                                    # LM, one run per bucket as fsxlt lm-adapt runs it
+                                    # (fsxlt.execution.lm_config)
     regimes: [sequential]           # training regimes: sequential (the bucket alone), joint,
                                     # joint-concat, joint-macro, mixup (the source data too);
                                     # each (method, regime) is an arm: full, full+joint
@@ -100,6 +103,7 @@ from fsxlt.config_checks import (
 )
 from fsxlt.errors import FsxltError
 from fsxlt.execution.icl_config import IclPlan, parse_icl
+from fsxlt.execution.lm_config import LmPlan, parse_lm_lora
 from fsxlt.fileio import parse_yaml
 from fsxlt.study.runs import DEFAULT_REGIME
 from fsxlt.tasks import TaskSpec, get_task
@@ -111,7 +115,7 @@ SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed
             "max_epochs", "patience", "max_seq_length", "no_source_training",
             "method_options", "select_start", "predict", "batch_size", "patience_from",
             "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences",
-            "optimizer", "label_all_tokens", "qa_decoding")
+            "optimizer", "label_all_tokens", "qa_decoding", "lm_lora")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
                       "long_sentences", "optimizer", "label_all_tokens")
@@ -148,6 +152,7 @@ class TaskPlan:
     label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
     qa_decoding: str = "max-context"  # extractive QA: how answers are decoded (fsxlt.models.spans)
     icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
+    lm_lora: LmPlan | None = None   # LoRA arms on the causal LM (fsxlt.execution.lm_config)
     regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # training regimes (fsxlt.training.regimes)
     regime_options: dict[str, Any] = field(default_factory=dict)  # joint: less source_train
     source_train: str | None = None  # the joint regimes' source train file
@@ -200,6 +205,7 @@ class SweepConfig:
                 methods=tuple(x for x in plan.methods if not methods or x in methods),
                 regimes=tuple(x for x in plan.regimes if not regimes or x in regimes),
                 icl=None if plan.icl is None else plan.icl.only(methods),
+                lm_lora=None if plan.lm_lora is None else plan.lm_lora.only(methods),
                 no_source=(None if plan.no_source is None else dict(
                     plan.no_source, methods=[m for m in plan.no_source["methods"]
                                              if not methods or m in methods])))
@@ -214,6 +220,7 @@ class SweepConfig:
         arms = {m for p in self.tasks for m in p.methods}
         arms |= {m for p in self.tasks for m in (p.no_source or {}).get("methods") or []}
         arms |= {a.name for p in self.tasks if p.icl is not None for a in p.icl.arms}
+        arms |= {a.name for p in self.tasks if p.lm_lora is not None for a in p.lm_lora.arms}
         for wanted, have, what in (
                 (tasks, {p.task for p in self.tasks}, "task"),
                 (languages, {x for p in self.tasks for x in p.languages}, "language"),
@@ -247,6 +254,8 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
     languages = _languages(spec, raw, where)
     icl = parse_icl(merged["icl"], spec, languages, where,
                     lambda value, key: _expand(value, where, key, name))
+    lm_lora = parse_lm_lora(merged["lm_lora"], spec, languages, where,
+                            lambda value, key: _expand(value, where, key, name))
     return TaskPlan(
         task=spec.name, task_ref="" if name == spec.name else str(name),
         languages=languages, k=_ks(spec, raw, where),
@@ -256,7 +265,7 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         n_buckets=None if n_buckets is None else number(n_buckets, where, "n_buckets", int, 1),
         no_source=no_source, method_options=options,
         select_start=flag(merged["select_start"], where, "select_start"),
-        predict=_path(merged, "predict", where, name), icl=icl,
+        predict=_path(merged, "predict", where, name), icl=icl, lm_lora=lm_lora,
         **_protocol(merged, spec, where), **_regimes(merged, where, name))
 
 

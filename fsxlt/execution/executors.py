@@ -296,12 +296,14 @@ def check_out(config: SweepConfig) -> None:
 
 def _models(task: Any) -> list[tuple[str, Any]]:
     """The model folders a task of a sweep reads, by config key: its start, the no-source
-    encoder, each ICL arm's causal LM and sentence encoder."""
+    encoder, each ICL arm's causal LM and sentence encoder, each LoRA arm's causal LM."""
     found: list[tuple[str, Any]] = [("start", task.start)]
     if task.no_source:
         found.append(("no_source_training.encoder", task.no_source.get("encoder")))
     for arm in (task.icl.arms if task.icl is not None else ()):
         found += [("icl model", arm.settings.model), ("icl encoder", arm.settings.encoder)]
+    for arm in (task.lm_lora.arms if task.lm_lora is not None else ()):
+        found.append(("lm_lora model", arm.settings.model))
     return found
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from fsxlt.data.files import data_file
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig, TaskPlan
-from fsxlt.execution.icl_runs import icl_cell_runs, icl_zero_shot_runs
+from fsxlt.execution.icl_runs import icl_cell_runs, icl_zero_shot_runs, lm_cell_runs
 from fsxlt.execution.inputs import bucket_files
 from fsxlt.execution.spec import Hashes, Plan, RunSpec, ZeroShotSpec, build_run
 from fsxlt.sampling.set_files import SetFiles
@@ -72,8 +72,9 @@ def _same_test(meta: dict, task: TaskSpec, lang: str, test: Path | None) -> bool
 def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
     """Every run of the sweep (sorted by task, language, K, arm, bucket) and the K=0 records:
     the adapting runs (:class:`RunSpec`: one per method and training regime, each pair an
-    arm of its own) and the ICL arms' runs on the same buckets and at K=0
-    (:class:`~fsxlt.execution.icl_runs.IclSweepRun`).
+    arm of its own), the ICL arms' runs on the same buckets and at K=0
+    (:class:`~fsxlt.execution.icl_runs.IclSweepRun`) and the LoRA arms' runs on the same
+    buckets (:class:`~fsxlt.execution.icl_runs.LmSweepRun`).
 
     Reads bucket manifests and hashes input files; missing inputs are one-line errors.
     ``missing_starts_ok`` (a dry run): a ``start`` that does not exist yet (a checkpoint
@@ -106,6 +107,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                                 config.name, files.strategy, regime))
                 result.runs += icl_cell_runs(plan, lang, k, files, test, out, hashes,
                                              config.name)
+                result.runs += lm_cell_runs(plan, lang, files, out, config.name)
             zero = _zero_shot(plan, lang, out, hashes,
                               untrained_sets[1] if untrained_sets else None, result.notes)
             if zero is not None:

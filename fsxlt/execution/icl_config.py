@@ -23,7 +23,8 @@ An arm (and the section, for every arm) may set ``model``, ``gguf_file``,
 ``encoder`` (the similarity order's sentence encoder), ``test_limit``,
 ``seed`` (default 0; not the sweep's adapting seed), ``max_new_tokens`` and
 ``stop`` (a string or a list: greedy decoding of generation and QA tasks; default
-32 tokens, ending at a newline), ``batch_size`` (rows
+32 tokens, ending at a newline), ``batching`` (how generated queries share a batch:
+``auto``, ``padded`` or ``one-length``, :mod:`fsxlt.icl.generation`), ``batch_size`` (rows
 per forward pass, default 8; not part of a run's identity) and ``arm`` (a
 name of its own; default: ``icl`` plus the settings that differ, as
 ``fsxlt icl`` names it). These are :class:`fsxlt.icl.run.IclSettings`, so a
@@ -46,7 +47,7 @@ from fsxlt.tasks import TaskSpec
 
 ARM_KEYS = ("arm", "model", "gguf_file", "template_lang", "words_lang", "calibrate",
             "normalize", "order", "encoder", "test_limit", "seed", "batch_size",
-            "max_new_tokens", "stop", "preset")
+            "max_new_tokens", "stop", "batching", "preset")
 SECTION_KEYS = (*ARM_KEYS, "arms", "zero_shot")
 DEFAULT_BATCH_SIZE = 8
 
@@ -126,6 +127,7 @@ def _check_task(spec: TaskSpec, where: str) -> None:
 def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
          path: PathSetting) -> IclArm:
     """One arm's settings, each checked (``origin`` names the section a key came from)."""
+    from fsxlt.icl.generation import BATCHING
     from fsxlt.icl.run import ORDERS, IclSettings
     from fsxlt.tasks.prompts import PROMPT_LANGUAGES
 
@@ -155,7 +157,8 @@ def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
         arm=text(merged.get("arm"), where, key("arm")),
         encoder=None if encoder is None else path(encoder, key("encoder")),
         max_new_tokens=optional("max_new_tokens", 1) or 32,
-        stop=_stop(merged.get("stop"), where, key("stop")),
+        stop=stop_setting(merged.get("stop"), where, key("stop")),
+        batching=one_of(merged.get("batching", BATCHING[0]), BATCHING, where, key("batching")),
         preset=text(merged.get("preset"), where, key("preset")))
     return IclArm(settings, optional("batch_size", 1) or DEFAULT_BATCH_SIZE)
 
@@ -170,7 +173,7 @@ def _normalize(raw: Any, where: str, key: str) -> bool | str:
     raise FsxltError(f"{where}: {key} must be true, false, token or char, got {raw!r}")
 
 
-def _stop(raw: Any, where: str, key: str) -> tuple[str, ...]:
+def stop_setting(raw: Any, where: str, key: str) -> tuple[str, ...]:
     """``stop``: a string or a list of non-empty strings (absent: a newline)."""
     from fsxlt.icl.generation import DEFAULT_STOP
 

@@ -1,12 +1,15 @@
-"""A sweep's ICL runs: the ICL arms of a task on a cell's bucket set, and at K=0.
+"""A sweep's runs of the causal LM: the ICL arms of a task on a cell's bucket set and at
+K=0, and its LoRA arms (``lm_lora``) on the cell's bucket set.
 
-Each is an :class:`~fsxlt.icl.run.IclRun` built by :func:`fsxlt.icl.run.icl_runs`
-(the identity and record path ``fsxlt icl`` gives the same run), wrapped in an
-:class:`IclSweepRun` that answers what a sweep asks of any run (id, arm,
-group, writer), so resume, write-once, ``--dry-run``, ``--replace`` and the
-status counts treat it as they treat an adapting run. The buckets are the
-cell's (:func:`fsxlt.sampling.set_files.set_files`, each hash-checked against
-its manifest): the adapting arms' buckets, bucket for bucket.
+An ICL run is an :class:`~fsxlt.icl.run.IclRun` built by :func:`fsxlt.icl.run.icl_runs`
+(the identity and record path ``fsxlt icl`` gives the same run), a LoRA run an
+:class:`~fsxlt.icl.tuning_plan.LmRun` built by :func:`fsxlt.icl.tuning_plan.lm_plan`
+(as ``fsxlt lm-adapt --bucket SET --data-dir DATA_DIR`` builds it). Each is wrapped
+in an :class:`IclSweepRun` or :class:`LmSweepRun` that answers what a sweep asks of
+any run (id, arm, group, writer), so resume, write-once, ``--dry-run``,
+``--replace`` and the status counts treat it as they treat an adapting run. The
+buckets are the cell's (:func:`fsxlt.sampling.set_files.set_files`, each
+hash-checked against its manifest): the adapting arms' buckets, bucket for bucket.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ from fsxlt.sampling.store import bucket_name
 
 
 @dataclass(frozen=True)
-class IclSweepRun:
-    """One ICL run of a sweep: the run (``fsxlt.icl.run.IclRun``: identity, record path,
-    bucket and test files), how it prompts (``IclSettings``), its batch size and writer."""
+class CausalLmSweepRun:
+    """One run of the causal LM in a sweep: the run (identity, record path, bucket and test
+    files), its settings, its batch size and writer."""
 
-    run: Any                  # fsxlt.icl.run.IclRun
-    settings: Any             # fsxlt.icl.run.IclSettings
+    run: Any                  # fsxlt.icl.run.IclRun or fsxlt.icl.tuning_plan.LmRun
+    settings: Any             # their IclSettings or LmSettings
     batch_size: int
     writer: str
     sweep_name: str = ""
@@ -94,12 +97,28 @@ class IclSweepRun:
     def id(self) -> str:
         return f"{self.task}/{self.language}/k{self.k}/{self.arm}/{self.bucket_name}"
 
+
+class IclSweepRun(CausalLmSweepRun):
+    """One ICL run of a sweep (``fsxlt.icl.run.IclRun``, prompted as ``IclSettings`` say)."""
+
     @property
     def group_key(self) -> tuple[str, str, str, str]:
         """ICL runs of one (task, language, causal LM, test set) share a worker: the model
         loads once."""
         model = f"icl:{self.settings.model}:{self.settings.gguf_file or ''}"
         return (self.task, self.language, model, self.test_path)
+
+
+class LmSweepRun(CausalLmSweepRun):
+    """One LoRA run of a sweep (``fsxlt.icl.tuning_plan.LmRun``, trained as ``LmSettings``
+    say)."""
+
+    @property
+    def group_key(self) -> tuple[str, str, str, str]:
+        """LoRA runs of one (task, language, causal LM, arm) share a worker: the model loads
+        once and gets the arm's adapters once (another arm's adapters are another wrap)."""
+        model = f"lm:{self.settings.model}:{self.settings.gguf_file or ''}"
+        return (self.task, self.language, model, self.arm.partition("~")[0])
 
 
 def icl_cell_runs(plan: TaskPlan, lang: str, k: int, files: SetFiles, test: Path, out: Path,
@@ -131,3 +150,23 @@ def _arm_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes: Hashes, 
     return [IclSweepRun(run, arm.settings, arm.batch_size, writer, sweep)
             for arm in plan.icl.arms
             for run in icl_runs(spec, lang, arm.settings, out, test, refs, digest=hashes.file)]
+
+
+def lm_cell_runs(plan: TaskPlan, lang: str, files: SetFiles, out: Path,
+                 sweep: str) -> list[LmSweepRun]:
+    """Every LoRA arm of ``plan`` on the buckets of one cell: the runs ``fsxlt lm-adapt
+    --bucket SET --data-dir DATA_DIR`` plans for the set, less the buckets the sweep leaves
+    out (``n_buckets``)."""
+    from fsxlt.icl.tuning_plan import lm_plan
+
+    if plan.lm_lora is None or not files.buckets:
+        return []
+    wanted = {str(path) for _, _, path, _ in files.buckets}
+    writer = sweep_writer(sweep)
+    predict = Path(plan.predict.replace("{lang}", lang)) if plan.predict else None
+    data_dir = Path(plan.data_dir) if plan.data_dir else None
+    return [LmSweepRun(run, run.settings, arm.batch_size, writer, sweep)  # resolved settings
+            for arm in plan.lm_lora.arms
+            for run in lm_plan(plan.spec, lang, files.directory, out, arm.settings,
+                               data_dir=data_dir, predict=predict)
+            if run.bucket_path in wanted]

@@ -33,7 +33,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from fsxlt.execution.icl_runs import IclSweepRun
+from fsxlt.execution.icl_runs import IclSweepRun, LmSweepRun
 from fsxlt.execution.spec import RunSpec
 from fsxlt.fileio import atomic_write_json
 from fsxlt.sampling.set_files import read_data_file
@@ -138,8 +138,9 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     if any(r.group_key != first.group_key for r in runs):
         raise ValueError("run_group needs runs of one (task, language, start)")
     quiet_transformers()
-    if isinstance(first, IclSweepRun):
-        _run_icl_group(runs, device, report, should_stop, save_predictions)
+    causal = {IclSweepRun: _run_icl_group, LmSweepRun: _run_lm_group}.get(type(first))
+    if causal is not None:  # a causal LM's group: prompted (ICL) or LoRA-tuned
+        causal(runs, device, report, should_stop, save_predictions)
         return outcomes
     try:
         task = first.task_spec  # a task YAML's own spec (its path travels with the run)
@@ -265,6 +266,45 @@ def _run_icl_group(runs: Sequence[IclSweepRun], device: str,
             report(Outcome(run.id, True))
         except Exception as err:
             report(write_error(run, err, "icl"))
+
+
+def _run_lm_group(runs: Sequence[LmSweepRun], device: str,
+                  report: Callable[[Outcome], None], should_stop: Callable[[], bool] | None,
+                  save_predictions: bool) -> None:
+    """Run one group of LoRA runs (one causal LM and arm: the model loaded and wrapped in
+    the arm's adapters once) as ``fsxlt lm-adapt`` runs them (:func:`fsxlt.icl.tuning.
+    prepare_all`, :func:`~fsxlt.icl.tuning.execute`); a run that fails leaves its error
+    record and the next one runs."""
+    from fsxlt.errors import FsxltError
+    from fsxlt.icl.lm_lora import Adapters
+    from fsxlt.icl.model import load_causal_lm
+    from fsxlt.icl.tuning import execute, prepare_all
+    from fsxlt.sampling.store import read_bucket
+    from fsxlt.training.checkpoint import resolve_device
+
+    settings = runs[0].settings
+    try:
+        lm = load_causal_lm(settings.model, settings.gguf_file,
+                            device=str(resolve_device(device)))
+        adapters = Adapters(lm.model, settings.lora, settings.seed)
+    except Exception as err:  # every run of the group fails the same way
+        for run in runs:
+            report(write_error(run, err, "load"))
+        return
+    splits: dict = {}  # dev and test sets, tokenized once per group
+    for run in sorted(runs, key=lambda r: (r.k, r.index)):
+        if should_stop is not None and should_stop():
+            return
+        try:
+            if read_bucket(run.bucket_path).sha256 != run.run.bucket_sha256:
+                raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
+            prepared = prepare_all([run.run], lm, splits)[0]
+            execute(prepared, lm, adapters, batch_size=run.batch_size,
+                    save_predictions=save_predictions, writer=run.writer,
+                    sweep=run.sweep_name)
+            report(Outcome(run.id, True))
+        except Exception as err:
+            report(write_error(run, err, "lm-adapt"))
 
 
 def _sentence_encoder(name: str | None, cache: dict[str, Any]) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 from fsxlt.data.examples import TEST_SAMPLE_KEY, seeded_sample
 from fsxlt.data.readers import check_file_language
 from fsxlt.errors import FsxltError
-from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings, check_room
+from fsxlt.icl.generation import BATCHING, DEFAULT_STOP, DecodeSettings, check_room
 from fsxlt.icl.generative import (
     check_generative,
     generate_prompt,
@@ -85,6 +85,7 @@ class IclSettings:
     encoder: str | None = None      # the sentence encoder of the similarity order
     max_new_tokens: int = 32        # generative tasks: the token budget
     stop: tuple[str, ...] = DEFAULT_STOP   # generative tasks: where an output ends
+    batching: str = BATCHING[0]     # generative tasks: how queries share a batch
     preset: str | None = None       # a prompt preset (fsxlt.icl.presets) instead of the YAML's
 
     def check(self) -> None:
@@ -118,7 +119,7 @@ class IclSettings:
     @property
     def decode(self) -> DecodeSettings:
         """Greedy decoding of a generative task's runs (part of their identity only)."""
-        return DecodeSettings(self.max_new_tokens, tuple(self.stop))
+        return DecodeSettings(self.max_new_tokens, tuple(self.stop), self.batching)
 
     def arm_name(self) -> str:
         """``icl`` and a suffix per setting that differs from the default."""

@@ -200,6 +200,27 @@ def prepare(run: LmRun, tokenizer: Any, model: Any, dev: EvalSplit, test: EvalSp
     return LmPrepared(run, bucket, rows, dev, test, longest)
 
 
+def prepare_all(pending: list[LmRun], lm: Any,
+                splits: dict[tuple[str, str], tuple[EvalSplit, int]] | None = None,
+                ) -> list[LmPrepared]:
+    """Every pending run tokenized and checked (its dev and test sets read once per file,
+    in ``splits`` when given: runs of one settings share them), before anything is
+    written."""
+    splits = {} if splits is None else splits
+    prepared = []
+    for run in pending:
+        found = []
+        for split, path in (("dev", run.dev_path), ("test", run.test_path)):
+            if (split, path) not in splits:
+                splits[(split, path)] = eval_split(run, load_split(run, split), lm.tokenizer,
+                                                   lm.model, split)
+            found.append(splits[(split, path)])
+        (dev, dev_longest), (test, test_longest) = found
+        prepared.append(prepare(run, lm.tokenizer, lm.model, dev, test,
+                                max(dev_longest, test_longest)))
+    return prepared
+
+
 # --------------------------------------------------------------------------- training
 
 def predict(model: Any, tokenizer: Any, run: LmRun, split: EvalSplit, *,
@@ -376,7 +397,8 @@ def lm_record(prepared: LmPrepared, lm: Any, adapters: Adapters, runs: list[dict
 
 
 def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: int = 8,
-            save_predictions: bool = False, writer: str = LM_WRITER) -> dict[str, Any]:
+            save_predictions: bool = False, writer: str = LM_WRITER,
+            sweep: str = "") -> dict[str, Any]:
     """Train a prepared run over its lr grid, score the chosen adapters on the test set and
     write its record (and predictions) atomically."""
     from fsxlt.fileio import atomic_write_json
@@ -392,7 +414,7 @@ def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: in
     test, predicted = evaluate(adapters.model, lm.tokenizer, run, prepared.test,
                                batch_size=batch_size)
     record = lm_record(prepared, lm, adapters, runs, selected, test, predicted, began)
-    finish_record(record, identity=run.identity, arm=run.arm, writer=writer)
+    finish_record(record, identity=run.identity, arm=run.arm, writer=writer, sweep=sweep)
     if run.predict_path:
         predict_file(run, adapters.model, lm.tokenizer, record, batch_size=batch_size)
     if save_predictions:

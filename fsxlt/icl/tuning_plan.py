@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import FsxltError
-from fsxlt.icl.generation import DEFAULT_STOP, DecodeSettings
+from fsxlt.icl.generation import BATCHING, DEFAULT_STOP, DecodeSettings
 from fsxlt.icl.generative import is_generative
 from fsxlt.icl.lm_lora import LoraSettings
 from fsxlt.icl.planned import CausalLmRun, check_arm_name
@@ -46,6 +46,7 @@ class LmSettings:
     dev_limit: int | None = None
     max_new_tokens: int = 32         # generative tasks: the token budget
     stop: tuple[str, ...] = DEFAULT_STOP
+    batching: str = BATCHING[0]      # generative tasks: how queries share a batch
     arm: str | None = None
     select_on: str = "metric"        # what dev scores each epoch: the task's metric, or loss
     prompt: PromptSettings = PROMPT  # the template's and label words' language
@@ -71,7 +72,7 @@ class LmSettings:
 
     @property
     def decode(self) -> DecodeSettings:
-        return DecodeSettings(self.max_new_tokens, tuple(self.stop))
+        return DecodeSettings(self.max_new_tokens, tuple(self.stop), self.batching)
 
     def resolved(self, spec: TaskSpec) -> LmSettings:
         """The settings with the task's defaults filled in (adapting's epochs, patience and
