@@ -42,6 +42,9 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
     lm_lora: null                   # or {model: NAME_OR_DIR, arms: [{}]}: LoRA on the causal
                                     # LM, one run per bucket as fsxlt lm-adapt runs it
                                     # (fsxlt.execution.lm_config)
+    shared_multi: true              # regime multi: train once for all its languages, each
+                                    # selecting on its own dev set (false: once per language,
+                                    # the same records; fsxlt.training.shared)
     regimes: [sequential]           # training regimes: sequential (the bucket alone), joint,
                                     # joint-concat, joint-macro, mixup (the source data too);
                                     # each (method, regime) is an arm: full, full+joint
@@ -115,7 +118,7 @@ SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed
             "max_epochs", "patience", "max_seq_length", "no_source_training",
             "method_options", "select_start", "predict", "batch_size", "patience_from",
             "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences",
-            "optimizer", "label_all_tokens", "qa_decoding", "lm_lora")
+            "optimizer", "label_all_tokens", "qa_decoding", "lm_lora", "shared_multi")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
                       "long_sentences", "optimizer", "label_all_tokens")
@@ -153,6 +156,7 @@ class TaskPlan:
     qa_decoding: str = "max-context"  # extractive QA: how answers are decoded (fsxlt.models.spans)
     icl: IclPlan | None = None      # in-context learning arms (fsxlt.execution.icl_config)
     lm_lora: LmPlan | None = None   # LoRA arms on the causal LM (fsxlt.execution.lm_config)
+    shared_multi: bool = True       # regime multi: one training for all its languages
     regimes: tuple[str, ...] = (DEFAULT_REGIME,)  # training regimes (fsxlt.training.regimes)
     regime_options: dict[str, Any] = field(default_factory=dict)  # joint: less source_train
     source_train: str | None = None  # the joint regimes' source train file
@@ -266,6 +270,8 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         no_source=no_source, method_options=options,
         select_start=flag(merged["select_start"], where, "select_start"),
         predict=_path(merged, "predict", where, name), icl=icl, lm_lora=lm_lora,
+        shared_multi=merged["shared_multi"] is None or flag(merged["shared_multi"], where,
+                                                            "shared_multi"),
         **_protocol(merged, spec, where), **_regimes(merged, where, name))
 
 

@@ -80,6 +80,7 @@ class RunSpec:
     regime_options: str = "{}"     # its settings (Regime.changes() less the name), sorted JSON
     source_train_path: str = ""    # the joint regimes' source train file
     companion_buckets: str = "{}"  # multi: the other languages' buckets, {lang: path} JSON
+    shared_languages: tuple[str, ...] = ()  # multi trained once: every language it trains
     source_dev_path: str = ""      # the source dev file of the source-dev candidate
     average_last: int | None = None  # candidates: the average of the last N epochs
     task_ref: str = ""             # the task YAML of a task that came from one
@@ -156,7 +157,10 @@ class RunSpec:
 
     @property
     def group_key(self) -> tuple[str, str, str, str]:
-        """Runs sharing a key share one worker: data tokenized and weights loaded once."""
+        """Runs sharing a key share one worker: data tokenized and weights loaded once. A
+        multi run trained once for its languages shares the worker of their runs."""
+        if self.shared_languages:
+            return (self.task, "multi:" + ",".join(self.shared_languages), self.start, "")
         return (self.task, self.language, self.start, self.test_path)
 
 
@@ -269,6 +273,29 @@ def arm_regime_label(fields: dict[str, Any], lang: str) -> str:
     if name == DEFAULT_REGIME:
         return name
     return parse_regime(name, json.loads(fields["regime_options"])).with_language(lang).label
+
+
+def _companions(plan: TaskPlan, regime: str, lang: str, cell: tuple[int, int],
+                bucket: Path | None, hashes: Hashes, method: Any,
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A multi run's other buckets: its identity entries and RunSpec fields (with the
+    languages it trains once for, when it does)."""
+    companions = companion_buckets(plan, regime, lang, *cell, bucket, hashes)
+    if not companions:
+        return {}, {}
+    fields: dict[str, Any] = {"companion_buckets": json.dumps(companions, sort_keys=True)}
+    if plan.shared_multi and _shares_training(plan, regime, method):
+        fields["shared_languages"] = tuple(sorted({lang, *companions}))
+    return {"companions": {other: sha for other, (_path, sha) in companions.items()}}, fields
+
+
+def _shares_training(plan: TaskPlan, regime: str, method: Any) -> bool:
+    """Whether the multi runs of this regime and method train once for all their languages
+    (:func:`fsxlt.training.shared.shares_training`)."""
+    from fsxlt.training.regimes import parse_regime
+    from fsxlt.training.shared import shares_training
+
+    return shares_training(parse_regime(regime, plan.regime_options, plan.task), method)
 
 
 def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int,
@@ -389,10 +416,10 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         _check_regime_here(plan, regime, method)
     regime_identity, regime_fields = regime_settings(plan, regime, hashes, bucket is not None)
     identity.update(regime_identity)
-    companions = companion_buckets(plan, regime, lang, k, index, bucket, hashes)
-    if companions:
-        identity["companions"] = {other: sha for other, (_path, sha) in companions.items()}
-        regime_fields["companion_buckets"] = json.dumps(companions, sort_keys=True)
+    companion_identity, companion_fields = _companions(plan, regime, lang, (k, index), bucket,
+                                                       hashes, method)
+    identity.update(companion_identity)
+    regime_fields.update(companion_fields)
     sources = hashes.sources(start) if source_training else ()
     arm = arm_name(method.name, source_training, plan.select_start, sources, strategy,
                    arm_regime_label(regime_fields, lang))

@@ -29,6 +29,7 @@ import os
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -71,30 +72,47 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
                unlabelled: tuple[list, list] | None = None) -> Outcome:
     """Adapt one run and write its record (with ``test``: its predictions first; with
     ``unlabelled`` (examples, ids): its submission file first)."""
-    from fsxlt.errors import FsxltError
-    from fsxlt.sampling.store import read_bucket
-    from fsxlt.study.predictions import save_run_predictions
-    from fsxlt.study.submission import write_submission
-
     if run.k == 0:  # no bucket: the start as the method prepares it (pet's zero-shot)
         record = engine.zero_shot(run.load_method(), seed=run.seed,
                                   predictions=test is not None,
                                   predict=unlabelled[0] if unlabelled else None,
                                   select_start=run.select_start)
     else:
-        bucket = read_bucket(run.bucket_path)
-        if bucket.sha256 != run.bucket_sha256:
-            raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
-        record = engine.adapt(bucket, method=run.load_method(), lrs=list(run.lrs),
-                              seed=run.seed, max_epochs=run.max_epochs, patience=run.patience,
-                              predictions=test is not None, select_start=run.select_start,
+        record = engine.adapt(_bucket(run), predictions=test is not None,
                               predict=unlabelled[0] if unlabelled else None,
-                              batch_size=run.batch_size, patience_from=run.patience_from,
-                              long_sentences=run.long_sentences,
-                              optimizer=run.load_optimizer(),
-                              label_all_tokens=run.label_all_tokens,
-                              regime=run.load_regime(), average_last=run.average_last,
-                              companions=run.load_companions())
+                              companions=run.load_companions(), **_adapt_options(run))
+    return _write_record(engine, run, record, test, unlabelled)
+
+
+def _bucket(run: RunSpec) -> Any:
+    """The run's bucket, as planned (its hash checked)."""
+    from fsxlt.errors import FsxltError
+    from fsxlt.sampling.store import read_bucket
+
+    bucket = read_bucket(run.bucket_path)
+    if bucket.sha256 != run.bucket_sha256:
+        raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
+    return bucket
+
+
+def _adapt_options(run: RunSpec) -> dict[str, Any]:
+    """What :meth:`AdaptEngine.adapt` takes of a run's settings."""
+    return {"method": run.load_method(), "lrs": list(run.lrs), "seed": run.seed,
+            "max_epochs": run.max_epochs, "patience": run.patience,
+            "select_start": run.select_start, "batch_size": run.batch_size,
+            "patience_from": run.patience_from, "long_sentences": run.long_sentences,
+            "optimizer": run.load_optimizer(), "label_all_tokens": run.label_all_tokens,
+            "regime": run.load_regime(), "average_last": run.average_last}
+
+
+def _write_record(engine: Any, run: RunSpec, record: dict[str, Any], test: list | None,
+                  unlabelled: tuple[list, list] | None) -> Outcome:
+    """Write a run's record (its predictions and submission file first)."""
+    from fsxlt.errors import FsxltError
+    from fsxlt.study.predictions import save_run_predictions
+    from fsxlt.study.submission import write_submission
+
+    if run.k:
         record["bucket"]["path"] = run.bucket_path
     if arm_of(record) != run.arm:  # the facts the run was filed by must be the record's
         raise FsxltError(f"the run was planned as arm {run.arm} but its record says "
@@ -108,6 +126,15 @@ def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
                          inputs=unlabelled[0])
     atomic_write_json(run.record_path, record)
     return Outcome(run.id, True)
+
+
+def _group_runner(first: Any, start: Any) -> Callable[..., None] | None:
+    """How a group other than adapting runs one by one runs: ICL, LoRA on the causal LM,
+    or regime multi trained once for all its languages; None: adapting runs."""
+    special = {IclSweepRun: _run_icl_group, LmSweepRun: _run_lm_group}.get(type(first))
+    if special is None and first.shared_languages:
+        special = partial(_run_shared_group, start=start)
+    return special
 
 
 def run_group(runs: Sequence[RunSpec], device: str = "auto",
@@ -138,9 +165,9 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     if any(r.group_key != first.group_key for r in runs):
         raise ValueError("run_group needs runs of one (task, language, start)")
     quiet_transformers()
-    causal = {IclSweepRun: _run_icl_group, LmSweepRun: _run_lm_group}.get(type(first))
-    if causal is not None:  # a causal LM's group: prompted (ICL) or LoRA-tuned
-        causal(runs, device, report, should_stop, save_predictions)
+    special = _group_runner(first, start)
+    if special is not None:  # a causal LM's group (prompted or LoRA-tuned), or multi's
+        special(runs, device, report, should_stop, save_predictions)
         return outcomes
     try:
         task = first.task_spec  # a task YAML's own spec (its path travels with the run)
@@ -189,6 +216,66 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
             except Exception as err:
                 report(write_error(run, err, "adapt"))
     return outcomes
+
+
+def _run_shared_group(runs: Sequence[RunSpec], device: str,
+                      report: Callable[[Outcome], None], should_stop: Callable[[], bool] | None,
+                      save_predictions: bool, *, start: Any = None) -> None:
+    """Run one group of multi runs trained once for all their languages: per (K, bucket
+    index, arm) one :meth:`AdaptEngine.adapt_languages` call writes the record of every
+    language of the group (each language's dev and test sets tokenized once per group);
+    a training that fails leaves the error record of each of its runs."""
+    from fsxlt.training import AdaptEngine, load_start
+
+    first = runs[0]
+    try:
+        task = first.task_spec
+        start = start if start is not None else load_start(first.start, task, seed=first.seed)
+        engine = AdaptEngine(task, first.language, start, dev=first.read_eval("dev"),
+                             dev_source=first.dev_path, device=device,
+                             max_seq_length=first.max_seq_length, qa_decoding=first.qa_decoding)
+    except Exception as err:  # every run of the group fails the same way
+        for run in runs:
+            report(write_error(run, err, "load"))
+        return
+    views: dict[tuple[str, str, str], Any] = {}
+    tests: dict[tuple[str, str], list] = {}
+    to_predict: dict[str, tuple[list, list]] = {}
+    sources = SourceSets(task, task.source_language)
+    ordered = sorted(runs, key=lambda r: (r.k, r.index, r.arm, r.language))
+    for _key, members in groupby(ordered, key=lambda r: (r.k, r.index, r.arm)):
+        members = list(members)
+        if should_stop is not None and should_stop():
+            return
+        try:
+            for run in members:
+                view_key = (run.language, run.dev_path, run.test_path)
+                if view_key not in views:
+                    tests[(run.language, run.test_path)] = run.read_eval("test") \
+                        if run.test_path else None
+                    views[view_key] = engine.language_view(
+                        run.language, run.read_eval("dev"),
+                        tests[(run.language, run.test_path)], dev_source=run.dev_path,
+                        test_source=run.test_path or None)
+            sources.give(engine, members[0])
+            unlabelled = {run.language: _unlabelled(run.predict_path, task, run.language,
+                                                    to_predict) for run in members}
+            companions = {lang: bucket for lang, bucket in
+                          members[0].load_companions().items()
+                          if lang not in {run.language for run in members}}
+            records = engine.adapt_languages(
+                {run.language: _bucket(run) for run in members},
+                {run.language: views[(run.language, run.dev_path, run.test_path)]
+                 for run in members}, companions,
+                predict={lang: found[0] for lang, found in unlabelled.items() if found},
+                predictions=save_predictions, **_adapt_options(members[0]))
+            for run in members:
+                test = tests[(run.language, run.test_path)] if save_predictions else None
+                report(_write_record(engine, run, records[run.language], test,
+                                     unlabelled[run.language]))
+        except Exception as err:
+            for run in members:
+                report(write_error(run, err, "adapt"))
 
 
 class SourceSets:

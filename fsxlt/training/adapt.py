@@ -86,6 +86,7 @@ from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import EpochKeeper, RunKept, check_average_last, score_candidates
 from fsxlt.training.checkpoint import Start, load_start, resolve_device
 from fsxlt.training.features import FeatureCache
+from fsxlt.training.followers import Follower
 from fsxlt.training.loop import (
     config_hash,
     data_info,
@@ -106,6 +107,7 @@ from fsxlt.training.protocol import (
 )
 from fsxlt.training.records import bucket_facts, long_sentence_facts
 from fsxlt.training.regimes import Regime
+from fsxlt.training.shared import SharedRuns
 from fsxlt.training.starts import bind_to_start
 from fsxlt.training.steps import RunSteps, method_key
 
@@ -113,7 +115,7 @@ SEQUENTIAL = Regime()  # the study's regime: the bucket alone
 STUDY = Protocol()  # the study's protocol: one step per epoch on the whole bucket
 
 
-class AdaptEngine(RunSteps):
+class AdaptEngine(RunSteps, SharedRuns):
     """Holds tokenized dev/test data and the starting weights; adapts bucket after bucket."""
 
     # a method's change that its next run may keep (LoRA's wrapped encoder) stays; False:
@@ -210,7 +212,7 @@ class AdaptEngine(RunSteps):
         own = {"dev": self.dev, "test": self.test, "source-dev": self.source_dev}[split]
         examples = {"dev": self.dev_examples, "test": self.test_examples,
                     "source-dev": self.source_dev_examples}[split]
-        key = (method_key(method), split)
+        key = (method_key(method), split, self.language)  # a language view's sets differ
         if own is None:
             return None
         if key not in self.custom:
@@ -287,52 +289,53 @@ class AdaptEngine(RunSteps):
         ``regime``: what a step trains on (:mod:`fsxlt.training.regimes`); ``keeper``
         follows the epochs for the candidates (:mod:`fsxlt.training.candidates`).
         """
+        follower = Follower(dev_set or self.dev, patience,
+                            protocol.patience_from == "first-improvement", keeper)
+        (run, state), = self._run_followed(rows, method, lr, seed, max_epochs, [follower],
+                                           select_start, protocol, regime, companions)
+        restore(self.model, state)
+        return run, state
+
+    def _run_followed(self, rows: Sequence[Any], method: Method, lr: float, seed: int,
+                      max_epochs: int, followers: Sequence[Follower], select_start: bool,
+                      protocol: Protocol, regime: Regime, companions: dict[str, list] | None,
+                      ) -> list[tuple[dict[str, Any], dict[str, torch.Tensor]]]:
+        """One learning rate, trained while any of ``followers`` (one per dev set:
+        :mod:`fsxlt.training.followers`) follows; each follower's run facts and best
+        weights. The model holds the last epoch's weights afterwards."""
         began = time.perf_counter()
         trainable = self._reset(method, seed)
-        dev_set = dev_set or self.dev
         next_epoch = self._epoch_maker(rows, method, protocol, regime, seed, companions)
         seed_all(seed)
         optimizer = make_optimizer(self.model, lr, protocol.optimizer,
                                    next_epoch.steps_per_epoch * max_epochs)
-        epochs: list[dict[str, Any]] = []
-        best_score, best_epoch, best_dev = float("-inf"), 0, None
-        best_state = snapshot(self.model, trainable)
-        first_score: float | None = None  # the first scored epoch's (first-improvement)
-        counting = None if protocol.patience_from == "first-improvement" else 0
-        if select_start:
-            best_dev = score(self.model, dev_set, self.task, amp=self.amp)
-            best_score = first_score = best_dev["score"]
-            epochs.append({"epoch": 0, "train_loss": None, "dev_score": best_score})
+        for follower in followers:
+            follower.start(self.model, trainable, score(
+                self.model, follower.dev_set, self.task, amp=self.amp) if select_start else None)
         n_steps = 0
         for epoch in range(1, max_epochs + 1):
             steps = next_epoch()
             losses = [self._train_on(step, optimizer, method) for step in steps]
             n_steps += len(steps)
             loss = losses[0] if len(losses) == 1 else sum(losses) / len(losses)
-            dev = score(self.model, dev_set, self.task, amp=self.amp)
-            if keeper is not None:
-                keeper.after_epoch(self.model, trainable, epoch)
-            epochs.append({"epoch": epoch, "train_loss": loss, "dev_score": dev["score"]})
-            first_score = dev["score"] if first_score is None else first_score
-            if counting is None and dev["score"] > first_score:
-                counting = epoch  # the first improvement: patience counts from here
-            if dev["score"] > best_score:
-                best_score, best_epoch, best_dev = dev["score"], epoch, dev
-                best_state = snapshot(self.model, trainable)
-            elif counting is not None and epoch - best_epoch >= patience:
+            for follower in followers:
+                if not follower.stopped:
+                    follower.after_epoch(self.model, trainable, epoch, loss, score(
+                        self.model, follower.dev_set, self.task, amp=self.amp), n_steps)
+            if all(follower.stopped for follower in followers):
                 break
-        restore(self.model, best_state)
-        run = {"lr": lr, "epochs": epochs, "best_epoch": best_epoch,
-               "stopped_epoch": epochs[-1]["epoch"], "dev": best_dev,
-               "n_trainable_parameters": sum(
-                   p.numel() for p in self.model.parameters() if p.requires_grad),
-               "optimizer_steps": n_steps,
-               "wall_time_s": round(time.perf_counter() - began, 3)}
-        if not regime.is_sequential:  # the regime's steps, not the bucket's
-            run["steps_per_epoch"] = next_epoch.steps_per_epoch
-        if protocol.patience_from == "first-improvement":
-            run["patience_from_epoch"] = counting  # None: never improved, ran max_epochs
-        return run, best_state
+        n_trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        wall = round(time.perf_counter() - began, 3)
+        results = []
+        for follower in followers:
+            run = {**follower.run_facts(lr), "n_trainable_parameters": n_trainable,
+                   "optimizer_steps": follower.steps, "wall_time_s": wall}
+            if not regime.is_sequential:  # the regime's steps, not the bucket's
+                run["steps_per_epoch"] = next_epoch.steps_per_epoch
+            if protocol.patience_from == "first-improvement":
+                run["patience_from_epoch"] = follower.counting  # None: never improved
+            results.append((run, follower.best_state))
+        return results
 
     # ----------------------------------------------------------------- the API
 
@@ -373,6 +376,24 @@ class AdaptEngine(RunSteps):
         other target languages a ``multi`` regime trains on, by language.
         """
         began = time.perf_counter()
+        settings = self._settings(method, lrs, seed, max_epochs, patience, method_options,
+                                  select_start, batch_size, patience_from, regime,
+                                  average_last, long_sentences, optimizer, label_all_tokens)
+        examples, bucket_info = bucket_facts(bucket, self.task.name, self.language)
+        rows = self._rows_and_companions(examples, settings, companions or {})
+        runs, kept, selected = self._grid(rows, settings, self._eval_set(settings["method"],
+                                                                          "dev"))
+        return self._finish(settings, bucket_info, len(rows), runs, kept, selected, began,
+                            predictions, predict)
+
+    def _settings(self, method: str | Method, lrs: Sequence[float] | None, seed: int | None,
+                  max_epochs: int | None, patience: int | None,
+                  method_options: dict[str, Any] | None, select_start: bool,
+                  batch_size: int | None, patience_from: str, regime: str | Regime,
+                  average_last: int | None, long_sentences: str,
+                  optimizer: OptimizerSettings | None, label_all_tokens: bool,
+                  ) -> dict[str, Any]:
+        """An adapt call's settings, each checked, the method bound to the start."""
         task = self.task
         method = get_method(method, task.kind, method_options)
         lrs, seed, max_epochs, patience = adapt_settings(task, lrs, seed, max_epochs, patience)
@@ -380,19 +401,18 @@ class AdaptEngine(RunSteps):
                             optimizer or STUDY.optimizer,
                             check_label_all_tokens(label_all_tokens, task))
         regime = check_regime(regime, protocol, self.source_train is not None, task, method)
-        average_last = check_average_last(average_last)
-        examples, bucket_info = bucket_facts(bucket, self.task.name, self.language)
         bind_to_start(method, task, self.language, self.start)
-        rows = self._bucket_rows(examples, method, protocol.long_sentences,
-                                 protocol.label_all_tokens)
-        dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
-        regime, companion_rows, companion_info = self._companions(
-            regime, companions or {}, method, protocol)
-        settings = {"method": method, "lrs": lrs, "seed": seed, "max_epochs": max_epochs,
-                    "patience": patience, "select_start": select_start, "protocol": protocol,
-                    "regime": regime, "average_last": average_last,
-                    "companions": companion_rows, "companion_info": companion_info}
-        runs, kept, selected = self._grid(rows, settings, dev_set)
+        return {"method": method, "lrs": lrs, "seed": seed, "max_epochs": max_epochs,
+                "patience": patience, "select_start": select_start, "protocol": protocol,
+                "regime": regime, "average_last": check_average_last(average_last)}
+
+    def _finish(self, settings: dict[str, Any], bucket_info: dict[str, Any], n_rows: int,
+                runs: list[dict[str, Any]], kept: list[RunKept], selected: int, began: float,
+                predictions: bool, predict: Sequence[Example] | None) -> dict[str, Any]:
+        """The record of an adapt call whose selected weights the model holds: the test
+        score (and predictions), the unlabelled file's labels, the candidates."""
+        task, method = self.task, settings["method"]
+        test_set = self._eval_set(method, "test")
         test, predicted = None, None
         if test_set and predictions:  # the same as score(), keeping the labels
             test, predicted = score_and_predict(self.model, test_set, task, amp=self.amp)
@@ -402,15 +422,16 @@ class AdaptEngine(RunSteps):
         if predict is not None:
             predicted_extra = predict_labels(self.model, self._extra_set(method, predict),
                                              task.labels, amp=self.amp)
-        record = self._adapt_record(settings, bucket_info, len(rows), runs, runs[selected],
+        record = self._adapt_record(settings, bucket_info, n_rows, runs, runs[selected],
                                     test, began)
         if predictions:
             record["test_predictions"] = predicted
         if predicted_extra is not None:
             record["predict"] = predicted_extra
+        average_last = settings["average_last"]
         if average_last is not None:
-            record["candidates"] = self._candidates(record, kept, average_last, dev_set,
-                                                    test_set)
+            record["candidates"] = self._candidates(
+                record, kept, average_last, self._eval_set(method, "dev"), test_set)
             record["wall_time_s"] = round(time.perf_counter() - began, 3)
         return record
 
@@ -425,9 +446,7 @@ class AdaptEngine(RunSteps):
         kept: list[RunKept] = []
         chosen: tuple[float, int, dict[str, torch.Tensor]] | None = None
         for index, lr in enumerate(settings["lrs"]):
-            keeper = None if average_last is None else EpochKeeper(
-                average_last, None if source_dev is None else
-                lambda: score(self.model, source_dev, self.task, amp=self.amp)["score"])
+            keeper = self._keeper(average_last, source_dev)
             run, state = self._run(rows, method, lr, settings["seed"], settings["max_epochs"],
                                    settings["patience"], settings["select_start"], dev_set,
                                    settings["protocol"], settings["regime"], keeper,
@@ -479,7 +498,7 @@ class AdaptEngine(RunSteps):
                               self.source_dev_info, settings["companion_info"]),
         }
         extra = regime_facts(settings["regime"], settings["average_last"], self.source_train_info,
-                             self.source_dev_info, settings["companion_info"])
+                             self.source_dev_info, settings["companion_info"], config, bucket_info)
         extra.update(long_sentence_facts(self.task, self.start, protocol.long_sentences))
         return {
             "format": RUN_FORMAT,

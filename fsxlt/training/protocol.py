@@ -160,14 +160,39 @@ def regime_identity(regime: Regime, average_last: int | None, source_train: dict
 
 def regime_facts(regime: Regime, average_last: int | None, source_train: dict | None,
                  source_dev: dict | None, companions: dict[str, dict] | None = None,
+                 config: dict[str, Any] | None = None, bucket: dict[str, Any] | None = None,
                  ) -> dict[str, Any]:
-    """The record's ``regime`` block (with a multi run's other buckets) and the source dev
-    set its candidates used."""
+    """The record's ``regime`` block (with a multi run's other buckets and the training it
+    shares with them: :func:`multi_training`) and the source dev set its candidates used."""
     out: dict[str, Any] = {}
     if not regime.is_sequential:
         out["regime"] = regime_record(regime, source_train)
         if companions:
             out["regime"]["companions"] = dict(sorted(companions.items()))
+        if regime.name == "multi" and config is not None and bucket is not None:
+            out["regime"]["training"] = multi_training(config, bucket, companions or {})
     if average_last is not None and source_dev is not None:
         out["source_dev"] = source_dev
     return out
+
+
+# what a multi run's languages differ in; the rest of its config is the training they share
+LANGUAGE_KEYS = ("language", "dev", "test", "patience", "select_start", "average_last",
+                 "source_dev")
+
+
+def multi_training(config: dict[str, Any], bucket: dict[str, Any],
+                   companions: dict[str, dict]) -> dict[str, Any]:
+    """The training a multi run shares with its languages' runs: an id (the hash of its
+    config less what differs by language, every language's bucket in it) that the record
+    of each of its languages carries alike, however the runs were executed (trained once,
+    or once per language: :mod:`fsxlt.training.shared`), and the languages."""
+    from fsxlt.training.loop import config_hash
+
+    buckets = {config["language"]: bucket.get("sha256"),
+               **{lang: info.get("sha256") for lang, info in companions.items()}}
+    shared = {key: value for key, value in config.items() if key not in LANGUAGE_KEYS}
+    regime = dict(shared.get("regime") or {})
+    regime.pop("companions", None)
+    return {"id": config_hash({**shared, "regime": regime, "buckets": dict(sorted(
+        buckets.items()))}), "languages": sorted(buckets)}

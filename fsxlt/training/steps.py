@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from fsxlt.data import Example
+from fsxlt.data.buckets import Bucket
 from fsxlt.methods import Method
 from fsxlt.training.loop import train_step, weighted_step
 from fsxlt.training.mixup import mixup_step
@@ -81,6 +83,17 @@ class RunSteps:
         return Epochs(lambda: [[(batches, 1.0)]
                                for batches in self._epoch_steps(rows, protocol, order)],
                       protocol.steps_per_epoch(len(rows)))
+
+    def _rows_and_companions(self, examples: Sequence[Example], settings: dict[str, Any],
+                             companions: dict[str, Bucket | Sequence[Example]]) -> list:
+        """The bucket's training rows; ``settings`` gets the regime with this language and
+        the other languages' rows and facts (multi)."""
+        method, protocol = settings["method"], settings["protocol"]
+        rows = self._bucket_rows(examples, method, protocol.long_sentences,
+                                 protocol.label_all_tokens)
+        settings["regime"], settings["companions"], settings["companion_info"] = \
+            self._companions(settings["regime"], companions, method, protocol)
+        return rows
 
     def _companions(self, regime: Regime, companions: dict[str, Any], method: Method,
                     protocol: Protocol) -> tuple[Regime, dict[str, list], dict[str, Any]]:
