@@ -95,18 +95,16 @@ from fsxlt.training.loop import (
     restore,
     seed_all,
     snapshot,
-    versions,
 )
 from fsxlt.training.optim import OptimizerSettings
 from fsxlt.training.protocol import (
     Protocol,
     adapt_settings,
     check_regime,
-    regime_facts,
-    regime_identity,
 )
-from fsxlt.training.records import bucket_facts, long_sentence_facts
+from fsxlt.training.records import bucket_facts
 from fsxlt.training.regimes import Regime
+from fsxlt.training.run_records import RunRecords
 from fsxlt.training.shared import SharedRuns
 from fsxlt.training.starts import bind_to_start
 from fsxlt.training.steps import RunSteps, method_key
@@ -115,7 +113,7 @@ SEQUENTIAL = Regime()  # the study's regime: the bucket alone
 STUDY = Protocol()  # the study's protocol: one step per epoch on the whole bucket
 
 
-class AdaptEngine(RunSteps, SharedRuns):
+class AdaptEngine(RunSteps, SharedRuns, RunRecords):
     """Holds tokenized dev/test data and the starting weights; adapts bucket after bucket."""
 
     # a method's change that its next run may keep (LoRA's wrapped encoder) stays; False:
@@ -475,62 +473,6 @@ class AdaptEngine(RunSteps, SharedRuns):
             return dev, test
 
         return score_candidates(self.model, selected, kept, average_last, evaluate)
-
-    def _adapt_record(self, settings: dict[str, Any], bucket_info: dict[str, Any],
-                      n_rows: int, runs: list[dict[str, Any]], selected: dict[str, Any],
-                      test: dict[str, Any] | None, began: float) -> dict[str, Any]:
-        """The run record of :meth:`adapt`: its settings, every lr's run, the selected one's
-        dev and test scores, and the hash of what determines them."""
-        task, method, protocol = self.task, settings["method"], settings["protocol"]
-        lrs, seed, select_start = settings["lrs"], settings["seed"], settings["select_start"]
-        max_epochs, patience = settings["max_epochs"], settings["patience"]
-        config = {
-            "task": task.name, "labels": list(task.labels), "metric": task.metric,
-            "language": self.language, "method": method.describe(), "lrs": lrs, "seed": seed,
-            "max_epochs": max_epochs, "patience": patience, "select_start": select_start,
-            "max_seq_length": self.featurizer.max_len, "start": self.start.info["id"],
-            "dev": self.dev_info["sha256"] if self.dev_info else None,
-            "test": self.test_info["sha256"] if self.test_info else None,
-            "batch": protocol.batch_size or "bucket", "optimizer": protocol.optimizer.name,
-            **({} if protocol.is_default else {"protocol": protocol.changes()}),
-            **self._decoding(),
-            **regime_identity(settings["regime"], settings["average_last"], self.source_train_info,
-                              self.source_dev_info, settings["companion_info"]),
-        }
-        extra = regime_facts(settings["regime"], settings["average_last"], self.source_train_info,
-                             self.source_dev_info, settings["companion_info"], config, bucket_info)
-        extra.update(long_sentence_facts(self.task, self.start, protocol.long_sentences))
-        return {
-            "format": RUN_FORMAT,
-            "task": task.name, "language": self.language, "k": bucket_info.get("k"),
-            "bucket": bucket_info, "method": method.name, "method_info": method.describe(),
-            "select_start": select_start, "lrs": lrs, "seed": seed,
-            "max_epochs": max_epochs, "patience": patience,
-            "protocol": {**protocol.record(n_rows),
-                         **{key: runs[0][key] for key in ("steps_per_epoch",) if key in runs[0]}},
-            **self._record_context(), "runs": runs,
-            "selected_lr": selected["lr"], "best_epoch": selected["best_epoch"],
-            "start_selected": selected["best_epoch"] == 0,
-            "dev": selected["dev"], "test": test,
-            "dev_score": selected["dev"]["score"],
-            "test_score": test["score"] if test else None, "config_hash": config_hash(config),
-            "wall_time_s": round(time.perf_counter() - began, 3), **extra,
-        }
-
-    def _decoding(self) -> dict[str, Any]:
-        """How answers are decoded (extractive QA only, whose scores it changes)."""
-        return {"qa_decoding": self.featurizer.qa_decoding} if self.task.is_qa else {}
-
-    def _record_context(self) -> dict[str, Any]:
-        """What every record of the engine says of its start, data and machine (threads too)."""
-        return {"max_seq_length": self.featurizer.max_len, "metric": self.task.metric,
-                **self._decoding(),
-                "model": {"encoder": self.start.info.get("encoder"), "start": self.start.info,
-                          "source_training": not self.start.fresh_head},
-                "source_languages": self.start.info.get("source_languages"),
-                "data": {"dev": self.dev_info, "test": self.test_info},
-                "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
-                "torch_threads": torch.get_num_threads(), "versions": versions()}
 
     def zero_shot(self, method: str | Method = "pet", seed: int | None = None, *,
                   predictions: bool = False, method_options: dict[str, Any] | None = None,
