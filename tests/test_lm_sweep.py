@@ -139,3 +139,27 @@ def test_bad_lm_lora_sections_are_one_line_and_write_nothing(study, tmp_path, ca
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "runs").exists()
+
+
+def test_ray_executor_writes_the_same_lora_records(study, swept, tmp_path):
+    try:
+        import ray
+    except ImportError:  # as tests/test_sweep.py: a missing Ray must be loud, not a skip
+        if os.environ.get("FSXLT_ALLOW_NO_RAY") == "1":
+            pytest.skip("FSXLT_ALLOW_NO_RAY=1 and Ray is not installed")
+        raise AssertionError("Ray is not installed: pip install -e '.[test,ray]' "
+                             "(or set FSXLT_ALLOW_NO_RAY=1 to skip this test)") from None
+    from fsxlt.execution import run_sweep
+
+    runs = tmp_path / "runs"
+    config = three_arms(study, runs, arms=[{}])
+    config.pop("icl")
+    config["methods"] = []
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        result = run_sweep(parse_config(config), executor="ray", cpus_per_task=1)
+    finally:
+        ray.shutdown()
+    assert len(result.completed) == 4 and not result.failed
+    reference = {p: r for p, r in records(swept["runs"]).items() if "/lm-lora/" in p}
+    assert records(runs) == reference

@@ -80,7 +80,7 @@ def both(study, tmp_path_factory):
         for name, shared in (("separate", False), ("shared", True)):
             before = len(calls)
             result = run_sweep(parse_config(multi(study, root / name, shared_multi=shared)),
-                               workers=0, device="cpu", save_predictions=True)
+                               workers=0, device="cpu", threads=1, save_predictions=True)
             assert not result.failed and len(result.completed) == 8
             out[name] = (records(root / name), calls[before:])
     finally:
@@ -153,3 +153,22 @@ def test_a_kill_between_the_languages_records_resumes_to_the_same_records(study,
     reference_config = write_config(tmp_path / "reference.yaml", multi(study, reference))
     assert run_app(["sweep", str(reference_config), "--workers", "0", "--threads", "1"]) == 0
     assert records(runs) == records(reference)
+
+
+def test_ray_executor_trains_once_too_and_writes_the_same_records(study, both, tmp_path):
+    try:
+        import ray
+    except ImportError:  # as tests/test_sweep.py: a missing Ray must be loud, not a skip
+        if os.environ.get("FSXLT_ALLOW_NO_RAY") == "1":
+            pytest.skip("FSXLT_ALLOW_NO_RAY=1 and Ray is not installed")
+        raise AssertionError("Ray is not installed: pip install -e '.[test,ray]' "
+                             "(or set FSXLT_ALLOW_NO_RAY=1 to skip this test)") from None
+    runs = tmp_path / "shared"
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        result = run_sweep(parse_config(multi(study, runs)), executor="ray", cpus_per_task=1,
+                           save_predictions=True)
+    finally:
+        ray.shutdown()
+    assert len(result.completed) == 8 and not result.failed
+    assert records(runs) == both["shared"][0]
