@@ -12,7 +12,7 @@ import torch
 import yaml
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
-import fsxlt.training.adapt as adapt_module
+import fsxlt.training.run_records as run_records
 import fsxlt.training.source as source_module
 import fsxlt.training.steps as steps_module
 from fsxlt.cli import run_app
@@ -194,7 +194,7 @@ def captured_configs(monkeypatch, module) -> list[dict]:
 
 
 def test_default_records_hash_no_optimizer_settings(nli_engine, ner_engine, monkeypatch):
-    configs = captured_configs(monkeypatch, adapt_module)
+    configs = captured_configs(monkeypatch, run_records)  # where records hash their config
     bucket = nli_data(4, seed=1)
     default = nli_engine.adapt(bucket, lrs=[1e-3], max_epochs=1)
     explicit = nli_engine.adapt(bucket, lrs=[1e-3], max_epochs=1, optimizer=OptimizerSettings(),
