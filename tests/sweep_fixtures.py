@@ -98,3 +98,20 @@ adapt: {lrs: [0.001], max_epochs: 3, patience: 2}
 workers: 0
 threads: 1
 """
+
+
+def ray_or_fail() -> Any:
+    """The ``ray`` module; a missing Ray fails the test (CI installs the extra), unless
+    ``FSXLT_ALLOW_NO_RAY=1`` asks for a skip."""
+    import os
+
+    import pytest
+
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("FSXLT_ALLOW_NO_RAY") == "1":
+            pytest.skip("FSXLT_ALLOW_NO_RAY=1 and Ray is not installed")
+        raise AssertionError("Ray is not installed: pip install -e '.[test,ray]' "
+                             "(or set FSXLT_ALLOW_NO_RAY=1 to skip this test)") from None
+    return ray

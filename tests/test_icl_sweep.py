@@ -18,7 +18,7 @@ from fsxlt.execution import load_config, parse_config, run_sweep, sweep_status
 from fsxlt.study.runs import arm_of, is_complete, read_record
 from fsxlt.training import strip_timings
 from tests.icl_fixtures import make_causal_lm_dir, write_task_yaml
-from tests.sweep_fixtures import KS, N_BUCKETS, build_study, sweep_config, write_config
+from tests.sweep_fixtures import KS, N_BUCKETS, build_study, ray_or_fail, sweep_config, write_config
 
 REPO = Path(__file__).resolve().parents[1]
 LANG = "de"
@@ -222,13 +222,7 @@ def test_a_failing_icl_run_leaves_an_error_record_and_the_sweep_goes_on(study, t
 
 
 def test_ray_executor_writes_the_same_icl_records(study, swept, tmp_path):
-    try:
-        import ray
-    except ImportError:  # as tests/test_sweep.py: a missing Ray must be loud, not a skip
-        if os.environ.get("FSXLT_ALLOW_NO_RAY") == "1":
-            pytest.skip("FSXLT_ALLOW_NO_RAY=1 and Ray is not installed")
-        raise AssertionError("Ray is not installed: pip install -e '.[test,ray]' "
-                             "(or set FSXLT_ALLOW_NO_RAY=1 to skip this test)") from None
+    ray = ray_or_fail()
     runs = tmp_path / "runs"
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:

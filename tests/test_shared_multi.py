@@ -23,7 +23,7 @@ import pytest
 from fsxlt.cli import run_app
 from fsxlt.execution import expand, parse_config, run_sweep
 from fsxlt.training import AdaptEngine, strip_timings
-from tests.sweep_fixtures import build_study, sweep_config, write_config
+from tests.sweep_fixtures import build_study, ray_or_fail, sweep_config, write_config
 from tests.train_fixtures import nli_data, write_pairs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,13 +156,7 @@ def test_a_kill_between_the_languages_records_resumes_to_the_same_records(study,
 
 
 def test_ray_executor_trains_once_too_and_writes_the_same_records(study, both, tmp_path):
-    try:
-        import ray
-    except ImportError:  # as tests/test_sweep.py: a missing Ray must be loud, not a skip
-        if os.environ.get("FSXLT_ALLOW_NO_RAY") == "1":
-            pytest.skip("FSXLT_ALLOW_NO_RAY=1 and Ray is not installed")
-        raise AssertionError("Ray is not installed: pip install -e '.[test,ray]' "
-                             "(or set FSXLT_ALLOW_NO_RAY=1 to skip this test)") from None
+    ray = ray_or_fail()
     runs = tmp_path / "shared"
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:

@@ -17,7 +17,15 @@ from fsxlt.errors import FsxltError
 from fsxlt.execution import expand, load_config, parse_config, run_sweep, sweep_status
 from fsxlt.report import write_report
 from fsxlt.training import strip_timings
-from tests.sweep_fixtures import KS, LANGS, N_BUCKETS, build_study, sweep_config, write_config
+from tests.sweep_fixtures import (
+    KS,
+    LANGS,
+    N_BUCKETS,
+    build_study,
+    ray_or_fail,
+    sweep_config,
+    write_config,
+)
 
 N_RUNS = len(LANGS) * len(KS) * N_BUCKETS
 REPO = Path(__file__).resolve().parents[1]
@@ -281,13 +289,7 @@ def test_shipped_configs_reproduce_the_study_grid():
 
 
 def test_ray_executor_gives_the_same_report(study, reference, tmp_path):
-    try:
-        import ray
-    except ImportError:  # CI installs the extra; a missing Ray must be loud, not a skip
-        if os.environ.get("FSXLT_ALLOW_NO_RAY") == "1":
-            pytest.skip("FSXLT_ALLOW_NO_RAY=1 and Ray is not installed")
-        raise AssertionError("Ray is not installed: pip install -e '.[test,ray]' "
-                             "(or set FSXLT_ALLOW_NO_RAY=1 to skip this test)") from None
+    ray = ray_or_fail()
     runs = tmp_path / "runs"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:

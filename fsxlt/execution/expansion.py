@@ -107,7 +107,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                                 config.name, files.strategy, regime))
                 result.runs += icl_cell_runs(plan, lang, k, files, test, out, hashes,
                                              config.name)
-                result.runs += lm_cell_runs(plan, lang, files, out, config.name)
+                result.runs += lm_cell_runs(plan, lang, files, out, hashes, config.name)
             zero = _zero_shot(plan, lang, out, hashes,
                               untrained_sets[1] if untrained_sets else None, result.notes)
             if zero is not None:

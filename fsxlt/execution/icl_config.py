@@ -89,28 +89,45 @@ def parse_icl(raw: Any, spec: TaskSpec, languages: Sequence[str], where: str,
     section = mapping(raw, where, "icl", " (model: ..., arms: [...])")
     check_keys(section, SECTION_KEYS, where, " in icl")
     _check_task(spec, where)
-    arms_raw = [{}] if section.get("arms") is None else section["arms"]
-    if not isinstance(arms_raw, list) or not arms_raw:
-        raise FsxltError(f"{where}: icl.arms must be a non-empty list of mappings "
-                         "(one per arm; {} is the default prompt)")
-    defaults = {key: value for key, value in section.items() if key in ARM_KEYS}
-    arms = []
-    for position, arm_raw in enumerate(arms_raw):
-        label = f"icl.arms[{position}]"
-        arm_raw = mapping(arm_raw, where, label)
-        check_keys(arm_raw, ARM_KEYS, where, f" in {label}")
-        origin = {key: (label if key in arm_raw else "icl") for key in ARM_KEYS}
-        arm = _arm({**defaults, **arm_raw}, origin, where, path)
-        _check_arm(arm, spec, languages, f"{where}: {label}")
-        arms.append(arm)
-    names = [arm.name for arm in arms]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise FsxltError(f"{where}: icl.arms: two arms named {', '.join(twice)} for task "
-                         f"{spec.name}; give one of them arm: NAME (a name starting with icl)")
+    arms = parse_arms(section, "icl", ARM_KEYS, where, "{} is the default prompt",
+                      lambda merged, origin, label: _checked_arm(
+                          _arm(merged, origin, where, path), spec, languages,
+                          f"{where}: {label}"))
+    check_arm_names(arms, "icl", where, spec.name, "icl")
     zero_shot = section.get("zero_shot")
     return IclPlan(tuple(arms), True if zero_shot is None else
                    flag(zero_shot, where, "icl.zero_shot"))
+
+
+def parse_arms(section: dict[str, Any], name: str, keys: Sequence[str], where: str,
+               default_hint: str, build: Callable[[dict[str, Any], dict[str, str], str], Any],
+               ) -> list[Any]:
+    """The arms of a section (``icl``, ``lm_lora``): each mapping of its ``arms`` (default
+    ``[{}]``) over the section's own values of ``keys``, built by ``build(merged, origin,
+    label)``; ``origin`` names the section each key came from, for errors."""
+    arms_raw = [{}] if section.get("arms") is None else section["arms"]
+    if not isinstance(arms_raw, list) or not arms_raw:
+        raise FsxltError(f"{where}: {name}.arms must be a non-empty list of mappings "
+                         f"(one per arm; {default_hint})")
+    defaults = {key: value for key, value in section.items() if key in keys}
+    arms = []
+    for position, arm_raw in enumerate(arms_raw):
+        label = f"{name}.arms[{position}]"
+        arm_raw = mapping(arm_raw, where, label)
+        check_keys(arm_raw, keys, where, f" in {label}")
+        origin = {key: (label if key in arm_raw else name) for key in keys}
+        arms.append(build({**defaults, **arm_raw}, origin, label))
+    return arms
+
+
+def check_arm_names(arms: Sequence[Any], name: str, where: str, task: str,
+                    prefix: str) -> None:
+    """Two arms of one name in a section: one line asking for ``arm: NAME``."""
+    names = [arm.name for arm in arms]
+    twice = sorted({arm for arm in names if names.count(arm) > 1})
+    if twice:
+        raise FsxltError(f"{where}: {name}.arms: two arms named {', '.join(twice)} for task "
+                         f"{task}; give one of them arm: NAME (a name starting with {prefix})")
 
 
 def _check_task(spec: TaskSpec, where: str) -> None:
@@ -186,8 +203,9 @@ def stop_setting(raw: Any, where: str, key: str) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _check_arm(arm: IclArm, spec: TaskSpec, languages: Sequence[str], where: str) -> None:
-    """The arm's settings together, on the task, in each of the task's languages."""
+def _checked_arm(arm: IclArm, spec: TaskSpec, languages: Sequence[str], where: str) -> IclArm:
+    """The arm, its settings checked together, on the task, in each of the task's
+    languages."""
     from fsxlt.icl.run import check_settings
 
     try:
@@ -196,3 +214,4 @@ def _check_arm(arm: IclArm, spec: TaskSpec, languages: Sequence[str], where: str
             check_settings(spec, language, arm.settings)
     except FsxltError as err:
         raise FsxltError(f"{where}: {err}") from None
+    return arm

@@ -152,7 +152,7 @@ def _arm_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes: Hashes, 
             for run in icl_runs(spec, lang, arm.settings, out, test, refs, digest=hashes.file)]
 
 
-def lm_cell_runs(plan: TaskPlan, lang: str, files: SetFiles, out: Path,
+def lm_cell_runs(plan: TaskPlan, lang: str, files: SetFiles, out: Path, hashes: Hashes,
                  sweep: str) -> list[LmSweepRun]:
     """Every LoRA arm of ``plan`` on the buckets of one cell: the runs ``fsxlt lm-adapt
     --bucket SET --data-dir DATA_DIR`` plans for the set, less the buckets the sweep leaves
@@ -168,5 +168,5 @@ def lm_cell_runs(plan: TaskPlan, lang: str, files: SetFiles, out: Path,
     return [LmSweepRun(run, run.settings, arm.batch_size, writer, sweep)  # resolved settings
             for arm in plan.lm_lora.arms
             for run in lm_plan(plan.spec, lang, files.directory, out, arm.settings,
-                               data_dir=data_dir, predict=predict)
+                               data_dir=data_dir, predict=predict, digest=hashes.file)
             if run.bucket_path in wanted]

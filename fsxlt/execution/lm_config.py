@@ -34,7 +34,13 @@ from typing import Any
 
 from fsxlt.config_checks import check_keys, mapping, number, one_of, text
 from fsxlt.errors import FsxltError
-from fsxlt.execution.icl_config import DEFAULT_BATCH_SIZE, PathSetting, stop_setting
+from fsxlt.execution.icl_config import (
+    DEFAULT_BATCH_SIZE,
+    PathSetting,
+    check_arm_names,
+    parse_arms,
+    stop_setting,
+)
 from fsxlt.tasks import TaskSpec
 
 ARM_KEYS = ("arm", "model", "gguf_file", "lrs", "max_epochs", "patience", "seed",
@@ -78,25 +84,11 @@ def parse_lm_lora(raw: Any, spec: TaskSpec, languages: Sequence[str], where: str
         return None
     section = mapping(raw, where, "lm_lora", " (model: ..., arms: [...])")
     check_keys(section, SECTION_KEYS, where, " in lm_lora")
-    arms_raw = [{}] if section.get("arms") is None else section["arms"]
-    if not isinstance(arms_raw, list) or not arms_raw:
-        raise FsxltError(f"{where}: lm_lora.arms must be a non-empty list of mappings "
-                         "(one per arm; {} is the default LoRA arm)")
-    defaults = {key: value for key, value in section.items() if key in ARM_KEYS}
-    arms = []
-    for position, arm_raw in enumerate(arms_raw):
-        label = f"lm_lora.arms[{position}]"
-        arm_raw = mapping(arm_raw, where, label)
-        check_keys(arm_raw, ARM_KEYS, where, f" in {label}")
-        origin = {key: (label if key in arm_raw else "lm_lora") for key in ARM_KEYS}
-        arm = _arm({**defaults, **arm_raw}, origin, where, path)
-        _check_arm(arm, spec, languages, f"{where}: {label}")
-        arms.append(arm)
-    names = [arm.name for arm in arms]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise FsxltError(f"{where}: lm_lora.arms: two arms named {', '.join(twice)} for task "
-                         f"{spec.name}; give one of them arm: NAME (a name starting with lm-)")
+    arms = parse_arms(section, "lm_lora", ARM_KEYS, where, "{} is the default LoRA arm",
+                      lambda merged, origin, label: _checked_arm(
+                          _arm(merged, origin, where, path), spec, languages,
+                          f"{where}: {label}"))
+    check_arm_names(arms, "lm_lora", where, spec.name, "lm-")
     return LmPlan(tuple(arms))
 
 
@@ -152,8 +144,9 @@ def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
     return LmArm(settings, optional("batch_size", 1) or DEFAULT_BATCH_SIZE)
 
 
-def _check_arm(arm: LmArm, spec: TaskSpec, languages: Sequence[str], where: str) -> None:
-    """The arm's settings together, on the task, in each of the task's languages."""
+def _checked_arm(arm: LmArm, spec: TaskSpec, languages: Sequence[str], where: str) -> LmArm:
+    """The arm, its settings checked together, on the task, in each of the task's
+    languages."""
     from fsxlt.icl.tuning_plan import check_lm_settings
 
     try:
@@ -162,3 +155,4 @@ def _check_arm(arm: LmArm, spec: TaskSpec, languages: Sequence[str], where: str)
     except FsxltError as err:
         raise FsxltError(f"{where}: {err} (give task {spec.name} lm_lora: null to leave "
                          "its LoRA arms out)") from None
+    return arm

@@ -9,6 +9,7 @@ trains and scores the runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -173,11 +174,13 @@ def _dev_file(spec: TaskSpec, language: str, dev: Path | None, own: Path | None,
 
 def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
             settings: LmSettings, *, test: Path | None = None, dev: Path | None = None,
-            data_dir: Path | None = None, predict: Path | None = None) -> list[LmRun]:
+            data_dir: Path | None = None, predict: Path | None = None,
+            digest: Callable[[Path], str] | None = None) -> list[LmRun]:
     """The runs of ``fsxlt lm-adapt``: one per bucket of ``bucket`` (a set, a bucket of a
     set, or a bucket file), each with its dev and test files and its identity;
     ``predict``: a file of the task each run also predicts into the benchmark's
-    submission file beside its record (its hash joins the identity)."""
+    submission file beside its record (its hash joins the identity). ``digest``: how a
+    file is hashed (a sweep's cache; default: sha256 of its bytes)."""
     from fsxlt.fileio import sha256_file
     from fsxlt.icl.model import model_fingerprint
     from fsxlt.icl.run import check_predict_file
@@ -185,6 +188,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
     from fsxlt.sampling.store import read_bucket
 
     spec = get_task(task)
+    digest = digest or sha256_file
     check_lm_settings(spec, language, settings)
     settings = settings.resolved(spec)
     gguf = Path(settings.model) / (settings.gguf_file or "")
@@ -201,8 +205,8 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
     common = {"task": spec.name, "language": language, "method": arm,
               "model": model_fingerprint(settings.model, settings.gguf_file),
               "tuning": settings.describe(), "icl": repr(spec.icl), **decoding,
-              "test": digests.setdefault(test_path, sha256_file(test_path)),
-              **({"predict": sha256_file(check_predict_file(spec, predict, language))} if predict
+              "test": digests.setdefault(test_path, digest(test_path)),
+              **({"predict": digest(check_predict_file(spec, predict, language))} if predict
                  else {}),
               **({"test_part": "whole"} if test is not None and spec.reads_parts else {})}
     runs = []
@@ -213,7 +217,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
                              f"{spec.name}/{language}")
         dev_path = _dev_file(spec, language, dev, own_dev, data_dir, files)
         if dev_path not in digests:
-            digests[dev_path] = sha256_file(dev_path)
+            digests[dev_path] = digest(dev_path)
         strategy = loaded.meta.get("strategy")
         strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
         identity = {**common, "k": loaded.k, "index": loaded.index, "bucket": loaded.sha256,

@@ -384,14 +384,17 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
         return self._finish(settings, bucket_info, len(rows), runs, kept, selected, began,
                             predictions, predict)
 
-    def _settings(self, method: str | Method, lrs: Sequence[float] | None, seed: int | None,
-                  max_epochs: int | None, patience: int | None,
-                  method_options: dict[str, Any] | None, select_start: bool,
-                  batch_size: int | None, patience_from: str, regime: str | Regime,
-                  average_last: int | None, long_sentences: str,
-                  optimizer: OptimizerSettings | None, label_all_tokens: bool,
+    def _settings(self, method: str | Method = "full", lrs: Sequence[float] | None = None,
+                  seed: int | None = None, max_epochs: int | None = None,
+                  patience: int | None = None, method_options: dict[str, Any] | None = None,
+                  select_start: bool = False, batch_size: int | None = None,
+                  patience_from: str = "start", regime: str | Regime = "sequential",
+                  average_last: int | None = None,
+                  long_sentences: str = STUDY.long_sentences,
+                  optimizer: OptimizerSettings | None = None, label_all_tokens: bool = False,
                   ) -> dict[str, Any]:
-        """An adapt call's settings, each checked, the method bound to the start."""
+        """An adapt call's settings (:meth:`adapt`'s options, its defaults), each checked,
+        the method bound to the start."""
         task = self.task
         method = get_method(method, task.kind, method_options)
         lrs, seed, max_epochs, patience = adapt_settings(task, lrs, seed, max_epochs, patience)

@@ -31,11 +31,10 @@ from fsxlt.data import Example
 from fsxlt.data.buckets import Bucket
 from fsxlt.errors import FsxltError
 from fsxlt.methods import Method
-from fsxlt.models.prediction import EvalSet, prepare_eval, require_scorable
+from fsxlt.models.prediction import EvalSet, prepare_eval, require_scorable, score
 from fsxlt.training.candidates import EpochKeeper
 from fsxlt.training.followers import Follower
 from fsxlt.training.loop import data_info, restore
-from fsxlt.training.protocol import Protocol
 from fsxlt.training.records import bucket_facts
 from fsxlt.training.regimes import Regime
 
@@ -108,12 +107,13 @@ class SharedRuns:
         """Train regime ``multi`` once on ``buckets`` (the languages whose records are
         wanted, each with its view) and ``companions`` (the regime's other languages);
         return one record per wanted language, the one :meth:`adapt` gives it alone.
-        ``options``: :meth:`adapt`'s (method, lrs, seed, regime, ...)."""
+        ``options``: :meth:`adapt`'s (method, lrs, seed, regime, ...); another is a
+        ``TypeError``."""
         began = time.perf_counter()
         home, languages = self.current_view(), sorted(buckets)
         try:
             self.use_view(views[languages[0]])
-            settings = self._settings(**_adapt_options(options))
+            settings = self._settings(**options)
             if not shares_training(settings["regime"], settings["method"]):
                 raise FsxltError("only a single-stage multi regime with a method bound alike "
                                  "in every language trains once for all its languages")
@@ -144,9 +144,9 @@ class SharedRuns:
             dev_sets[language] = self._eval_set(method, "dev")
         self.use_view(views[languages[0]])  # the language whose rows and companions train
         source_dev = self._eval_set(method, "source-dev") if average_last else None
-        result: dict[str, tuple[list, list, int, dict]] = {lang: ([], [], -1, {})
-                                                           for lang in languages}
-        best: dict[str, float] = {}
+        runs: dict[str, list] = {lang: [] for lang in languages}
+        kept: dict[str, list] = {lang: [] for lang in languages}
+        chosen: dict[str, tuple[float, int, dict]] = {}  # per language: best dev, lr index, weights
         for index, lr in enumerate(settings["lrs"]):
             followers = [Follower(dev_sets[lang], settings["patience"],
                                   settings["protocol"].patience_from == "first-improvement",
@@ -157,19 +157,17 @@ class SharedRuns:
                                          settings["select_start"], settings["protocol"],
                                          settings["regime"], settings["companions"])
             for lang, follower, (run, state) in zip(languages, followers, results, strict=True):
-                runs, kept, chosen, weights = result[lang]
-                runs.append(run)
+                runs[lang].append(run)
                 if follower.keeper is not None:
-                    kept.append(follower.keeper.finish(lr))
-                if lang not in best or run["dev"]["score"] > best[lang]:
-                    best[lang] = run["dev"]["score"]
-                    result[lang] = (runs, kept, index, state)
+                    kept[lang].append(follower.keeper.finish(lr))
+                if lang not in chosen or run["dev"]["score"] > chosen[lang][0]:
+                    chosen[lang] = (run["dev"]["score"], index, state)
+        result = {lang: (runs[lang], kept[lang], chosen[lang][1], chosen[lang][2])
+                  for lang in languages}
         return result
 
     def _keeper(self, average_last: int | None, source_dev: EvalSet | None,
                 ) -> EpochKeeper | None:
-        from fsxlt.models.prediction import score
-
         if average_last is None:
             return None
         return EpochKeeper(average_last, None if source_dev is None else
@@ -189,17 +187,3 @@ class SharedRuns:
                                                           if lang != language})
         return self._finish(own, bucket_info, len(rows), runs, kept, selected, began,
                             predictions, predict)
-
-
-def _adapt_options(options: dict[str, Any]) -> dict[str, Any]:
-    """:meth:`AdaptEngine.adapt`'s keyword options as ``_settings`` takes them."""
-    known = {"method": "full", "lrs": None, "seed": None, "max_epochs": None,
-             "patience": None, "method_options": None, "select_start": False,
-             "batch_size": None, "patience_from": "start", "regime": "sequential",
-             "average_last": None, "long_sentences": Protocol().long_sentences,
-             "optimizer": None,
-             "label_all_tokens": False}
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        raise TypeError(f"adapt_languages got unknown options {', '.join(unknown)}")
-    return {**known, **options}
