@@ -96,13 +96,15 @@ def test_an_edited_dataset_is_refused_and_nothing_is_written(store, tmp_path):
     import pyarrow.parquet as pq
 
     export_hf(store, tmp_path / "ds")
-    path = tmp_path / "ds" / "xnli-de-k1" / "bucket_01.parquet"
+    from fsxlt.sampling.hf_dataset import card_configs
+
+    path = card_configs(tmp_path / "ds")["xnli-de-k1"]["bucket_01"]
     table = pq.read_table(path).to_pylist()
     table[0]["text_a"] = "an edited premise"
     import pyarrow as pa
 
     pq.write_table(pa.Table.from_pylist(table, schema=pq.read_schema(path)), path)
-    with pytest.raises(Exception, match="bucket 01.json does not hold the examples"):
+    with pytest.raises(Exception, match="split bucket_01 does not hold the examples"):
         import_hf(tmp_path / "ds", tmp_path / "back")
     assert not (tmp_path / "back").exists()
 
@@ -146,7 +148,7 @@ def test_runs_done_on_the_original_store_are_done_on_the_imported_one(store, tmp
     (["buckets", "export", "{tmp}/nowhere", "{tmp}/ds"], "no such directory"),
     (["buckets", "export", "{tmp}/empty", "{tmp}/ds"], "no bucket sets below it"),
     (["buckets", "import-hf", "{tmp}/empty", "--out", "{tmp}/b"],
-     "no fsxlt bucket sets in it"),
+     "no dataset card (README.md)"),
     (["buckets", "import-hf", "{tmp}/file.txt", "--out", "{tmp}/b"],
      "a file, not a dataset folder"),
     (["buckets", "import-hf", "org/no-such-dataset", "--out", "{tmp}/b"],
@@ -159,3 +161,17 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, says):
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "ds").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_config_is_named_after_its_set_whatever_folder_is_exported(store, tmp_path,
+                                                                     capsys):
+    """Issue 51, item 3: 0.6.0 named the configs of ``export buckets/xnli`` ``de-k1``."""
+    capsys.readouterr()
+    assert run_app(["buckets", "export", str(store / "xnli"), str(tmp_path / "a")]) == 0
+    assert "load_dataset('" + str(tmp_path / "a") + "', 'xnli-de-k1')" in capsys.readouterr().out
+    assert run_app(["buckets", "export", str(store / "xnli/de/k1"), str(tmp_path / "b")]) == 0
+    for folder in ("a", "b"):
+        import datasets
+
+        loaded = datasets.load_dataset(str(tmp_path / folder), "xnli-de-k1")
+        assert "bucket_00" in loaded

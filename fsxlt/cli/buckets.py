@@ -367,13 +367,14 @@ def export_command(
     """Write every bucket set below STORE as a Hugging Face dataset folder, or as
     lm-evaluation-harness tasks.
 
-    --format hf: one config per (task, language, K), named <task>-<lang>-k<K>; one split
-    per bucket (bucket_00 ...), plus dev_remaining, and a FewCLUE set's test and
-    bucket_NN_dev; features typed per task kind (labels as ClassLabel); a README.md
-    dataset card with the sampling settings, the source's sha256, every bucket's hash
+    --format hf: one config per (task, language, K), named <task>-<lang>-k<K> from the
+    set's manifest; one split per bucket (bucket_00 ...), plus dev_remaining, and a
+    FewCLUE or XQuAD set's test and bucket_NN_dev, each a parquet file named with its
+    content's hash; features typed per task kind (labels as ClassLabel); a README.md
+    dataset card with the sampling settings, the source's sha256, every split's hash
     and the fsxlt version; each set's fsxlt manifest beside its parquet files. Ready to
-    upload (huggingface-cli upload ORG/NAME OUT --repo-type dataset); fsxlt buckets
-    import-hf reads it back, hashes and all.
+    upload (hf upload ORG/NAME OUT --repo-type dataset); fsxlt buckets import-hf reads
+    it back, hashes and all.
 
     --format lm-eval --preset lm-eval: per bucket a task fsxlt_<task>_<lang>_k<K>_bNN on
     lm-eval's own task of the language, its few-shot examples exactly the bucket (in
@@ -441,11 +442,14 @@ def import_hf_command(
 ) -> None:
     """Read a bucket dataset (fsxlt buckets export --format hf) back into a bucket store.
 
-    Every config becomes the bucket set it was: the same examples in the same order and
-    the provenance of its manifest, so every bucket keeps its hash and runs done on the
-    original store are already done on this one. A bucket whose examples no longer give
-    the hash its manifest records (the dataset was edited) is refused, nothing written.
-    A hub id is downloaded (or read from the local cache offline).
+    Every config the dataset card lists becomes the bucket set it was, at the place its
+    own manifest gives (task, language, K, strategy) under --out: the same examples in
+    the same order and the provenance of its manifest, so every bucket keeps its hash
+    and runs done on the original store are already done on this one. Every split is
+    verified by content (buckets, remaining dev, test, each bucket's dev set); a split
+    that no longer gives its manifest's hash, a bad manifest or a data file outside its
+    config is refused in one line, nothing written. A hub id is downloaded (or read
+    from the local cache offline).
 
     Examples:
 

@@ -1,39 +1,51 @@
 """Bucket sets as a Hugging Face dataset folder, and back.
 
-:func:`export_hf` writes every set of a bucket store as one dataset *config*
-``<task>-<lang>-k<K>`` (a ``/`` in a strategy folder becomes ``-``)::
+:func:`export_hf` writes every set of a bucket store as one dataset *config*, named after
+the set itself (:func:`config_name`: ``<task>-<lang>-k<K>``, a strategy's name in front
+for a set of ``fsxlt select``), whatever folder was exported::
 
-    OUT/README.md                       the dataset card: YAML ``configs:`` (what
-                                        ``datasets.load_dataset(OUT, CONFIG)`` reads) and prose
-    OUT/<config>/bucket_00.parquet ...  one split per bucket (FewCLUE's: bucket_00 ...
-                                        bucket_04, bucket_all), its examples in order
-    OUT/<config>/dev_remaining.parquet  the dev examples in no bucket, where the set has them
-    OUT/<config>/test.parquet           the set's own test set (FewCLUE), and each
-    OUT/<config>/<bucket>_dev.parquet   bucket's own dev set (FewCLUE), as splits too
-    OUT/<config>/fsxlt_manifest.json    the set's fsxlt manifest: provenance, ids, hashes
-    OUT/fsxlt_sets.json                 each config's place in the store it came from
+    OUT/README.md                              the dataset card: YAML ``configs:`` (what
+                                               ``datasets.load_dataset(OUT, CONFIG)`` reads)
+                                               and prose
+    OUT/<config>/bucket_00-<hash>.parquet ...  one split per bucket (FewCLUE's: bucket_00 ...
+                                               bucket_04, bucket_all), its examples in order
+    OUT/<config>/dev_remaining-<hash>.parquet  the dev examples in no bucket, where the set
+                                               has them
+    OUT/<config>/test-<hash>.parquet           the set's own test set (FewCLUE, XQuAD), and
+    OUT/<config>/<bucket>_dev-<hash>.parquet   each bucket's own dev set (FewCLUE), as splits
+    OUT/<config>/fsxlt_manifest.json           the set's fsxlt manifest: provenance, ids and
+                                               the hash of every split
+
+``<hash>`` is the first 16 hex digits of the parquet file's sha256: ``datasets`` caches a
+local folder by its name and its data files' names, so a re-export of other buckets into a
+folder of the same name gets other file names, and never an earlier export's rows.
 
 Features are typed per task kind: classification ``text_a``, ``text_b`` and ``label``
 as a ``ClassLabel`` with the task's label names (CSL's keyword lists as
 ``text_b_items``); tagging ``tokens`` and ``tags`` (a sequence of ``ClassLabel``);
 multiple choice ``text``, ``choices`` and ``label`` (the right choice's position);
 extractive QA in SQuAD's layout (``answers`` = {``text``, ``answer_start``}); generation
-``source`` and ``target``; ids kept. The folder is ready for ``huggingface-cli upload``.
+``source`` and ``target``; ids kept. The folder is ready for ``hf upload``.
 
-:func:`import_hf` reads such a folder (or a hub dataset id, downloaded) with
-``datasets`` and writes each config back as a bucket set: the same examples, in the same
-order, with the provenance of its manifest, so every bucket has the hash it had
-(:func:`fsxlt.sampling.store.bucket_hash`), and a bucket whose examples no longer give
-that hash (the dataset was edited) is refused in one line, nothing written. A set of
-fsxlt 0.4 or earlier (identified by its files' bytes) comes back as a set of this
-release, identified by its content: its runs do not carry over.
+:func:`import_hf` reads such a folder (or a hub dataset id, downloaded) as input anyone
+could have written: the configs are those its card lists, each split the parquet file the
+card names inside the config's folder, each manifest checked at the store's manifest
+boundary (:func:`fsxlt.sampling.store.parse_manifest`). Each config is written back as
+the bucket set its manifest describes, at the place the manifest's own task, language,
+K and strategy give under ``--out`` (never a path read from the dataset): the same
+examples, in the same order, so every bucket has the hash it had
+(:func:`fsxlt.sampling.store.bucket_hash`) and every other split (remaining dev, test,
+a bucket's dev set) the hash its manifest records. A split that no longer gives its
+hash, a config the card lists without a manifest or a manifest no card lists is refused
+in one line, nothing written. A set of fsxlt 0.4 or earlier (identified by its files'
+bytes) comes back as a set of this release, identified by its content: its runs do not
+carry over.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,21 +61,25 @@ from fsxlt.data import (
     TextExample,
 )
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import dumps_json, staged_dir
+from fsxlt.fileio import dumps_json, dumps_jsonl, parse_yaml, read_json, sha256_text, staged_dir
 from fsxlt.sampling.store import (
     LEGACY_FORMAT,
+    MANIFEST,
     BucketSet,
     bucket_hash,
     find_sets,
+    parse_manifest,
+    plain_name,
     read_examples_jsonl,
     read_set,
     render_bucket,
+    render_set,
     write_sets,
 )
 from fsxlt.tasks import TaskSpec, get_task
 
 FSXLT_MANIFEST = "fsxlt_manifest.json"
-FSXLT_SETS = "fsxlt_sets.json"
+CARD = "README.md"
 CITATION = ("Zhao, Mengjie, Yi Zhu, Ehsan Shareghi, Ivan Vulić, Roi Reichart, Anna Korhonen "
             "and Hinrich Schütze. 2021. A Closer Look at Few-Shot Crosslingual Transfer: "
             "The Choice of Shots Matters. In Proceedings of ACL-IJCNLP 2021, pages "
@@ -72,19 +88,22 @@ CITATION = ("Zhao, Mengjie, Yi Zhu, Ehsan Shareghi, Ivan Vulić, Roi Reichart, A
 
 @dataclass(frozen=True)
 class ExportedSet:
-    """One set of an export: its config name, manifest, splits and examples."""
+    """One set of an export: its config name, manifest, splits (name -> parquet file) and
+    examples."""
 
     config: str
     directory: Path
-    splits: list[str]
+    splits: dict[str, str]
     n_examples: int
     manifest: dict[str, Any]
 
 
-def config_name(root: Path, directory: Path) -> str:
-    """A set's config name: its path below the store, ``k`` kept (``xnli-de-k4``)."""
-    parts = directory.relative_to(root).parts if directory != root else directory.parts[-3:]
-    return re.sub(r"[^\w.-]+", "-", "-".join(parts)).strip("-")
+def config_name(manifest: dict[str, Any]) -> str:
+    """A set's config name, from its manifest: ``<task>-<lang>-k<K>`` (``xnli-de-k4``), with
+    the strategy's name in front for a set of ``fsxlt select`` (``diverse-xnli-de-k4``)."""
+    strategy = manifest.get("strategy")
+    head = f"{strategy['name']}-" if isinstance(strategy, dict) and strategy.get("name") else ""
+    return f"{head}{manifest['task']}-{manifest['language']}-k{manifest['k']}"
 
 
 # --------------------------------------------------------------------------- rows
@@ -162,7 +181,7 @@ def set_splits(directory: Path) -> tuple[dict[str, Any], dict[str, list[Example]
     manifest, buckets, remaining = read_set(directory, verify=True)
     splits: dict[str, list[Example]] = {}
     for entry, bucket in zip(manifest["buckets"], buckets, strict=True):
-        name = str(entry.get("name") or Path(entry["file"]).stem)
+        name = split_stem(entry)
         splits[f"bucket_{name}"] = list(bucket.examples)
         if isinstance(entry.get("dev"), dict):
             splits[f"bucket_{name}_dev"] = read_examples_jsonl(directory / entry["dev"]["file"])
@@ -171,6 +190,31 @@ def set_splits(directory: Path) -> tuple[dict[str, Any], dict[str, list[Example]
     if remaining is not None:
         splits["dev_remaining"] = remaining
     return manifest, splits
+
+
+def split_stem(entry: dict[str, Any]) -> str:
+    """A bucket's part of its split names (``00``, ``all``): its name, else its file's stem."""
+    return str(entry.get("name") or Path(entry["file"]).stem)
+
+
+def split_hashes(manifest: dict[str, Any]) -> dict[str, str]:
+    """Each split's hash as the manifest records it: a bucket's content hash, the sha256 of
+    the JSON lines of a dev, test or remaining-dev set (:func:`examples_hash`)."""
+    hashes = {}
+    for entry in manifest["buckets"]:
+        hashes[f"bucket_{split_stem(entry)}"] = str(entry["sha256"])
+        if isinstance(entry.get("dev"), dict):
+            hashes[f"bucket_{split_stem(entry)}_dev"] = str(entry["dev"].get("sha256"))
+    for key, split in (("test", "test"), ("dev_remaining", "dev_remaining")):
+        if isinstance(manifest.get(key), dict):
+            hashes[split] = str(manifest[key].get("sha256"))
+    return hashes
+
+
+def examples_hash(examples: Iterable[Example]) -> str:
+    """The hash a manifest records for a dev, test or remaining-dev set: the sha256 of its
+    examples as the store's JSON lines."""
+    return sha256_text(dumps_jsonl(ex.to_dict() for ex in examples))
 
 
 def export_hf(store: str | Path, out: str | Path,
@@ -189,30 +233,31 @@ def export_hf(store: str | Path, out: str | Path,
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
     files: dict[str, bytes] = {}
-    exported = []
+    exported: dict[str, ExportedSet] = {}
     for directory in (progress or iter)(directories):
         manifest, splits = set_splits(directory)
-        config = config_name(store, directory)
+        config = config_name(manifest)
+        if config in exported:
+            raise FsxltError(f"{directory} and {exported[config].directory}: two sets of one "
+                             f"task, language and K ({config}); export them apart")
         task = get_task(manifest["task"])
         features = features_of(task, [ex for examples in splits.values() for ex in examples])
+        names = {}
         for split, examples in splits.items():  # one schema for every split of a config
-            data = Dataset.from_list([to_row(ex, features) for ex in examples],
-                                     features=features)
-            files[f"{config}/{split}.parquet"] = _parquet_bytes(data)
+            data = _parquet_bytes(Dataset.from_list([to_row(ex, features) for ex in examples],
+                                                    features=features))
+            names[split] = f"{config}/{split}-{hashlib.sha256(data).hexdigest()[:16]}.parquet"
+            files[names[split]] = data
         files[f"{config}/{FSXLT_MANIFEST}"] = dumps_json(manifest).encode("utf-8")
-        exported.append(ExportedSet(config, directory, list(splits),
-                                    sum(len(x) for x in splits.values()), manifest))
-    places = {one.config: one.directory.relative_to(store).as_posix() if one.directory != store
-              else "/".join(one.directory.parts[-3:]) for one in exported}
-    if len(places) != len(exported):
-        raise FsxltError(f"{store}: two sets would share a config name; export them apart")
-    files[FSXLT_SETS] = dumps_json(places).encode("utf-8")
-    files["README.md"] = dataset_card(exported, store).encode("utf-8")
+        exported[config] = ExportedSet(config, directory, names,
+                                       sum(len(x) for x in splits.values()), manifest)
+    sets = list(exported.values())
+    files[CARD] = dataset_card(sets).encode("utf-8")
     with staged_dir(out) as staging:  # the folder appears whole, or not at all
         for name, data in files.items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_bytes(data)
-    return exported
+    return sets
 
 
 def _parquet_bytes(data: Any) -> bytes:
@@ -224,23 +269,21 @@ def _parquet_bytes(data: Any) -> bytes:
     return buffer.getvalue()
 
 
-def dataset_card(sets: list[ExportedSet], store: Path) -> str:
+def dataset_card(sets: list[ExportedSet]) -> str:
     """The README.md: YAML ``configs`` for ``datasets``, then what each set is."""
     lines = ["---", "configs:"]
     for one in sets:
         lines += [f"- config_name: {one.config}", "  data_files:"]
-        lines += [f"  - split: {split}\n    path: {one.config}/{split}.parquet"
-                  for split in one.splits]
+        lines += [f"  - split: {split}\n    path: {path}" for split, path in one.splits.items()]
     lines += ["license: other  # the source data's license: fill in (fsxlt does not know it)",
               "tags:", "- few-shot", "- crosslingual-transfer", "- fsxlt", "---", "",
               "# fsxlt bucket sets", "",
-              f"Few-shot buckets exported by fsxlt {__version__} from `{store.name}`. Each "
-              "config is one (task, language, K) set; each split `bucket_NN` is one "
-              "bucket, its examples in order; `dev_remaining` holds the dev examples in "
-              "no bucket (model selection), `test` and `bucket_NN_dev` a set's own test and "
-              "dev sets. Load one with `datasets.load_dataset(PATH_OR_ID, CONFIG)`; "
-              "`fsxlt buckets import-hf PATH_OR_ID --out STORE` turns the folder back into "
-              "a bucket store with the same bucket hashes.", ""]
+              f"Few-shot buckets exported by fsxlt {__version__}: {len(sets)} sets. Each "
+              "config is one (task, language, K) set of buckets; each split `bucket_NN` is "
+              "one bucket, its examples in the order they are trained on. Load one with "
+              "`datasets.load_dataset(PATH_OR_ID, CONFIG, split='bucket_00')`; `fsxlt "
+              "buckets import-hf PATH_OR_ID --out STORE` turns the folder back into a bucket "
+              "store with the same hashes, each split verified.", ""]
     for one in sets:
         lines += _set_section(one)
     lines += ["## License", "", "The buckets are samples of their source data and carry "
@@ -266,11 +309,21 @@ def _set_section(one: ExportedSet) -> list[str]:
              f"- labels: {', '.join(manifest.get('labels') or [])}"
              + (f"; missing from the pool: {', '.join(manifest['missing_labels'])}"
                 if manifest.get("missing_labels") else ""), "",
-             "| split | bucket hash (sha256) |", "|---|---|"]
-    for entry in manifest["buckets"]:
-        name = str(entry.get("name") or Path(entry["file"]).stem)
-        lines.append(f"| bucket_{name} | `{entry['sha256']}` |")
+             "| split | what it is | hash (sha256) |", "|---|---|---|"]
+    for split, digest in split_hashes(manifest).items():
+        lines.append(f"| {split} | {_split_role(split)} | `{digest}` |")
     return [*lines, ""]
+
+
+def _split_role(split: str) -> str:
+    """What a split is, in words, for the card's table."""
+    if split == "test":
+        return "the set's own test set"
+    if split == "dev_remaining":
+        return "dev examples in no bucket (model selection)"
+    if split.endswith("_dev"):
+        return "the bucket's own dev set"
+    return "a bucket (content hash)"
 
 
 GUARANTEES = {
@@ -290,27 +343,66 @@ def import_hf(source: str | Path, out: str | Path, *, replace: bool = False,
               progress: Callable[[Iterable[str]], Iterable[str]] | None = None,
               ) -> list[BucketSet]:
     """Write every config of the dataset folder (or hub dataset id) ``source`` as a bucket
-    set under ``out`` (module docstring); returns the sets, each with ``written``."""
+    set under ``out`` (module docstring); returns the sets, each with ``written``. Every
+    config is read and verified before anything is written."""
     folder = _dataset_folder(source)
-    configs = sorted(p.parent.name for p in folder.glob(f"*/{FSXLT_MANIFEST}"))
-    if not configs:
-        raise FsxltError(f"{source}: no fsxlt bucket sets in it (no <config>/{FSXLT_MANIFEST}; "
-                         "export one with fsxlt buckets export --format hf)")
-    sets = [_read_config(folder, config) for config in (progress or iter)(configs)]
-    places = _places(folder)
-    folders = [str(Path(places.get(config, "a/b/c")).parent.parent.parent)
-               for config in configs]  # a strategy's folder (fsxlt select), else "."
+    configs = card_configs(folder)
+    sets = [_read_config(folder, config, configs[config])
+            for config in (progress or iter)(list(configs))]
+    folders = [bucket_set.strategy["name"] if bucket_set.strategy else "."
+               for bucket_set in sets]  # a strategy's folder (fsxlt select), else the root
     write_sets(out, sets, replace=replace, folders=folders)
     return sets
 
 
-def _places(folder: Path) -> dict[str, str]:
-    """Each config's place in the store it was exported from ({} when not recorded)."""
-    try:
-        places = json.loads((folder / FSXLT_SETS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in places.items()} if isinstance(places, dict) else {}
+def card_configs(folder: Path) -> dict[str, dict[str, Path]]:
+    """The configs the dataset card lists, each with its splits' parquet files; one line
+    for a card that is not an fsxlt export's, a data file outside its config's folder, a
+    listed config without a manifest or a manifest in no listed config."""
+    card = folder / CARD
+    if not card.is_file():
+        raise FsxltError(f"{folder}: no dataset card ({CARD}); not a folder fsxlt buckets "
+                         "export --format hf wrote")
+    text = card.read_text(encoding="utf-8", errors="replace")
+    parts = text.split("---", 2) if text.startswith("---") else []
+    meta = parse_yaml(parts[1], str(card)) if len(parts) == 3 else None
+    listed = meta.get("configs") if isinstance(meta, dict) else None
+    if not isinstance(listed, list) or not listed:
+        raise FsxltError(f"{card}: no configs in its YAML front matter; not a folder fsxlt "
+                         "buckets export --format hf wrote")
+    configs: dict[str, dict[str, Path]] = {}
+    for position, entry in enumerate(listed):
+        name = entry.get("config_name") if isinstance(entry, dict) else None
+        if not plain_name(name) or name in configs:
+            raise FsxltError(f"{card}: configs[{position}] has config_name {name!r}, not a "
+                             "plain name of its own")
+        configs[name] = _config_files(card, name, entry.get("data_files"))
+        if not (folder / name / FSXLT_MANIFEST).is_file():
+            raise FsxltError(f"{folder}: config {name}, which the card lists, has no "
+                             f"{name}/{FSXLT_MANIFEST}; nothing was written")
+    unlisted = sorted(p.parent.name for p in folder.glob(f"*/{FSXLT_MANIFEST}")
+                      if p.parent.name not in configs)
+    if unlisted:
+        raise FsxltError(f"{folder}: {unlisted[0]}/{FSXLT_MANIFEST} belongs to no config the "
+                         "card lists; nothing was written")
+    return configs
+
+
+def _config_files(card: Path, config: str, data_files: Any) -> dict[str, Path]:
+    """A config's splits and their parquet files, each a plain file in the config's folder."""
+    if not isinstance(data_files, list):
+        raise FsxltError(f"{card}: config {config} lists no data_files")
+    files = {}
+    for entry in data_files:
+        split = entry.get("split") if isinstance(entry, dict) else None
+        path = entry.get("path") if isinstance(entry, dict) else None
+        parts = path.split("/") if isinstance(path, str) else []
+        if not plain_name(split) or len(parts) != 2 or parts[0] != config \
+                or not plain_name(parts[1]) or not parts[1].endswith(".parquet"):
+            raise FsxltError(f"{card}: config {config} has data file {path!r} for split "
+                             f"{split!r}; a split must be one parquet file in {config}/")
+        files[split] = card.parent / config / parts[1]
+    return files
 
 
 def _dataset_folder(source: str | Path) -> Path:
@@ -330,47 +422,53 @@ def _dataset_folder(source: str | Path) -> Path:
                          f"download ({type(err).__name__}: {first})") from None
 
 
-def _read_config(folder: Path, config: str) -> BucketSet:
-    """One config back as the bucket set its manifest describes, every bucket's hash
-    checked against the manifest."""
-    manifest_path = folder / config / FSXLT_MANIFEST
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    task = get_task(manifest["task"])
-    with tempfile.TemporaryDirectory(prefix="fsxlt-import-") as cache:
-        return _config_set(folder, config, manifest, task, cache)
-
-
-def _config_set(folder: Path, config: str, manifest: dict[str, Any], task: TaskSpec,
-                cache: str) -> BucketSet:
-    """:func:`_read_config` with ``datasets``' cache in ``cache``, a folder of its own: its
-    shared cache keys a local folder by its name, not its content, and would give an
-    earlier export's rows."""
-    from datasets import disable_progress_bars, load_dataset
-
-    disable_progress_bars()
+def _read_config(folder: Path, config: str, files: dict[str, Path]) -> BucketSet:
+    """One config back as the bucket set its manifest describes, every split verified."""
+    path = folder / config / FSXLT_MANIFEST
+    manifest = parse_manifest(read_json(path), path)
     try:
-        data = load_dataset(str(folder), config, cache_dir=cache)
-    except Exception as err:  # a parquet file edited to another schema, cut, missing
-        cause = err.__cause__ or err
-        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:200]
-        raise FsxltError(f"{folder}: config {config} does not load as a dataset "
-                         f"({type(cause).__name__}: {first}); nothing was written") from None
+        task = get_task(manifest["task"])
+    except FsxltError as err:
+        raise FsxltError(f"{path}: {err}") from None
+    where = f"{folder}: config {config}"
+    wanted = split_hashes(manifest)
+    extra = sorted(set(files) - set(wanted))
+    if extra:
+        raise FsxltError(f"{where} has split {extra[0]}, which its manifest does not list; "
+                         "nothing was written")
 
     def split(name: str) -> list[Example]:
-        if name not in data:
-            raise FsxltError(f"{folder}: config {config} has no split {name} (its manifest "
-                             "lists it)")
-        rows = data[name]
-        return [from_row(row, task.kind, rows.features) for row in rows]
+        if name not in files:
+            raise FsxltError(f"{where} has no split {name} (its manifest lists it); nothing "
+                             "was written")
+        return _read_split(files[name], task.kind, where, name)
 
-    names = [str(e.get("name") or Path(e["file"]).stem) for e in manifest["buckets"]]
+    names = [split_stem(e) for e in manifest["buckets"]]
     buckets = [split(f"bucket_{name}") for name in names]
     devs = [split(f"bucket_{name}_dev") for name in names] \
         if any(isinstance(e.get("dev"), dict) for e in manifest["buckets"]) else None
-    return _bucket_set(manifest, buckets, devs,
-                       split("test") if manifest.get("test") else None,
-                       split("dev_remaining") if manifest.get("dev_remaining") else None,
-                       f"{folder}/{config}")
+    bucket_set = _bucket_set(manifest, buckets, devs,
+                             split("test") if manifest.get("test") else None,
+                             split("dev_remaining") if manifest.get("dev_remaining") else None,
+                             where)
+    _verify_splits(manifest, bucket_set, where)
+    return bucket_set
+
+
+def _read_split(path: Path, kind: str, where: str, name: str) -> list[Example]:
+    """A split's examples from its parquet file (features as ``datasets`` wrote them)."""
+    import pyarrow.parquet as pq
+    from datasets import Features
+
+    try:
+        table = pq.read_table(path)
+        features = Features.from_arrow_schema(table.schema)
+        return [from_row(row, kind, features) for row in table.to_pylist()]
+    except Exception as err:  # a cut or edited file, another schema, rows of another kind
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
+        raise FsxltError(f"{where}: split {name} ({path.name}) does not read as its "
+                         f"examples ({type(err).__name__}: {first}); nothing was "
+                         "written") from None
 
 
 def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
@@ -398,11 +496,34 @@ def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
     if manifest.get("format") != LEGACY_FORMAT:
         for position, entry in enumerate(entries):
             if bucket_hash(render_bucket(bucket_set, position)) != entry["sha256"]:
-                raise FsxltError(f"{where}: bucket {entry['file']} does not hold the examples "
-                                 "its manifest's hash records (the dataset was changed); "
-                                 "nothing was written")
+                raise FsxltError(f"{where}: split bucket_{split_stem(entry)} does not hold the "
+                                 "examples its manifest's hash records (the dataset was "
+                                 "changed); nothing was written")
     return bucket_set
 
 
-__all__ = ["FSXLT_MANIFEST", "FSXLT_SETS", "ExportedSet", "config_name", "export_hf",
-           "features_of", "from_row", "import_hf", "to_row"]
+def _verify_splits(manifest: dict[str, Any], bucket_set: BucketSet, where: str) -> None:
+    """Every split that is not a bucket gives the hash its manifest records, and the set
+    renders to the manifest it came with (less the writer's version): the manifest is
+    never rewritten to fit what the dataset holds."""
+    held = {"test": bucket_set.test, "dev_remaining": bucket_set.dev_remaining}
+    for name, devs in zip(bucket_set.bucket_names(), bucket_set.devs or [], strict=False):
+        held[f"bucket_{name}_dev"] = devs
+    recorded = split_hashes(manifest)
+    for split, examples in held.items():
+        if split in recorded and examples_hash(examples or []) != recorded[split]:
+            raise FsxltError(f"{where}: split {split} does not hold the examples its "
+                             "manifest's hash records (the dataset was changed); nothing "
+                             "was written")
+    rendered = parse_manifest(json.loads(render_set(bucket_set)[MANIFEST]),
+                              where)
+    ignored = ("fsxlt_version", "format") + (("buckets",) if manifest.get("format")
+                                             == LEGACY_FORMAT else ())
+    for key in sorted(set(manifest) | set(rendered)):
+        if key not in ignored and manifest.get(key) != rendered.get(key):
+            raise FsxltError(f"{where}: its manifest's {key} is not what its splits give "
+                             "(the dataset was changed); nothing was written")
+
+
+__all__ = ["CARD", "FSXLT_MANIFEST", "ExportedSet", "card_configs", "config_name",
+           "export_hf", "features_of", "from_row", "import_hf", "split_hashes", "to_row"]
