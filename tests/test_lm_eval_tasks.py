@@ -199,7 +199,9 @@ def test_lm_eval_results_become_records_that_the_report_pairs(study, results, tm
     runs, buckets = tmp_path / "runs", study["root"] / "buckets"
     args = ["import", "lm-eval", str(results), "--runs", str(runs), "--buckets", str(buckets)]
     assert run_app(args) == 0
-    arm = "lm-eval-lm"
+    from fsxlt.identity import fingerprint
+
+    arm = f"lm-eval-lm-{fingerprint(study['model'])[7:15]}"
     data = json.loads(next(results.rglob("results_*.json")).read_text())
     for index in (0, 1):
         record = json.loads((runs / f"xnli/de/k1/{arm}/{index:02d}.json").read_text())
@@ -209,7 +211,9 @@ def test_lm_eval_results_become_records_that_the_report_pairs(study, results, tm
         assert record["run"]["identity"]["lm_eval"] == data["lm_eval_version"]
         assert (runs / f"xnli/de/k1/{arm}/{index:02d}.predictions.jsonl").is_file()
     capsys.readouterr()
-    assert run_app(args) == 0 and "already done" in capsys.readouterr().out
+    assert run_app(args) == 0
+    out = capsys.readouterr().out  # issue 51, item 13: counts what it imported
+    assert "already done" in out and "0 lm-eval runs imported" in out and "2 already done" in out
     assert run_app(["icl", "--task", "xnli", "--lang", "de", "--model", str(study["model"]),
                     "--bucket", str(buckets / "xnli/de/k1"), "--test",
                     str(study["tests"]["xnli"]), "--preset", "lm-eval", "--threads", "1",
@@ -251,3 +255,127 @@ def test_bad_lm_eval_results_are_one_line_and_write_nothing(study, results, tmp_
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()
+
+
+# --------------------------------------------------------------------------- results as input
+
+def _import(copy: Path, study: dict, tmp_path: Path, *extra: str) -> int:
+    return run_app(["import", "lm-eval", str(copy), "--runs", str(tmp_path / "runs"),
+                    "--buckets", str(study["root"] / "buckets"), *extra])
+
+
+def _refused(copy: Path, study: dict, tmp_path: Path, capsys, says: str, *extra: str) -> None:
+    capsys.readouterr()
+    assert _import(copy, study, tmp_path, *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert not (tmp_path / "runs").exists()
+
+
+def _with_test_file(study: dict, tmp_path: Path, edit) -> Path:
+    """The results, with every task's test file replaced by an edited copy of it."""
+    copy = _copy(study["root"] / "results", tmp_path)
+    lines = study["tests"]["xnli"].read_text(encoding="utf-8").splitlines(keepends=True)
+    edited = tmp_path / "edited" / study["tests"]["xnli"].name  # its ids name the file
+    edited.parent.mkdir()
+    edited.write_text("".join(edit(lines)), encoding="utf-8")
+    path = next(copy.rglob("results_*.json"))
+    data = json.loads(path.read_text())
+    for config in data["configs"].values():
+        if "bucket" in (config.get("metadata") or {}):
+            config["metadata"]["bucket"]["test"] = str(edited)
+    path.write_text(json.dumps(data))
+    return copy
+
+
+def _relabel(lines: list[str]) -> list[str]:
+    cells = lines[0].rstrip("\n").split("\t")
+    cells[-1] = next(label for label in NLI if label != cells[-1])
+    return ["\t".join(cells) + "\n", *lines[1:]]
+
+
+def _reword(lines: list[str]) -> list[str]:
+    cells = lines[1].rstrip("\n").split("\t")
+    cells[0] = "an edited premise"
+    return [lines[0], "\t".join(cells) + "\n", *lines[2:]]
+
+
+@pytest.mark.parametrize("edit, says", [
+    (_relabel, "with gold label"),
+    (_reword, "with another text than"),
+    (lambda lines: lines[::-1], "the test file is not the one lm-eval ran"),
+])
+def test_samples_are_matched_to_the_test_file_by_content(study, results, tmp_path, capsys,
+                                                         edit, says):
+    """Issue 50, item 7: a gold label edited after lm-eval ran, an edited sentence, a
+    reversed test file (its line-number ids now name other examples) are refused."""
+    _refused(_with_test_file(study, tmp_path, edit), study, tmp_path, capsys, says)
+
+
+def test_another_bucket_s_samples_are_refused(study, results, tmp_path, capsys):
+    """Issue 50, item 8: bucket 00's samples filed as bucket 01's: the prompts do not hold
+    bucket 01's demonstrations."""
+    copy = _copy(results, tmp_path)
+    first = next(copy.rglob("samples_fsxlt_xnli_de_k1_b00_*.jsonl"))
+    second = next(copy.rglob("samples_fsxlt_xnli_de_k1_b01_*.jsonl"))
+    second.write_bytes(first.read_bytes())
+    _refused(copy, study, tmp_path, capsys, "do not hold bucket 1's demonstrations")
+
+
+@pytest.mark.parametrize("where", ["results", "samples"])
+def test_an_acc_that_disagrees_with_the_samples_is_refused(study, results, tmp_path, capsys,
+                                                           where):
+    """Issue 50, item 9: lm-eval's acc edited, or a per-sample acc edited: refused, naming
+    both numbers."""
+    copy = _copy(results, tmp_path)
+    if where == "results":
+        path = next(copy.rglob("results_*.json"))
+        data = json.loads(path.read_text())
+        data["results"]["fsxlt_xnli_de_k1_b00"]["acc,none"] = 0.5
+        path.write_text(json.dumps(data))
+    else:
+        path = next(copy.rglob("samples_fsxlt_xnli_de_k1_b00_*.jsonl"))
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        rows[0]["acc"] = 1.0 - rows[0]["acc"]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _refused(copy, study, tmp_path, capsys, "lm-eval's acc of fsxlt_xnli_de_k1_b00 is ")
+
+
+def test_two_models_in_folders_of_one_name_are_two_arms(study, results, tmp_path, capsys):
+    """Issue 50, item 10: the model is its files' hash, and the default arm carries it: the
+    same results imported for another model folder named ``lm`` (``--model``) is another
+    arm beside the first, and --arm names one."""
+    import shutil
+
+    from fsxlt.identity import fingerprint
+
+    other = tmp_path / "b" / "lm"
+    shutil.copytree(study["model"], other)
+    (other / "config.json").write_text((other / "config.json").read_text() + "\n")
+    assert _import(results, study, tmp_path) == 0
+    assert _import(results, study, tmp_path, "--model", str(other)) == 0
+    arms = sorted(p.name for p in (tmp_path / "runs/xnli/de/k1").iterdir())
+    assert arms == sorted([f"lm-eval-lm-{fingerprint(study['model'])[7:15]}",
+                           f"lm-eval-lm-{fingerprint(other)[7:15]}"])
+    identities = {json.loads((tmp_path / f"runs/xnli/de/k1/{arm}/00.json").read_text())
+                  ["run"]["identity"]["model"] for arm in arms}
+    assert identities == {fingerprint(study["model"]), fingerprint(other)}
+    assert _import(results, study, tmp_path, "--arm", "lm-eval-mine") == 0
+    assert (tmp_path / "runs/xnli/de/k1/lm-eval-mine/01.json").is_file()
+    capsys.readouterr()
+    assert _import(results, study, tmp_path, "--arm", "../x") == 2
+    assert "arm name starts with lm-eval" in capsys.readouterr().err
+    assert _import(results, study, tmp_path, "--model", str(tmp_path / "nowhere")) == 2
+
+
+def test_an_export_with_a_relative_data_dir_imports_from_anywhere(study, tmp_path,
+                                                                  monkeypatch):
+    """Issue 50, item 11: the test file's path in each task's metadata is absolute."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "test-de.tsv").write_bytes(study["tests"]["xnli"].read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert run_app(["buckets", "export", str(study["root"] / "buckets" / "xnli"), "t",
+                    "--format", "lm-eval", "--preset", "lm-eval", "--data-dir", "data"]) == 0
+    config = yaml.safe_load((tmp_path / "t/xnli-de-k1/fsxlt_xnli_de_k1_b00.yaml").read_text())
+    assert config["metadata"]["bucket"]["test"] == str((tmp_path / "data/test-de.tsv").resolve())
+    assert config["metadata"]["bucket"]["seed"] == 0

@@ -25,28 +25,41 @@ def import_lm_eval_command(
     ] = Path("buckets"),
     replace: Annotated[bool, typer.Option(
         "--replace", help="Replace finished records of other settings.")] = False,
+    arm: Annotated[str | None, typer.Option(
+        "--arm", help="The arm's name (starts with lm-eval); default lm-eval-<model>, with "
+        "the start of its files' hash for a local folder.")] = None,
+    model: Annotated[Path | None, typer.Option(
+        "--model", help="The model folder lm-eval ran, where it is now (default: the "
+        "pretrained path in the results, where it exists here).")] = None,
 ) -> None:
     """Turn lm-eval's results on tasks of fsxlt buckets export --format lm-eval into run
     records, one per bucket, beside the other arms of the same buckets.
 
-    The arm is lm-eval-<model>; each record's predictions are the arg-max of lm-eval's
-    per-sample log-likelihoods (run lm_eval with --log_samples), scored with the task's
-    metric; its identity is the model and revision, the task config's hash, the bucket's
-    hash, the test file's and lm-eval's version. A bucket hash that matches no bucket of
-    --buckets, results of a task fsxlt did not export or a missing per-sample file is one
-    line, nothing written. fsxlt report and report --compare then show and pair the arm.
+    Each sample is checked against content: its gold label and every option's prompt
+    must be the ones fsxlt icl --preset lm-eval renders from the bucket's demonstrations
+    and that test example, and lm-eval's acc, its per-sample acc and the arg-max of its
+    per-sample log-likelihoods (run lm_eval with --log_samples) must agree. The arm is
+    lm-eval-<model> (or --arm); the run's identity is the model by its files' hash (a
+    hub id at the commit lm-eval recorded), the task config's hash, the bucket's hash,
+    the test file's and lm-eval's version. Anything that does not match is one line,
+    nothing written. fsxlt report and report --compare then show and pair the arm.
 
     Example:
 
+    \b
       lm_eval --model hf --model_args pretrained=MODEL --include_path tasks \\
           --tasks fsxlt_xnli_de_k4 --log_samples --output_path results
-      fsxlt import lm-eval results --runs runs --buckets buckets
-      fsxlt report runs --compare lm-eval-MODEL icl-lmeval
+      fsxlt import lm-eval results --runs runs --buckets buckets --arm lm-eval-mine
+      fsxlt report runs --compare lm-eval-mine icl-lmeval
     """
     from fsxlt.icl.lm_eval_results import import_lm_eval
 
-    done = import_lm_eval(results, runs, buckets, replace=replace)
+    done = import_lm_eval(results, runs, buckets, replace=replace, arm=arm, model=model)
     for one in done:
         typer.echo(f"{one.path}: {one.state} (test {one.record['metric']} "
                    f"{100 * one.record['test_score']:.2f})")
-    typer.echo(f"{len(done)} lm-eval runs imported into {runs}")
+    counts = {state: sum(one.state == state for one in done)
+              for state in ("new", "replaced", "already done")}
+    typer.echo(f"{counts['new'] + counts['replaced']} lm-eval runs imported into {runs} "
+               f"({counts['new']} new, {counts['replaced']} replaced), "
+               f"{counts['already done']} already done")

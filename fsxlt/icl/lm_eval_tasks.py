@@ -16,8 +16,10 @@ bucket's size) and the test file as the test split, both local JSON lines. The
 demonstrations are in the order ``fsxlt icl`` shows them (a shuffle seeded by ``seed``
 and the bucket's index, :func:`fsxlt.icl.run.demonstration_order`), so ``fsxlt icl
 --preset lm-eval`` and ``lm_eval --include_path OUT --tasks fsxlt_xnli_de_k4`` prompt alike.
-A task's ``metadata`` names the bucket's hash and the fsxlt version that wrote it. Data
-paths are absolute: export again after moving the folder.
+A task's ``metadata`` names the bucket's index and hash, the demonstration order's seed,
+the test file (its absolute, resolved path) and the fsxlt version that wrote it. Data
+paths are absolute, so an import works from any working directory: export again after
+moving the folder.
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def export_lm_eval(store: str | Path, out: str | Path, test_file: Callable[[str,
             config = task_config(name, include, out.resolve() / data,
                                  out.resolve() / f"{stem}/test.jsonl", len(order),
                                  {"index": bucket.index, "sha256": bucket.sha256,
-                                  "test": str(test_path)})
+                                  "seed": seed, "test": str(Path(test_path).resolve())})
             files[f"{stem}/{name}.yaml"] = yaml.safe_dump(config, sort_keys=False,
                                                           allow_unicode=True)
             names.append(name)
