@@ -43,12 +43,21 @@ def tables(page: str) -> list[tuple[list[str], list[list[str]]]]:
     return found
 
 
-def page_csv(page: str) -> str:
+class MalformedTable(ValueError):
+    """A table row with another number of cells than its header."""
+
+
+def page_csv(page: str, name: str = "page") -> str:
+    """The page's tables as the CSV's rows; a row whose cells do not match its table's
+    header raises :class:`MalformedTable` naming the table and the row."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["table", "row", "column", "value"])
     for number, (header, rows) in enumerate(tables(page), 1):
         for row in rows:
+            if len(row) != len(header):
+                raise MalformedTable(f"{name}: table {number}, row {row[0]!r}: {len(row)} "
+                                     f"cells under a header of {len(header)}")
             for column, value in zip(header[1:], row[1:], strict=True):
                 writer.writerow([number, row[0], column, value])
     return out.getvalue()
@@ -61,7 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     stale = []
     for page in sorted(RESULTS.glob("20*.md")):
-        text = page_csv(page.read_text(encoding="utf-8"))
+        try:
+            text = page_csv(page.read_text(encoding="utf-8"), str(page))
+        except MalformedTable as err:
+            sys.exit(f"error: {err}")
         target = page.with_suffix(".csv")
         has_cells = text.count("\n") > 1
         if args.check:

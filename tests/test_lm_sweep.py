@@ -127,10 +127,16 @@ def test_method_filter_and_dry_run_see_the_lora_arm(study, tmp_path, capsys):
     ({"epochs": 3}, "unknown key"),
     ({"arm": "lora"}, "arm name starts with lm-"),
     ({"arms": [{}, {}]}, "two arms named lm-lora"),
+    # issue 50, item 12: found while planning, before any arm runs
+    ({"model": "/no/such/lm"}, "lm_lora.model /no/such/lm: no such folder"),
+    ({"gguf_file": "model.gguf"}, "holds no GGUF file model.gguf"),
+    ({"icl_model": "/no/such/lm"}, "icl.model /no/such/lm: no such folder"),
 ])
 def test_bad_lm_lora_sections_are_one_line_and_write_nothing(study, tmp_path, capsys, change,
                                                              message):
     config = three_arms(study, tmp_path / "runs")
+    if "icl_model" in change:
+        config["icl"]["model"] = change.pop("icl_model")
     config["lm_lora"].update(change)
     if change.get("model", "") is None:
         config["lm_lora"].pop("model")

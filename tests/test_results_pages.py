@@ -57,6 +57,18 @@ def test_the_tables_script_reads_cells_not_facts_or_code():
         "table,row,column,value\n1,de,K=1,52.1 ± 2.0\n"
 
 
+def test_a_malformed_table_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """Issue 50, item 16: a row with a cell too many (0.6.0: ValueError from zip)."""
+    tables_script = script("results_tables")
+    (tmp_path / "2026-01-01-x.md").write_text("| target | K=1 |\n|---|---|\n| de | 1 | 2 |\n",
+                                              encoding="utf-8")
+    monkeypatch.setattr(tables_script, "RESULTS", tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        tables_script.main(["--check"])
+    assert str(stop.value).count("\n") == 0
+    assert "2026-01-01-x.md: table 1, row 'de': 3 cells under a header of 2" in str(stop.value)
+
+
 def test_the_panx_slices_are_the_ranges_the_pages_name(tmp_path):
     panx = tmp_path / "panx"
     panx.mkdir()

@@ -77,6 +77,7 @@ def report_cmd(
       fsxlt report runs --strategies --out report
     """
     from fsxlt.report import (
+        claim_report_dir,
         report_text,
         sources_text,
         strategies_text,
@@ -88,6 +89,7 @@ def report_cmd(
         raise FsxltError("--ddof must be >= 0 and --expected-buckets >= 1")
     if out is not None:
         check_output_dir(out, "report directory")
+        claim_report_dir(out, runs_dir)
     if sources:
         typer.echo(sources_text(runs_dir, fmt, out, warn=_warn), nl=False)
         return

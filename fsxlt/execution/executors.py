@@ -247,13 +247,19 @@ def _ray_group(group: list[RunSpec], device: str, threads: int,
     return run_group(group, device=device, save_predictions=save_predictions)
 
 
-def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], *,
-             address: str | None, gpus_per_task: float, cpus_per_task: float,
-             device: str, save_predictions: bool = False) -> None:
+def _ray_module() -> Any:
+    """Ray, or one line saying how to install it."""
     try:
         import ray
     except ImportError:
         raise FsxltError("the ray executor needs Ray: pip install 'fsxlt[ray]'") from None
+    return ray
+
+
+def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], *,
+             address: str | None, gpus_per_task: float, cpus_per_task: float,
+             device: str, save_predictions: bool = False) -> None:
+    ray = _ray_module()
     started = False
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
@@ -330,6 +336,8 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
     if gpus_per_task < 0 or cpus_per_task <= 0:
         raise FsxltError("--gpus-per-task must be >= 0 and --cpus-per-task > 0")
+    if executor == "ray":
+        _ray_module()  # refused before anything is written, not after the K=0 records
     check_out(config)
     plan = expand(config)  # every input checked before anything is written
     status = sweep_status(config, save_predictions, plan, replace)  # refusals: nothing written

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fsxlt.config_checks import check_keys, flag, mapping, number, one_of, text
@@ -52,6 +53,25 @@ SECTION_KEYS = (*ARM_KEYS, "arms", "zero_shot")
 DEFAULT_BATCH_SIZE = 8
 
 PathSetting = Callable[[str, str], str]  # (value, key) -> the value with {task} filled in
+
+
+def check_lm_location(model: str, gguf_file: str | None, where: str, key: str) -> str:
+    """``model`` if it is a folder here (holding ``gguf_file`` where one is named) or a name
+    the hub accepts; else one line naming the config key, while the sweep is planned
+    (0.6.0 found a missing folder only when the arm's first run loaded it)."""
+    from fsxlt.identity import hub_id_like, split_revision
+
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        if gguf_file and not (folder / gguf_file).is_file():
+            raise FsxltError(f"{where}: {key} {model}: holds no GGUF file {gguf_file}")
+        return model
+    if folder.exists():
+        raise FsxltError(f"{where}: {key} {model}: a file, not a model folder or hub name")
+    if not hub_id_like(split_revision(model)[0]):
+        raise FsxltError(f"{where}: {key} {model}: no such folder, and not a model name the "
+                         "hub would accept")
+    return model
 
 
 @dataclass(frozen=True)
@@ -160,9 +180,10 @@ def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
         raise FsxltError(f"{where}: {origin['model']} needs model (a causal LM: a hub name "
                          "or a directory)")
     encoder = text(merged.get("encoder"), where, key("encoder"))
+    gguf_file = text(merged.get("gguf_file"), where, key("gguf_file"))
+    model = check_lm_location(path(model, key("model")), gguf_file, where, key("model"))
     settings = IclSettings(
-        model=path(model, key("model")),
-        gguf_file=text(merged.get("gguf_file"), where, key("gguf_file")),
+        model=model, gguf_file=gguf_file,
         template_language=one_of(merged.get("template_lang", "en"), PROMPT_LANGUAGES, where,
                                  key("template_lang")),
         words_language=one_of(merged.get("words_lang", "en"), PROMPT_LANGUAGES, where,

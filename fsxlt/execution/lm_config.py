@@ -38,6 +38,7 @@ from fsxlt.execution.icl_config import (
     DEFAULT_BATCH_SIZE,
     PathSetting,
     check_arm_names,
+    check_lm_location,
     parse_arms,
     stop_setting,
 )
@@ -126,9 +127,10 @@ def _arm(merged: dict[str, Any], origin: dict[str, str], where: str,
     prompt = PromptSettings(
         one_of(merged.get("template_lang", "en"), PROMPT_LANGUAGES, where, key("template_lang")),
         one_of(merged.get("words_lang", "en"), PROMPT_LANGUAGES, where, key("words_lang")))
+    gguf_file = text(merged.get("gguf_file"), where, key("gguf_file"))
     settings = LmSettings(
-        model=path(model, key("model")), gguf_file=text(merged.get("gguf_file"), where,
-                                                        key("gguf_file")),
+        model=check_lm_location(path(model, key("model")), gguf_file, where, key("model")),
+        gguf_file=gguf_file,
         lrs=tuple(number(lr, where, key("lrs"), float, 0.0) for lr in lrs),
         max_epochs=optional("max_epochs", 1), patience=optional("patience", 1),
         seed=optional("seed", 0), mini_batch=optional("mini_batch", 1), lora=lora,

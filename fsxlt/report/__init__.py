@@ -31,6 +31,34 @@ __all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "fo
            "sources_text", "strategies_text", "write_report"]
 
 
+# what a report writes into its folder: report, cells, records, sources, strategies and
+# compare tables, and the plots folder
+REPORT_FILES = ("report.", "cells.", "records.", "sources.", "strategies.", "compare_")
+
+
+def claim_report_dir(out: str | Path, runs_dir: str | Path | None = None) -> Path:
+    """Make ``out`` a report folder (:data:`fsxlt.study.directories.REPORT`), or refuse in
+    one line before anything is written: a runs directory, a bucket store or a folder in
+    or around one (the runs read, too), and a folder not yet a report folder that holds a
+    file a report would write (``report.md``, ``records.csv``, ``plots/`` ...): fsxlt did
+    not write it, and does not replace it."""
+    from fsxlt.study.directories import REPORT, check_claim, claim
+
+    out = Path(out)
+    if runs_dir is not None:
+        a, b = out.resolve(), Path(runs_dir).resolve()
+        if a == b or b in a.parents or a in b.parents:
+            raise FsxltError(f"{out}: --out is, lies inside or holds the runs directory "
+                             f"{runs_dir}; a report folder must be a directory of its own")
+    if check_claim(out, REPORT) is None and out.is_dir():
+        theirs = sorted(p.name for p in out.iterdir()
+                        if p.name.startswith(REPORT_FILES) or p.name == "plots")
+        if theirs:
+            raise FsxltError(f"{out}: holds {theirs[0]}, which no fsxlt report wrote there; "
+                             "give --out a folder of its own (nothing was replaced)")
+    return claim(out, REPORT)
+
+
 def _check(fmt: str) -> None:
     if fmt not in FORMATS:
         raise FsxltError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
@@ -188,6 +216,7 @@ def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof
     from fsxlt.report.tables import cells_csv, records_csv
 
     _check(fmt)
+    claim_report_dir(out, runs_dir)
     records = _load(runs_dir, warn)
     cells = aggregate(records, ddof=ddof, expected=expected)
     out = Path(out)
@@ -210,6 +239,8 @@ def sources_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None =
     from fsxlt.report.tables import render_sources
 
     _check(fmt)
+    if out is not None:
+        claim_report_dir(out, runs_dir)
     records = load_records(runs_dir)
     if records.zero_shot.empty:
         raise FsxltError(f"{runs_dir}: no zero-shot scores found (K=0 records of a sweep, "
@@ -231,6 +262,8 @@ def strategies_report(runs_dir: str | Path, fmt: str = "md", out: str | Path | N
     from fsxlt.report.strategies import judge, plot_strategies, render_strategies
 
     _check(fmt)
+    if out is not None:
+        claim_report_dir(out, runs_dir)
     if n_boot < 1:
         raise FsxltError("the bootstrap needs at least one resample")
     records = _load(runs_dir, warn)
@@ -256,6 +289,8 @@ def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path 
                   warn: Warn | None = None) -> str:
     """The paired comparison as text; also written to ``out/compare_<A>_vs_<B>.<ext>``."""
     _check(fmt)
+    if out is not None:
+        claim_report_dir(out, runs_dir)
     if n_boot < 1:
         raise FsxltError("the bootstrap needs at least one resample")
     records = _load(runs_dir, warn)

@@ -1,10 +1,11 @@
 """The three kinds of output directory, the rule that keeps them apart, and model folders.
 
-fsxlt writes three kinds of tree: a *bucket store* (``fsxlt sample``,
+fsxlt writes four kinds of tree: a *bucket store* (``fsxlt sample``,
 ``select``, ``buckets import-*``; layout in :mod:`fsxlt.sampling.store`), a
 *runs directory* (``fsxlt adapt``, ``sweep``, ``icl``, ``lm-adapt``; layout in
-:mod:`fsxlt.study.runs`) and a *submission folder* (``fsxlt submission``: a
-benchmark's files, ready to upload). The first two share the
+:mod:`fsxlt.study.runs`), a *submission folder* (``fsxlt submission``: a
+benchmark's files, ready to upload) and a *report folder* (``fsxlt report --out``:
+tables and plots, :func:`fsxlt.report.claim_report_dir`). The first two share the
 ``<task>/<lang>/k<K>/`` prefix, so one written into the other would replace or
 shadow its files; anything written into a submission folder would be uploaded
 with it. Each store and runs directory therefore carries a marker at its root,
@@ -53,7 +54,9 @@ LOCK_FILE = ".fsxlt-writer.lock"  # held while a command writes (writer_lock)
 BUCKETS = "buckets"
 RUNS = "runs"
 SUBMISSION = "submission"
-KINDS = {BUCKETS: "bucket store", RUNS: "runs directory", SUBMISSION: "submission folder"}
+REPORT = "report"
+KINDS = {BUCKETS: "bucket store", RUNS: "runs directory", SUBMISSION: "submission folder",
+         REPORT: "report folder"}
 SUBMISSION_LIST = ".{name}.fsxlt-submission.json"  # beside a submission folder (its files)
 RECORD_FORMATS = ("fsxlt-adapt-", "fsxlt-zero-shot", "fsxlt-evaluation")  # files of a runs dir
 
@@ -283,13 +286,13 @@ def check_separate(root: str | Path, kind: str, what: str = "--out") -> None:
     root = Path(root)
     if not root.is_dir() or marked_kind(root) == kind:
         return
-    if kind == RUNS:
+    if kind in (RUNS, REPORT):
         manifests = sorted(root.glob("*/*/k*/manifest.json"))
         if manifests or (root / "manifest.json").is_file():
             example = manifests[0].parent if manifests else root
-            raise FsxltError(f"{root}: {what} holds bucket sets ({example}); a runs directory "
+            raise FsxltError(f"{root}: {what} holds bucket sets ({example}); a {KINDS[kind]} "
                              "must be a directory of its own")
-    else:
+    if kind != RUNS:
         records = [*record_files(root)[:50], *sorted(root.glob("*/*/k0/*.json"))]
         for record in records:
             try:
@@ -297,8 +300,8 @@ def check_separate(root: str | Path, kind: str, what: str = "--out") -> None:
             except (OSError, ValueError, AttributeError):
                 continue
             if isinstance(fmt, str) and fmt.startswith(RECORD_FORMATS):
-                raise FsxltError(f"{root}: {what} holds run records ({record}); a bucket "
-                                 "store must be a directory of its own")
+                raise FsxltError(f"{root}: {what} holds run records ({record}); a "
+                                 f"{KINDS[kind]} must be a directory of its own")
 
 
 def check_apart(runs: str | Path, buckets: str | Path, where: str) -> None:

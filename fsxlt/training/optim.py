@@ -84,6 +84,9 @@ class OptimizerSettings:
     def __post_init__(self) -> None:
         for key in OPTIMIZER_KEYS:
             object.__setattr__(self, key, _checked(key, getattr(self, key), NAMES[key]))
+        if self.fractional_warmup and not self.warmup:
+            raise FsxltError(f"{NAMES['fractional_warmup']} needs {NAMES['warmup']} above 0: "
+                             "without a warmup it changes nothing but the run's identity")
 
     @property
     def is_default(self) -> bool:
@@ -117,6 +120,9 @@ def settings_from(values: dict[str, Any], shown: Callable[[str], str]) -> Optimi
     an error as ``shown(key)`` says."""
     given = {key: _checked(key, value, shown(key)) for key, value in values.items()
              if value is not None}
+    if given.get("fractional_warmup") and not given.get("warmup"):
+        raise FsxltError(f"{shown('fractional_warmup')} needs {shown('warmup')} above 0: "
+                         "without a warmup it changes nothing but the run's identity")
     return OptimizerSettings(**given)
 
 

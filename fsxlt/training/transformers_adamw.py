@@ -12,8 +12,12 @@ The training-regime peer (fdschmidt93/fsxlt) trains with this class
   ``p -= lr * weight_decay * p`` (torch decays the weights before the update).
 
 Written here from that definition, so that runs need neither transformers 4.x nor
-its deprecated class; :class:`TransformersAdamW` has the same defaults (betas 0.9,
-0.999; eps 1e-8; bias correction on). Sparse gradients are refused, as there.
+its deprecated class. :class:`TransformersAdamW` defaults to betas 0.9, 0.999, bias
+correction on, and eps 1e-8. That eps is the peer's, not the class's: transformers
+4.17.0's ``AdamW.__init__`` defaults to eps 1e-6 (``optimization.py`` line 300), while
+the peer's ``trident-xtreme/configs/optimizer/adamw.yaml`` sets ``eps: 1e-8``
+explicitly, and the preset reproduces the peer's runs. Sparse gradients are refused, as
+there.
 """
 
 from __future__ import annotations
