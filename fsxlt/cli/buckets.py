@@ -183,9 +183,10 @@ def import_published_command(
 
     Reads <task>/<K>-shots/<language>/<i>-th/{sampled.json|train.tsv};
     language names become ISO codes; buckets keep their published numbers;
-    stray files are ignored. A bucket that cannot be read (the study's panx
-    jv and my folders hold empty files) is left out of its set, listed here
-    and in the set's manifest; the exit status is then 1.
+    stray files are ignored. A bucket that is an empty file (the study's panx
+    jv and my folders hold 12) is left out of its set and named in one line;
+    one that cannot be read otherwise is left out, listed, and makes the exit
+    status 1. Either is recorded in its set's manifest (missing_buckets).
     A set already in OUT with the same files is left as it is (unchanged);
     one with other files is refused, naming what differs, unless --replace.
 
@@ -205,11 +206,17 @@ def import_published_command(
         typer.echo(f"{name}: {count} sets ({', '.join(langs)}){statuses}")
     for skipped in summary.skipped:
         typer.echo(f"ignored {skipped}")
-    for missing in summary.missing:
+    empty = [m for m in summary.missing if m.endswith(": file is empty")]
+    broken = [m for m in summary.missing if m not in empty]
+    for missing in broken:
         typer.echo(f"not imported: {missing}", err=True)
     typer.echo(f"{_written(summary.sets, out)}; run 'fsxlt buckets check {out}' to verify them")
-    if summary.missing:
-        typer.echo(f"{len(summary.missing)} published buckets could not be read (listed above); "
+    if empty:  # a property of the study's release (panx jv, my), not an error
+        names = ", ".join(m.removesuffix(": file is empty") for m in empty)
+        typer.echo(f"left out {len(empty)} published buckets that are empty files in the "
+                   f"release, each recorded in its set's missing_buckets: {names}")
+    if broken:
+        typer.echo(f"{len(broken)} published buckets could not be read (listed above); "
                    "their sets hold the others and record the gap", err=True)
         raise typer.Exit(1)
 
