@@ -46,3 +46,35 @@ def test_sample_help_names_the_tasks_own_number_of_buckets(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "Default: the task's (40;" in text and "10 for mlqa, ntg, qg, tydiqa, xquad" \
         in text.replace("- qg", "-qg")
+
+
+def _commands(typer_app, prefix=()):
+    for command in typer_app.registered_commands:
+        yield (*prefix, command.name or command.callback.__name__.replace("_", "-")), \
+            command.callback
+    for group in typer_app.registered_groups:
+        yield from _commands(group.typer_instance, (*prefix, group.name))
+
+
+def test_every_help_prints_its_examples_as_written(capsys, monkeypatch):
+    """Issue 51, item 6: example blocks are not re-wrapped into lines that cannot be copied
+    (0.6.0: buckets export --help and import lm-eval --help ran them together)."""
+    import inspect
+
+    from fsxlt.cli import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    checked = 0
+    for path, callback in _commands(app):
+        doc = inspect.cleandoc(callback.__doc__ or "")
+        examples = [line.strip() for line in doc.splitlines()
+                    if line.startswith("  ") and line.strip().startswith(("fsxlt ", "lm_eval"))]
+        if not examples:
+            continue
+        capsys.readouterr()
+        assert run_app([*path, "--help"]) == 0
+        shown = [line.strip() for line in capsys.readouterr().out.splitlines()]
+        for line in examples:
+            assert line in shown, (path, line)
+        checked += 1
+    assert checked >= 20

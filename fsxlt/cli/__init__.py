@@ -17,9 +17,10 @@ from fsxlt.cli import score as _score  # noqa: F401
 from fsxlt.cli import submission as _submission  # noqa: F401
 from fsxlt.cli import sweep as _sweep  # noqa: F401
 from fsxlt.cli import train as _train  # noqa: F401
-from fsxlt.cli.app import app, check_numbers, run_app
+from fsxlt.cli.app import app, check_numbers, keep_examples_verbatim, run_app
 
 NUMERIC_OPTIONS = check_numbers(app)  # every int and float option: one number check
+keep_examples_verbatim(app)  # every help's examples as written, ready to copy
 
 __all__ = ["NUMERIC_OPTIONS", "app", "main", "run_app"]
 

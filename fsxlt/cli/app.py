@@ -124,6 +124,31 @@ def check_numbers(typer_app: typer.Typer) -> list[str]:
     return checked
 
 
+def verbatim_examples(doc: str) -> str:
+    """A command's docstring with every indented paragraph (its examples) marked ``\\b``, so
+    that click prints it as written instead of re-wrapping it into lines that cannot be
+    copied."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    marked = ["\b\n" + p if p.strip() and all(line.startswith(" ") for line in p.splitlines())
+              else p for p in paragraphs]
+    return "\n\n".join(marked)
+
+
+def keep_examples_verbatim(typer_app: typer.Typer) -> int:
+    """Mark the example blocks of every command of ``typer_app`` (its groups too) verbatim
+    (:func:`verbatim_examples`); returns how many commands were seen."""
+    seen = 0
+    groups = [typer_app]
+    while groups:
+        current = groups.pop()
+        for command in current.registered_commands:
+            if command.callback is not None and command.callback.__doc__:
+                command.callback.__doc__ = verbatim_examples(command.callback.__doc__)
+            seen += 1
+        groups += [group.typer_instance for group in current.registered_groups]
+    return seen
+
+
 INTERRUPTED = 130  # the shell's status for a process stopped by SIGINT; no command uses it
 
 
