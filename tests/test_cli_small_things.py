@@ -78,3 +78,38 @@ def test_every_help_prints_its_examples_as_written(capsys, monkeypatch):
             assert line in shown, (path, line)
         checked += 1
     assert checked >= 20
+
+
+def test_off_a_terminal_long_work_prints_plain_progress_lines(capsys, monkeypatch):
+    """Issue 51, item 7: a log file shows where a long step is; a quick one prints nothing."""
+    from fsxlt.cli import progress
+
+    ticks = iter(range(0, 1000, 3))  # each item takes 3 seconds
+    items = list(progress.plain_progress(range(4), "importing", "set",
+                                         clock=lambda: next(ticks)))
+    assert items == [0, 1, 2, 3]
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["importing: 2/4 sets, 6s", "importing: 4/4 sets, 12s"]
+    assert list(progress.plain_progress(range(4), "importing", "set", clock=lambda: 0.0)) \
+        == [0, 1, 2, 3]
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
+    assert list(progress.bar("importing", "set")(range(3))) == [0, 1, 2]
+
+
+def test_a_slow_model_load_says_what_it_loads_and_from_where(capsys, tmp_path):
+    """Issue 51, item 7: 0.6.0 printed nothing for minutes while a GGUF file de-quantised."""
+    import time
+
+    from fsxlt.icl.model import announced, load_origin
+
+    line = load_origin(str(tmp_path), "model.gguf", {})
+    assert str(tmp_path.resolve()) in line and "GGUF file model.gguf" in line
+    assert "the hub's org/lm at commit abc" in load_origin("org/lm", None, {"revision": "abc"})
+    with announced(line, after=0.01):
+        time.sleep(0.3)
+    assert capsys.readouterr().err == line + "\n"
+    with announced(line, after=5):
+        pass
+    time.sleep(0.05)
+    assert capsys.readouterr().err == ""

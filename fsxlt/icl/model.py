@@ -8,11 +8,17 @@ its weights load.
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import FsxltError
+
+ANNOUNCE_AFTER = 2.0  # seconds a model load may take before it says what it is loading
 
 
 @dataclass
@@ -45,6 +51,30 @@ def model_fingerprint(name: str, gguf_file: str | None = None) -> str:
         files = [f.relative_to(path).as_posix() for f in model_files(path)
                  if f.suffix != ".gguf" or f.relative_to(path).as_posix() == gguf_file]
     return fingerprint(path, files=files)
+
+
+@contextmanager
+def announced(line: str, after: float = ANNOUNCE_AFTER) -> Iterator[None]:
+    """Print ``line`` on stderr (flushed, so a log file shows it) if the block is still
+    running ``after`` seconds on: a long load says what it loads and from where, a quick
+    one says nothing (and a refusal stays one line)."""
+    timer = threading.Timer(after, lambda: print(line, file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def load_origin(name: str, gguf_file: str | None, revision: dict[str, str]) -> str:
+    """Where a causal LM loads from, in words, for :func:`announced`."""
+    what = f"GGUF file {gguf_file} in " if gguf_file else ""
+    where = f"the folder {Path(name).resolve()}" if Path(name).is_dir() else \
+        f"the hub's {name} at commit {revision.get('revision', 'main')} (or its local cache)"
+    slow = "; de-quantised to float32 by transformers, which can take minutes on a CPU" \
+        if gguf_file else ""
+    return f"loading causal LM: {what}{where}{slow}"
 
 
 def _check_causal(config: Any, name: str) -> None:
@@ -95,8 +125,9 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
                          ) from None
     _check_causal(config, name)
     try:  # the boundary every model load shares: one line naming the broken file
-        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **extra)
+        with announced(load_origin(name, gguf_file, revision)):
+            tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **extra)
     except Exception as err:
         raise load_failure(name, err, "causal LM", tokenizer=not gguf_file) from None
     model.to(device)
