@@ -146,7 +146,8 @@ def test_the_command_line_exports_from_a_data_dir_and_refuses_in_one_line(study,
     for extra, says in ((["--data-dir", str(data)], "needs --preset lm-eval"),
                         (["--preset", "lm-eval"], "needs --data-dir"),
                         (["--preset", "lm-eval", "--data-dir", str(tmp_path)],
-                         "test-de.tsv: the xnli test file for de not found")):
+                         "no set to export as lm-eval tasks; left out xnli/de/k1 (no xnli "
+                         "test file for de)")):
         capsys.readouterr()
         assert run_app([*base, *extra]) == 2
         err = capsys.readouterr().err
@@ -169,9 +170,35 @@ def test_a_task_lm_eval_s_preset_does_not_cover_is_refused(tmp_path):
 
     write_bucket_set(tmp_path / "b", "panx", "de", 1, [ner_data(3, seed=1)],
                      list(get_task("panx").labels))
-    with pytest.raises(FsxltError, match="written for xnli and pawsx .* not panx"):
+    with pytest.raises(FsxltError, match="left out panx .lm-eval's preset covers xnli"):
         export_lm_eval(tmp_path / "b", tmp_path / "t", lambda task, lang: tmp_path)
     assert not (tmp_path / "t").exists()
+
+
+def test_a_store_of_many_tasks_exports_what_it_can_and_names_the_rest(study, tmp_path,
+                                                                      capsys):
+    """Issue 51, item 4: README's store (PAN-X beside XNLI, a language without a test file)
+    exports its XNLI sets and says what it left out."""
+    import shutil
+
+    from fsxlt.tasks import get_task
+    from tests.train_fixtures import ner_data
+
+    store = tmp_path / "b"
+    shutil.copytree(study["root"] / "buckets", store)
+    write_bucket_set(store, "panx", "de", 1, [ner_data(3, seed=1)], list(get_task("panx").labels))
+    write_bucket_set(store, "xnli", "fr", 1, [nli_data(3, seed=2)], NLI)
+    (tmp_path / "data" / "xnli").mkdir(parents=True)
+    (tmp_path / "data" / "xnli" / "test-de.tsv").write_bytes(study["tests"]["xnli"].read_bytes())
+    capsys.readouterr()
+    assert run_app(["buckets", "export", str(store), str(tmp_path / "t"), "--format",
+                    "lm-eval", "--preset", "lm-eval", "--data-dir",
+                    str(tmp_path / "data" / "{task}")]) == 0
+    out = capsys.readouterr().out
+    assert "left out: panx (lm-eval's preset covers xnli and pawsx); pawsx/de/k2 (no pawsx " \
+        "test file for de); xnli/fr/k1 (no xnli test file for fr)" in out
+    assert "2 lm-eval tasks in 1 groups" in out
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["xnli-de-k1"]
 
 
 # --------------------------------------------------------------------------- results back

@@ -385,8 +385,13 @@ def export_command(
 
     --format lm-eval --preset lm-eval: per bucket a task fsxlt_<task>_<lang>_k<K>_bNN on
     lm-eval's own task of the language, its few-shot examples exactly the bucket (in
-    fsxlt icl's order), its test set the language's test file under --data-dir; a group
-    fsxlt_<task>_<lang>_k<K> per set. Either folder is written whole or not at all.
+    fsxlt icl's order), its test set the language's test file under --data-dir
+    (test-<lang>.tsv); a group fsxlt_<task>_<lang>_k<K> per set. Sets of other tasks, and
+    languages without a test file there, are left out and named. XNLI's and PAWS-X's
+    labelled test sets are on the hub (xnli, paws-x); where you have only the dev sets the
+    buckets were drawn from, score on the part of dev no bucket holds (fsxlt sample
+    keeps it as each set's remaining dev examples). Either folder is written whole or
+    not at all.
 
     Examples:
 
@@ -426,15 +431,16 @@ def _export_lm_eval(store: Path, out: Path, preset: str | None, data_dir: Path |
         raise FsxltError("--format lm-eval needs --data-dir: the test file each set is "
                          "scored on")
 
-    def test_file(task: str, language: str) -> Path:
+    def test_file(task: str, language: str) -> Path | None:
         folder = Path(str(data_dir).replace("{task}", task))
         path = get_task(task).data.locate(folder, "test", language)
-        if not path.is_file():
-            raise FsxltError(f"{path}: the {task} test file for {language} not found")
-        return path
+        return path if path.is_file() else None
 
+    skipped: list[str] = []
     exported = export_lm_eval(store, out, test_file, seed=seed,
-                              progress=bar("exporting", "set"))
+                              progress=bar("exporting", "set"), skipped=skipped)
+    if skipped:
+        typer.echo(f"left out: {'; '.join(skipped)}")
     n = sum(len(one.tasks) for one in exported)
     typer.echo(f"{n} lm-eval tasks in {len(exported)} groups written to {out}; run them "
                f"with lm_eval --include_path {out} --tasks {exported[0].group}")

@@ -83,35 +83,55 @@ def task_config(name: str, include: Path, fewshot: Path, test: Path, shots: int,
             "metadata": {"version": 1.0, "fsxlt": __version__, "bucket": bucket}}
 
 
-def export_lm_eval(store: str | Path, out: str | Path, test_file: Callable[[str, str], Path],
-                   *, seed: int = 0, progress: Callable[[Iterable[Path]], Iterable[Path]]
-                   | None = None) -> list[ExportedTasks]:
+def export_lm_eval(store: str | Path, out: str | Path,
+                   test_file: Callable[[str, str], Path | None], *, seed: int = 0,
+                   progress: Callable[[Iterable[Path]], Iterable[Path]] | None = None,
+                   skipped: list[str] | None = None) -> list[ExportedTasks]:
     """Write every XNLI and PAWS-X set below ``store`` as lm-eval tasks under ``out``
     (module docstring); ``test_file(task, language)`` is the test file each set is
-    scored on. Other tasks are refused in one line (lm-eval's preset covers these two)."""
+    scored on (None: there is none). A set of another task (lm-eval's preset covers these
+    two) or without a test file is left out and named in ``skipped``; a store with no set
+    to export is refused in one line."""
     from fsxlt.data import read_examples
     from fsxlt.icl.run import IclSettings, demonstration_order
-    from fsxlt.sampling.store import find_sets, read_set
+    from fsxlt.sampling.store import find_sets, read_manifest, read_set
 
     store, out = Path(store), Path(out)
     directories = find_sets(store)
     if not directories:
         raise FsxltError(f"{store}: no bucket sets below it")
-    other = sorted({d.parts[-3] for d in directories} - set(LM_EVAL_TASKS))
-    if other:
-        raise FsxltError(f"{store}: lm-eval tasks are written for xnli and pawsx (the "
-                         f"lm-eval preset's tasks), not {', '.join(other)}")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
+    left_out: list[str] = []
+    other = sorted({read_manifest(d)["task"] for d in directories} - set(LM_EVAL_TASKS))
+    if other:
+        left_out.append(f"{', '.join(other)} (lm-eval's preset covers xnli and pawsx)")
+    wanted = []
+    for directory in directories:
+        manifest = read_manifest(directory)
+        if manifest["task"] not in LM_EVAL_TASKS:
+            continue
+        test_path = test_file(manifest["task"], manifest["language"])
+        if test_path is None:
+            left_out.append(f"{manifest['task']}/{manifest['language']}/k{manifest['k']} (no "
+                            f"{manifest['task']} test file for {manifest['language']})")
+            continue
+        wanted.append((directory, test_path))
+    if skipped is not None:
+        skipped.extend(left_out)
+    if not wanted:
+        raise FsxltError(f"{store}: no set to export as lm-eval tasks; left out "
+                         f"{'; '.join(left_out)}")
     files: dict[str, str] = {}
     exported = []
     settings = IclSettings(model="", seed=seed, preset="lm-eval")
-    for directory in (progress or iter)(directories):
+    paths = dict(wanted)
+    for directory in (progress or iter)(list(paths)):
+        test_path = paths[directory]
         manifest, buckets, _remaining = read_set(directory, verify=True)
         task, language, k = get_task(manifest["task"]), manifest["language"], manifest["k"]
         include = lm_eval_task_file(task.name, language)
         stem, group = f"{task.name}-{language}-k{k}", f"fsxlt_{task.name}_{language}_k{k}"
-        test_path = test_file(task.name, language)
         test = read_examples(test_path, task, language=language, split="test")
         files[f"{stem}/test.jsonl"] = dumps_jsonl(document(task, ex) for ex in test)
         names = []
