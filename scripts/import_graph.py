@@ -151,6 +151,22 @@ def circles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
     return sorted(found)
 
 
+def folder_edges(edges: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The graph between the package's folders (``fsxlt.sampling.select`` is
+    ``fsxlt.sampling``; a loose module is its own node): what a reader following arrows
+    between folders sees. Its :func:`circles` are loops between folders."""
+    def folder(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    found: dict[str, dict[str, int]] = {}
+    for source, targets in edges.items():
+        into = found.setdefault(folder(source), {})
+        for target, line in targets.items():
+            if folder(target) != folder(source):
+                into.setdefault(folder(target), line)
+    return found
+
+
 def layer(module: str) -> int | None:
     """The layer of ``fsxlt.X...`` (longest listed prefix of ``X...``); None for the root."""
     parts = module.split(".")[1:]

@@ -66,3 +66,30 @@ def test_the_check_sees_a_deferred_upward_import_and_a_circle(tmp_path):
     assert graph.upward_imports(edges) == [("fsxlt.tasks", "fsxlt.icl.run", 2)]
     assert graph.circles(edges) == [["fsxlt.errors", "fsxlt.fileio"],
                                     ["fsxlt.icl.run", "fsxlt.tasks"]]
+
+
+def test_the_folders_form_no_loop():
+    """Issue 51, item 16: 0.6.0's folders looped (study.submission imported sampling.fewclue,
+    sampling.select imported training, training imports study); FewCLUE's facts now sit
+    with its tasks (tasks.fewclue) and selection is handed the model's reader."""
+    graph = import_graph()
+    _modules, edges = graph.build_graph(REPO / "fsxlt")
+    assert graph.circles(graph.folder_edges(edges)) == []
+
+
+def test_the_folder_check_sees_a_loop_through_three_folders(tmp_path):
+    root = tmp_path / "fsxlt"
+    for folder, imports in (("study", "fsxlt.sampling.fewclue"),
+                            ("sampling", "fsxlt.training.starts"),
+                            ("training", "fsxlt.study.runs")):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("")
+        (root / folder / "a.py").write_text(f"def f():\n    import {imports}\n")
+    for name in ("sampling/fewclue.py", "training/starts.py", "study/runs.py"):
+        (root / name).write_text("")
+    (root / "__init__.py").write_text("")
+    graph = import_graph()
+    _modules, edges = graph.build_graph(root)
+    assert graph.circles(edges) == []  # no two modules import each other
+    assert graph.circles(graph.folder_edges(edges)) == [
+        ["fsxlt.sampling", "fsxlt.study", "fsxlt.training"]]

@@ -162,6 +162,7 @@ def test_the_checkpoint_records_and_saves_the_method_and_is_scored_through_it(pr
 
 def test_select_reads_the_probe_not_the_untrained_classifier(probe_study):
     from fsxlt.sampling.select import compute_signals
+    from fsxlt.training.starts import pool_signals
 
     root, data, checkpoint = (probe_study[k] for k in ("root", "data", "checkpoint"))
     assert run_app(["select", "--task", "xnli", "--lang", "de", "--data-dir", str(data),
@@ -170,7 +171,8 @@ def test_select_reads_the_probe_not_the_untrained_classifier(probe_study):
                     "--device", "cpu"]) == 0
     assert (root / "buckets" / "uncertain" / "xnli" / "de" / "k1").is_dir()
     examples = nli_data(8, seed=9)
-    signals = compute_signals(checkpoint, get_task("xnli"), examples, device="cpu")
+    signals = compute_signals(checkpoint, get_task("xnli"), examples, read=pool_signals,
+                              device="cpu")
     opened = open_start(checkpoint, "xnli", device="cpu")
     eval_set = opened.eval_set(examples)
     with torch.no_grad():
@@ -262,11 +264,12 @@ def _pet_entropy(checkpoint: Path, task: Any, examples: list) -> np.ndarray:
 def test_a_pet_trained_start_gives_select_and_bucket_features_pets_scores(pet_start):
     from fsxlt.analysis.bucket_features import _Model
     from fsxlt.sampling.select import compute_signals
+    from fsxlt.training.starts import pool_signals
 
     checkpoint, task = pet_start
     examples = nli_data(10, seed=11)
     expected = _pet_entropy(checkpoint, task, examples)
-    selected = compute_signals(checkpoint, task, examples, device="cpu")
+    selected = compute_signals(checkpoint, task, examples, read=pool_signals, device="cpu")
     # near log(3) after two short epochs, so compared to float precision
     assert np.allclose(selected.uncertainty, expected, rtol=0, atol=1e-6)
     features = _Model(str(checkpoint), task, "cpu").signals(examples)

@@ -155,6 +155,7 @@ def select_command(
       fsxlt buckets check buckets/strategies/diverse --source data/panx/train-zh.tsv
     """
     from fsxlt.sampling.select import select
+    from fsxlt.training.starts import pool_signals
 
     spec = get_task(task)
     _check_store(out)
@@ -162,7 +163,7 @@ def select_command(
     sets = select(spec, lang, ks, strategy, out, data=data, data_dir=data_dir, start=start,
                   n_pools=n_pools, pool_size=pool_size, seed=seed,
                   device=None if device == "auto" else device, replace=replace,
-                  progress=bar("selecting", "strategy"))
+                  progress=bar("selecting", "strategy"), signals_from=pool_signals)
     for name, bucket_sets in sets.items():
         for s in bucket_sets:
             sizes = [len(b) for b in s.buckets]

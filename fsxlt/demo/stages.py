@@ -259,6 +259,7 @@ def stage_strategies(layout: Layout, config: DemoConfig, threads: int, progress:
     from fsxlt.execution import parse_config, run_sweep
     from fsxlt.report import strategies_report
     from fsxlt.sampling.select import select
+    from fsxlt.training.starts import pool_signals
 
     root = layout.out / "strategies"
     previous = torch.get_num_threads()
@@ -268,7 +269,7 @@ def stage_strategies(layout: Layout, config: DemoConfig, threads: int, progress:
                           root / "buckets", data_dir=layout.data / settings.task,
                           start=layout.ckpt / settings.task, n_pools=settings.n_pools,
                           pool_size=settings.pool_size, seed=config.seed, device="cpu",
-                          replace=True)
+                          replace=True, signals_from=pool_signals)
     finally:
         torch.set_num_threads(previous)
     replaced = sum(s.written is not None and s.written.status == "replaced"

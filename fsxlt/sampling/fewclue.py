@@ -38,12 +38,12 @@ from fsxlt.data import NO_LABEL, Example, Skipped, read_examples
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file
 from fsxlt.sampling.store import BucketSet, write_sets
-from fsxlt.tasks import TaskSpec, benchmark_tasks, get_task
+from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.tasks.fewclue import FIXED_SAMPLER as SAMPLER
+from fsxlt.tasks.fewclue import fewclue_tasks
 
-BENCHMARK = "fewclue"  # the task YAMLs of FewCLUE's tasks say benchmark: fewclue
 SPLITS = ("0", "1", "2", "3", "4", "all")
 LANGUAGE = "zh"
-SAMPLER = "fewclue-fixed"
 UNION = SPLITS.index("all")
 
 
@@ -54,11 +54,6 @@ class FewClueImport:
     sets: list[BucketSet] = field(default_factory=list)
     skipped_tasks: list[str] = field(default_factory=list)
     unlabelled: list[str] = field(default_factory=list)
-
-
-def fewclue_tasks() -> tuple[str, ...]:
-    """FewCLUE's tasks: the built-in tasks whose YAML says ``benchmark: fewclue``, by name."""
-    return benchmark_tasks(BENCHMARK)
 
 
 def check_out_apart(src: str | Path, out: str | Path) -> None:

@@ -11,7 +11,8 @@ against random buckets that saw the same candidates.
 Model-based strategies read what the source-trained model makes of every
 pool example: one batched pass (:func:`fsxlt.models.prediction.example_signals`)
 over the union of the pools, through the start as it was trained
-(:mod:`fsxlt.training.starts`). The written sets are ordinary bucket sets
+(:func:`fsxlt.training.starts.pool_signals`, handed in as ``signals_from``: sampling
+loads no model itself). The written sets are ordinary bucket sets
 (``OUT/<strategy>/<task>/<lang>/k<K>``); their manifests and bucket files
 record the strategy, its pools, the model (path and weight hash) and the
 seed. Sets drawn from dev give each bucket its own dev set: the dev split
@@ -78,20 +79,18 @@ def model_identity(start: str | Path) -> dict[str, str]:
     return {"path": str(path), "sha256": digest.hexdigest()}
 
 
-def compute_signals(start: str | Path, task: TaskSpec, examples: Sequence[Any], *,
-                    device: str | None = None, max_seq_length: int | None = None,
-                    ) -> PoolSignals:
-    """The source-trained model's embeddings and prediction entropies for ``examples``,
-    read the way it was trained (:mod:`fsxlt.training.starts`: a ``pet`` checkpoint
-    through its pattern and masked-LM head)."""
-    from fsxlt.training.checkpoint import is_checkpoint
-    from fsxlt.training.starts import open_start
+SignalReader = Callable[..., tuple[Any, Any]]  # (start, task, examples, device=, ...)
 
-    if not is_checkpoint(Path(start)):
-        raise FsxltError(f"{start}: model-based strategies need a source-trained fsxlt "
-                         "checkpoint (fsxlt source-train)")
-    opened = open_start(start, task, device=device, max_seq_length=max_seq_length)
-    embeddings, entropy = opened.signals(examples)
+
+def compute_signals(start: str | Path, task: TaskSpec, examples: Sequence[Any], *,
+                    read: SignalReader, device: str | None = None,
+                    max_seq_length: int | None = None) -> PoolSignals:
+    """The source-trained model's embeddings and prediction entropies for ``examples``, as
+    ``read`` gives them: :func:`fsxlt.training.starts.pool_signals`, which reads a
+    checkpoint the way it was trained. Sampling does not load models itself: the layer
+    that trains them hands their reader in (the command line, the demo)."""
+    embeddings, entropy = read(start, task, examples, device=device,
+                               max_seq_length=max_seq_length)
     return PoolSignals(embeddings, entropy)
 
 
@@ -153,6 +152,7 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int],
            n_pools: int = DEFAULT_POOLS, pool_size: int = DEFAULT_POOL_SIZE, seed: int = 0,
            device: str | None = None, replace: bool = False,
            progress: Callable[[Iterable], Iterable] = lambda it: it,
+           signals_from: SignalReader | None = None,
            ) -> dict[str, list[BucketSet]]:
     """Build and write ``OUT/<strategy>/<task>/<lang>/k<K>`` for every strategy and K.
 
@@ -160,7 +160,8 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int],
     nothing. ``OUT`` is the bucket store; its sets are written by the
     write-once rule (:func:`write_sets`: a set already there unchanged is
     left alone, another one is refused unless ``replace``; each set's
-    ``written`` says what happened).
+    ``written`` says what happened). ``signals_from`` reads the model of model-based
+    strategies (:func:`fsxlt.training.starts.pool_signals`).
     """
     task = get_task(task)
     task.check_language(language)
@@ -175,6 +176,9 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int],
     if model_based and start is None:
         raise FsxltError(f"strategies {', '.join(model_based)} read the source-trained model: "
                          "pass --from CHECKPOINT")
+    if model_based and signals_from is None:
+        raise FsxltError(f"strategies {', '.join(model_based)} read the source-trained model: "
+                         "pass signals_from=fsxlt.training.starts.pool_signals")
     split = load_split(task, language, task.sampling.split, path=data, data_dir=data_dir)
     if task.is_tagging and any(not isinstance(ex, TaggedSentence) for ex in split.examples):
         raise FsxltError(f"{split.source}: not tagged sentences")
@@ -185,7 +189,7 @@ def select(task: str | TaskSpec, language: str, ks: Sequence[int],
     if model_based:
         union = np.unique(np.concatenate(pools))
         partial = compute_signals(start, task, [split.examples[int(i)] for i in union],
-                                  device=device)
+                                  read=signals_from, device=device)
         dim = partial.embeddings.shape[1]
         embeddings = np.zeros((len(split.examples), dim))
         entropy = np.zeros(len(split.examples))

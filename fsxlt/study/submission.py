@@ -95,7 +95,7 @@ def fewclue_split(bucket: dict[str, Any]) -> bool:
     ``all``), which alone take FewCLUE's file names (``<task>_predict_<split>.json``):
     imported by ``fsxlt buckets import-fewclue``, or a block that names its split and no
     sampler."""
-    from fsxlt.sampling.fewclue import SAMPLER as FIXED_SAMPLER
+    from fsxlt.tasks.fewclue import FIXED_SAMPLER
 
     sampler = bucket.get("sampler")
     return sampler == FIXED_SAMPLER or (sampler is None and bucket.get("name") is not None)
@@ -266,7 +266,7 @@ def submission_claims(runs_dir: str | Path) -> list[Claim]:
     """Every finished run under ``runs_dir`` whose record names a submission file (runs
     adapted with ``--predict``), in path order. A named file that is not there is an
     error naming it: the folder would silently lack it."""
-    from fsxlt.sampling.fewclue import SAMPLER as FIXED_SAMPLER
+    from fsxlt.tasks.fewclue import FIXED_SAMPLER
 
     claims = []
     for path in record_files(runs_dir):
@@ -460,7 +460,7 @@ def write_submission_folder(runs_dir: str | Path, out: str | Path, *, arm: str |
 
 def fewclue_lacking(tasks: set[str]) -> list[str]:
     """FewCLUE's tasks missing from a folder that holds some of them (else none)."""
-    from fsxlt.sampling.fewclue import fewclue_tasks
+    from fsxlt.tasks.fewclue import fewclue_tasks
 
     if not tasks & set(fewclue_tasks()):
         return []

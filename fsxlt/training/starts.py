@@ -161,3 +161,18 @@ def checkpoint_predictions(checkpoint: str | Path, task: TaskSpec | str,
 
 __all__ = ["OpenStart", "bind_to_start", "checkpoint_predictions", "evaluate_checkpoint",
            "open_start", "trained_method"]
+
+
+def pool_signals(start: str | Path, task: str | TaskSpec, examples: Sequence[Example], *,
+                 device: Any = None, max_seq_length: int | None = None) -> tuple[Any, Any]:
+    """The embeddings and prediction entropies of ``examples`` under the source-trained
+    checkpoint ``start``, read the way it was trained (a ``pet`` checkpoint through its
+    pattern and masked-LM head): what model-based shot selection reads
+    (:func:`fsxlt.sampling.select.select`'s ``signals_from``)."""
+    from fsxlt.training.checkpoint import is_checkpoint
+
+    if not is_checkpoint(Path(start)):
+        raise FsxltError(f"{start}: model-based strategies need a source-trained fsxlt "
+                         "checkpoint (fsxlt source-train)")
+    opened = open_start(start, task, device=device, max_seq_length=max_seq_length)
+    return opened.signals(examples)
