@@ -317,8 +317,9 @@ def parse_yaml(text: str, where: str) -> Any:
 
     from fsxlt.errors import FsxltError
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's where installed
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -81,6 +81,18 @@ def test_load_dataset_reads_typed_splits_and_the_card_names_them(store, tmp_path
     manifest = json.loads((store / "xnli/de/k1/manifest.json").read_text(encoding="utf-8"))
     assert [row["id"] for row in xnli["bucket_01"]] == manifest["buckets"][1]["ids"]
     assert manifest["buckets"][1]["sha256"] in card and manifest["source"]["sha256"] in card
+    # issue 51, item 9: what a stranger needs, per set, and no folder names or "seed None"
+    xnli_section = card[card.index("## xnli-de-k1"):card.index("## ", card.index("## xnli-de-k1")
+                                                              + 3)]
+    assert "`text_a` (the premise), `text_b` (the hypothesis)" in xnli_section
+    assert "a ClassLabel: 0 entailment, 1 neutral, 2 contradiction" in xnli_section
+    assert "drawn by fsxlt" in xnli_section and "sampler `nway-kshot`, seed 0" in xnli_section
+    assert "`facebook/xnli` on the Hugging Face hub" in xnli_section
+    assert "see that dataset's card" in xnli_section
+    assert "| dev_remaining | dev examples in no bucket" in xnli_section
+    assert "seed None" not in card and "exported from" not in card
+    assert "FewCLUE's own fixed few-shot splits" in card and "(0 O, 1 B-PER" not in card
+    assert "`tags` (one tag per token, a ClassLabel: 0 O, 1 B-PER" in card
     panx = datasets.load_dataset(str(tmp_path / "ds"), "panx-de-k1")["bucket_00"]
     assert panx.features["tags"].feature.names[0] == "O"
     qa = datasets.load_dataset(str(tmp_path / "ds"), "xquad-de-k2")

@@ -66,13 +66,11 @@ from fsxlt.sampling.store import (
     LEGACY_FORMAT,
     MANIFEST,
     BucketSet,
-    bucket_hash,
     find_sets,
     parse_manifest,
     plain_name,
     read_examples_jsonl,
     read_set,
-    render_bucket,
     render_set,
     write_sets,
 )
@@ -223,9 +221,6 @@ def export_hf(store: str | Path, out: str | Path,
     """Write every bucket set below ``store`` as a dataset folder ``out`` (module
     docstring), atomically: nothing is left half-written, and an ``out`` that already
     holds files is refused (export elsewhere, or remove it)."""
-    from datasets import Dataset, disable_progress_bars
-
-    disable_progress_bars()  # the command line shows its own
     store, out = Path(store), Path(out)
     directories = find_sets(store)
     if not directories:
@@ -244,8 +239,7 @@ def export_hf(store: str | Path, out: str | Path,
         features = features_of(task, [ex for examples in splits.values() for ex in examples])
         names = {}
         for split, examples in splits.items():  # one schema for every split of a config
-            data = _parquet_bytes(Dataset.from_list([to_row(ex, features) for ex in examples],
-                                                    features=features))
+            data = _parquet_bytes([to_row(ex, features) for ex in examples], features)
             names[split] = f"{config}/{split}-{hashlib.sha256(data).hexdigest()[:16]}.parquet"
             files[names[split]] = data
         files[f"{config}/{FSXLT_MANIFEST}"] = dumps_json(manifest).encode("utf-8")
@@ -260,13 +254,18 @@ def export_hf(store: str | Path, out: str | Path,
     return sets
 
 
-def _parquet_bytes(data: Any) -> bytes:
-    """A dataset as parquet bytes (written through a buffer: the folder is written whole)."""
-    import io
+def _parquet_bytes(rows: list[dict[str, Any]], features: Any) -> bytes:
+    """Rows of ``features`` as the bytes of a parquet file, written straight with pyarrow
+    under the features' arrow schema (which carries ``datasets``' feature metadata, so
+    ``load_dataset`` gets the typed features back): ``Dataset.from_list`` would hash every
+    table with dill first, four fifths of an export's time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    buffer = io.BytesIO()
-    data.to_parquet(buffer)
-    return buffer.getvalue()
+    table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer)
+    return buffer.getvalue().to_pybytes()
 
 
 def dataset_card(sets: list[ExportedSet]) -> str:
@@ -294,25 +293,100 @@ def dataset_card(sets: list[ExportedSet]) -> str:
 
 
 def _set_section(one: ExportedSet) -> list[str]:
+    """What a stranger needs of one set: what it is, where its buckets came from, the
+    source data and where its license is stated, the columns in words, every split's
+    hash."""
     manifest = one.manifest
-    source = manifest.get("source") or {}
-    sampler = manifest.get("sampler")
+    task = get_task(manifest["task"])
+    sampler = str(manifest.get("sampler"))
+    n = manifest.get("n_buckets") or len(manifest["buckets"])
     lines = [f"## {one.config}", "",
-             f"- task `{manifest['task']}`, language `{manifest['language']}`, K = "
-             f"{manifest['k']}, {manifest.get('n_buckets')} buckets, sampler `{sampler}` "
-             f"({GUARANTEES.get(str(sampler), 'see fsxlt docs/sampling.md')}), seed "
-             f"{manifest.get('seed')}, split `{manifest.get('split')}`",
-             f"- source file `{source.get('file')}`, sha256 `{source.get('sha256')}`",
-             f"- sampled by fsxlt {manifest.get('fsxlt_version')}"
-             + (" (bucket hashes are file hashes: fsxlt 0.4 or earlier)"
-                if manifest.get("format") == LEGACY_FORMAT else ""),
-             f"- labels: {', '.join(manifest.get('labels') or [])}"
-             + (f"; missing from the pool: {', '.join(manifest['missing_labels'])}"
-                if manifest.get("missing_labels") else ""), "",
-             "| split | what it is | hash (sha256) |", "|---|---|---|"]
+             f"{task.name} in {_language(manifest['language'])}, K = {manifest['k']}: "
+             f"{task.description or task.kind}. {n} buckets; "
+             f"{GUARANTEES.get(sampler, 'see fsxlt docs/sampling.md')}.", "",
+             f"- **Origin**: {_origin(manifest)}",
+             f"- **Source data**: {_source(task, manifest)}",
+             f"- **Columns**: {_columns(task, manifest)}"]
+    if manifest.get("missing_labels"):
+        lines.append(f"- Labels that never occur in the pool the buckets were drawn from: "
+                     f"{', '.join(manifest['missing_labels'])}")
+    if manifest.get("missing_buckets"):
+        gone = ", ".join(str(m.get("file")) for m in manifest["missing_buckets"])
+        lines.append(f"- Published buckets that could not be read and are not here: {gone}")
+    lines += ["", "| split | what it is | hash (sha256) |", "|---|---|---|"]
     for split, digest in split_hashes(manifest).items():
         lines.append(f"| {split} | {_split_role(split)} | `{digest}` |")
     return [*lines, ""]
+
+
+def _language(code: str) -> str:
+    from fsxlt.tasks.languages import languages
+
+    info = languages().get(code)
+    return f"{info.name} (`{code}`)" if info is not None else f"`{code}`"
+
+
+def _origin(manifest: dict[str, Any]) -> str:
+    """Where a set's buckets came from, in words."""
+    sampler, version = manifest.get("sampler"), manifest.get("fsxlt_version")
+    notes = manifest.get("notes") or {}
+    if sampler == "published":
+        where = notes.get("imported_from") or (manifest.get("source") or {}).get("file")
+        return ("the buckets published with the original study (Zhao et al., 2021; "
+                f"citation below), imported by fsxlt {version} from the release's folder "
+                f"`{where}`, their numbers kept")
+    if sampler == "fewclue-fixed":
+        return (f"FewCLUE's own fixed few-shot splits (train_0 ... train_4 and their union, "
+                f"each with its dev split), imported by fsxlt {version}")
+    strategy = manifest.get("strategy")
+    if isinstance(strategy, dict):
+        return (f"chosen by the shot-selection strategy `{strategy.get('name')}` of fsxlt "
+                f"{version} from seeded candidate pools (seed {manifest.get('seed')})")
+    return (f"drawn by fsxlt {version} with the sampler `{sampler}`, seed "
+            f"{manifest.get('seed')}, from the `{manifest.get('split')}` split")
+
+
+def _source(task: TaskSpec, manifest: dict[str, Any]) -> str:
+    """The data set the buckets are samples of, and where its license is stated."""
+    source = manifest.get("source") or {}
+    digest = f"; the drawn-from file's sha256 `{source['sha256']}`" \
+        if source.get("sha256") and manifest.get("sampler") != "published" else ""
+    hub = task.data.hf
+    if hub is not None:
+        return (f"`{hub.path}` on the Hugging Face hub, split `{manifest.get('split')}`"
+                f"{digest}. The buckets carry its license: see that dataset's card")
+    if task.benchmark:
+        return (f"the {task.benchmark} benchmark's task {task.name}, split "
+                f"`{manifest.get('split')}`{digest}. The buckets carry its license: see the "
+                "benchmark's own distribution")
+    return (f"the {task.name} data set, split `{manifest.get('split')}`{digest}. The "
+            "buckets carry its license: see where the data set is distributed")
+
+
+def _columns(task: TaskSpec, manifest: dict[str, Any]) -> str:
+    """The columns of every split, in words."""
+    named = task.data.hf.columns if task.data.hf is not None else {}
+    labels = ", ".join(f"{i} {label}" + (f" ({task.label_names[label]})"
+                                         if label in task.label_names else "")
+                       for i, label in enumerate(task.labels))  # the features' names
+    ident = "`id` (the example's id in the data it was drawn from)"
+    if task.kind == "classification":
+        first = f"the {named['text_a']}" if "text_a" in named else "the text"
+        second = f"the {named['text_b']}" if "text_b" in named else (
+            "the second text" if task.input == "pair" else "empty: one text per example")
+        return (f"{ident}, `text_a` ({first}), `text_b` ({second}), `label` (a ClassLabel: "
+                f"{labels})")
+    if task.kind == "tagging":
+        return (f"{ident}, `tokens` (the sentence, one token each), `tags` (one tag per "
+                f"token, a ClassLabel: {labels})")
+    if task.kind == "multiple_choice":
+        return (f"{ident}, `text` (the passage or question), `choices` (the candidates), "
+                "`label` (the right candidate's position, as text)")
+    if task.kind == "extractive_qa":
+        return (f"{ident}, `question_id` (the benchmark's), `title`, `context` (the "
+                "paragraph), `question`, `language`, `answers` (SQuAD's layout: `text` and "
+                "`answer_start`, a character offset into `context`)")
+    return f"{ident}, `source` (the input), `target` (the text to generate), `language`"
 
 
 def _split_role(split: str) -> str:
@@ -327,6 +401,10 @@ def _split_role(split: str) -> str:
 
 
 GUARANTEES = {
+    "published": "the study's own draw (N-way K-shot for classification, Minimum-Including "
+                 "for tagging; fsxlt buckets check shows where a published bucket breaks it)",
+    "fewclue-fixed": "the benchmark's own fixed splits, each with its own dev set",
+    "strategy": "one bucket per candidate pool, chosen by the strategy",
     "nway-kshot": "exactly K examples of every label, buckets disjoint",
     "minimum-including": "every label at least K times, no sentence that could be "
                          "dropped without breaking that (Minimum-Including)",
@@ -456,19 +534,34 @@ def _read_config(folder: Path, config: str, files: dict[str, Path]) -> BucketSet
 
 
 def _read_split(path: Path, kind: str, where: str, name: str) -> list[Example]:
-    """A split's examples from its parquet file (features as ``datasets`` wrote them)."""
+    """A split's examples from its parquet file (features as ``datasets`` wrote them in the
+    schema's metadata, parsed once per schema)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
-    from datasets import Features
 
     try:
-        table = pq.read_table(path)
-        features = Features.from_arrow_schema(table.schema)
+        table = pq.ParquetFile(pa.BufferReader(path.read_bytes())).read(use_threads=False)
+        features = _features(table.schema)
         return [from_row(row, kind, features) for row in table.to_pylist()]
     except Exception as err:  # a cut or edited file, another schema, rows of another kind
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
         raise FsxltError(f"{where}: split {name} ({path.name}) does not read as its "
                          f"examples ({type(err).__name__}: {first}); nothing was "
                          "written") from None
+
+
+_FEATURES: dict[Any, Any] = {}
+
+
+def _features(schema: Any) -> Any:
+    """``datasets.Features`` of an arrow schema, cached by the schema (every split of a
+    config, and every config of a task kind, shares one)."""
+    from datasets import Features
+
+    key = schema.to_string(show_schema_metadata=True)
+    if key not in _FEATURES:
+        _FEATURES[key] = Features.from_arrow_schema(schema)
+    return _FEATURES[key]
 
 
 def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
@@ -493,12 +586,6 @@ def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
         union=union, test=test,
         test_source=(manifest.get("test") or {}).get("source"),
         strategy=manifest.get("strategy"))
-    if manifest.get("format") != LEGACY_FORMAT:
-        for position, entry in enumerate(entries):
-            if bucket_hash(render_bucket(bucket_set, position)) != entry["sha256"]:
-                raise FsxltError(f"{where}: split bucket_{split_stem(entry)} does not hold the "
-                                 "examples its manifest's hash records (the dataset was "
-                                 "changed); nothing was written")
     return bucket_set
 
 
@@ -506,6 +593,13 @@ def _verify_splits(manifest: dict[str, Any], bucket_set: BucketSet, where: str) 
     """Every split that is not a bucket gives the hash its manifest records, and the set
     renders to the manifest it came with (less the writer's version): the manifest is
     never rewritten to fit what the dataset holds."""
+    rendered = parse_manifest(json.loads(render_set(bucket_set)[MANIFEST]), where)
+    if manifest.get("format") != LEGACY_FORMAT:  # a 0.4 set's bucket hashes are its bytes'
+        for entry, made in zip(manifest["buckets"], rendered["buckets"], strict=True):
+            if made["sha256"] != entry["sha256"]:
+                raise FsxltError(f"{where}: split bucket_{split_stem(entry)} does not hold the "
+                                 "examples its manifest's hash records (the dataset was "
+                                 "changed); nothing was written")
     held = {"test": bucket_set.test, "dev_remaining": bucket_set.dev_remaining}
     for name, devs in zip(bucket_set.bucket_names(), bucket_set.devs or [], strict=False):
         held[f"bucket_{name}_dev"] = devs
@@ -515,8 +609,6 @@ def _verify_splits(manifest: dict[str, Any], bucket_set: BucketSet, where: str) 
             raise FsxltError(f"{where}: split {split} does not hold the examples its "
                              "manifest's hash records (the dataset was changed); nothing "
                              "was written")
-    rendered = parse_manifest(json.loads(render_set(bucket_set)[MANIFEST]),
-                              where)
     ignored = ("fsxlt_version", "format") + (("buckets",) if manifest.get("format")
                                              == LEGACY_FORMAT else ())
     for key in sorted(set(manifest) | set(rendered)):

@@ -261,10 +261,11 @@ def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: b
     root = Path(root)
     places = [root / folder for folder in folders] if folders is not None else None
     check_claim(root, BUCKETS, what)
-    _plan_sets(root, bucket_sets, places, replace)  # refused here: nothing written
+    rendered = [render_set(bucket_set) for bucket_set in bucket_sets]  # once, planned twice
+    _plan_sets(root, bucket_sets, places, replace, rendered)  # refused here: nothing written
     claim(root, BUCKETS, what)
     with writer_lock(root, BUCKETS):
-        plans, targets = _plan_sets(root, bucket_sets, places, replace)
+        plans, targets = _plan_sets(root, bucket_sets, places, replace, rendered)
         for target, (files, plan) in plans.items():
             if plan.status != UNCHANGED:
                 atomic_replace_dir(target, files)
@@ -274,8 +275,8 @@ def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: b
 
 
 def _plan_sets(root: Path, bucket_sets: Sequence[BucketSet], places: list[Path] | None,
-               replace: bool) -> tuple[dict[Path, tuple[dict[str, str], WrittenSet]],
-                                       list[Path]]:
+               replace: bool, rendered: Sequence[dict[str, str]],
+               ) -> tuple[dict[Path, tuple[dict[str, str], WrittenSet]], list[Path]]:
     """Each set's files and what writing them would do (:func:`plan_write`), by target
     directory, and each set's target; every refusal at once, in one line."""
     plans: dict[Path, tuple[dict[str, str], WrittenSet]] = {}
@@ -289,7 +290,7 @@ def _plan_sets(root: Path, bucket_sets: Sequence[BucketSet], places: list[Path] 
                              f"{bucket_set.task!r}, language {bucket_set.language!r}); "
                              "nothing was written")
         targets.append(target)
-        files = render_set(bucket_set)
+        files = rendered[position]
         if target in plans:
             if plans[target][0] != files:
                 refusals.append(f"{target}: two different bucket sets of this command go to "
