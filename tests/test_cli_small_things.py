@@ -113,3 +113,11 @@ def test_a_slow_model_load_says_what_it_loads_and_from_where(capsys, tmp_path):
         pass
     time.sleep(0.05)
     assert capsys.readouterr().err == ""
+
+
+def test_save_prompts_needs_save_predictions(tmp_path, capsys):
+    assert run_app(["icl", "--task", "xnli", "--lang", "de", "--model", "gpt2", "--out",
+                    str(tmp_path / "runs"), "--save-prompts"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--save-prompts writes into the predictions file" in err[0]
+    assert not (tmp_path / "runs").exists()

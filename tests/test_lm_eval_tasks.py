@@ -67,6 +67,9 @@ def _lm_eval_predictions(study: dict, group: str) -> dict[str, dict[str, int]]:
     results = simple_evaluate(model=model, tasks=[group], log_samples=True,
                               task_manager=TaskManager(include_path=str(study["root"] /
                                                                         "tasks")))
+    study.setdefault("arguments", {}).update(
+        {task: {s["doc"]["id"]: [tuple(a)[:2] for a in s["arguments"]]  # (context, option)
+                for s in samples} for task, samples in results["samples"].items()})
     return {task: {s["doc"]["id"]: [float(r[0]) for r in s["filtered_resps"]]
                    for s in samples} for task, samples in results["samples"].items()}
 
@@ -104,12 +107,14 @@ def _fsxlt_predictions(study: dict, task: str, k: int, labels: list[str],
     assert run_app(["icl", "--task", task, "--lang", "de", "--model", str(study["model"]),
                     "--bucket", str(study["root"] / "buckets" / task / "de" / f"k{k}"),
                     "--test", str(study["tests"][task]), "--preset", "lm-eval",
-                    "--save-predictions", "--threads", "1", "--out", str(out_dir)]) == 0
+                    "--save-predictions", "--save-prompts", "--threads", "1",
+                    "--out", str(out_dir)]) == 0
     found = {}
     for path in sorted(out_dir.rglob("*.predictions.jsonl")):
         rows = [json.loads(line) for line in path.read_text().splitlines()][1:]  # header
         name = f"fsxlt_{task}_de_k{k}_b{path.name.split('.')[0]}"
         found[name] = {row["id"]: labels.index(row["predicted"]) for row in rows}
+        study.setdefault("files", {})[name] = {row["id"]: row for row in rows}
     return found
 
 
@@ -130,6 +135,14 @@ def test_lm_eval_and_fsxlt_score_and_predict_every_test_example_alike(study, tas
         for doc, options in theirs[name].items():
             assert options == pytest.approx(logliks[name][doc], abs=1e-3)
             assert predicted[name][doc] == max(range(len(options)), key=options.__getitem__)
+            # issue 51, item 10: the predictions file says as much as lm-eval's samples
+            row = study["files"][name][doc]
+            assert sorted(row["loglik"]) == sorted(labels)
+            assert [row["loglik"][label] for label in labels] == pytest.approx(options,
+                                                                               abs=1e-3)
+            prompt = row["prompt"]
+            assert [prompt["prefix"] + prompt["options"][label] for label in labels] == \
+                [context + rest for context, rest in study["arguments"][name][doc]]
     # the two buckets' demonstrations give other numbers: the buckets do enter the prompt
     first, second = (theirs[name] for name in sorted(names))
     assert any(first[doc] != pytest.approx(second[doc], abs=1e-3) for doc in first)

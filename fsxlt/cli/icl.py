@@ -53,6 +53,10 @@ def icl_cmd(
         "--arm", help="The arm's name (default: icl plus the settings that differ).")] = None,
     batch_size: Annotated[int, typer.Option(
         "--batch-size", min=1, help="Rows scored per forward pass (CPU: 4-8 is best).")] = 8,
+    save_prompts: Annotated[bool, typer.Option(
+        "--save-prompts", help="With --save-predictions: also write each test example's "
+        "prompt (prefix, query, each option's text), as lm-eval's per-sample files "
+        "do.")] = False,
     *,
     lm_options: LmRunOptions,
 ) -> None:
@@ -67,6 +71,9 @@ def icl_cmd(
     --preset lm-eval, lm-evaluation-harness's prompts). Label words of unequal
     token lengths are warned about and recorded. A record with the same
     settings is skipped, one of other settings refused unless --replace.
+    --save-predictions writes each ranked example's log-likelihood of every
+    option beside its prediction (--save-prompts: and its prompt), so that a
+    run can be checked against lm-eval's per-sample files on your own model.
 
     Examples:
 
@@ -83,6 +90,9 @@ def icl_cmd(
     from fsxlt.icl.run import IclSettings, icl_plan
     from fsxlt.study.directories import check_apart_from_models
 
+    if save_prompts and not lm_options.save_predictions:
+        raise FsxltError("--save-prompts writes into the predictions file: give "
+                         "--save-predictions too")
     if normalize and normalize_chars:
         raise FsxltError("--normalize (per token) and --normalize-chars (per character) "
                          "exclude each other; give one")
@@ -98,11 +108,11 @@ def icl_cmd(
     check_apart_from_models(out, [("--model", model), ("--encoder", encoder)])
     runs = icl_plan(task, lang, bucket, out, settings, test=o.test_file, data_dir=o.data_dir,
                     predict=o.predict)
-    _run_all(runs, settings, out, o, batch_size=batch_size)
+    _run_all(runs, settings, out, o, batch_size=batch_size, save_prompts=save_prompts)
 
 
 def _run_all(runs: list, settings, out: Path, options: LmRunOptions, *,
-             batch_size: int) -> None:
+             batch_size: int, save_prompts: bool = False) -> None:
     """Skip the done runs, load the model, check every pending prompt, then score and write
     one record per run (under the runs directory's lock)."""
     from fsxlt.icl.run import execute, load_test, prepare
@@ -127,7 +137,8 @@ def _run_all(runs: list, settings, out: Path, options: LmRunOptions, *,
             if item.run.record_path not in pending:
                 continue
             record = execute(item, lm, settings, batch_size=batch_size,
-                             save_predictions=options.save_predictions)
+                             save_predictions=options.save_predictions,
+                             save_prompts=save_prompts)
             typer.echo(f"{item.run.id}: {record['metric']} {100 * record['test_score']:.2f} "
                        f"({record['examples_per_s']:.1f} examples/s) -> {item.run.record_path}")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -333,6 +333,7 @@ class PromptGroup:
     examples: list[int]
     demonstrations: list[Any]
     prompt: TokenizedPrompt
+    text: Any = None  # the rendered PromptText the prompt was tokenized from
 
 
 @dataclass
@@ -406,7 +407,7 @@ def prepare(run: IclRun, settings: IclSettings, tokenizer: Any, model: Any,
         longest = max(longest, check_room(model, prompt.prefix, prompt.queries,
                                           settings.decode, run.id) if generative
                       else check_length(plan_rows(prompt, run.id), model, run.id))
-        groups.append(PromptGroup(members, demos, prompt))
+        groups.append(PromptGroup(members, demos, prompt, text))
     return Prepared(run, bucket, test, groups, longest)
 
 
@@ -518,18 +519,47 @@ def generate_prepared(prepared: Prepared, lm: Any, settings: IclSettings, *,
     return texts
 
 
-def _predict(prepared: Prepared, lm: Any, settings: IclSettings,
-             batch_size: int) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    """A run's predictions, what its metric compares them with, and its record's icl
-    block: generated texts for a generative task, ranked labels otherwise."""
+def _predict(prepared: Prepared, lm: Any, settings: IclSettings, batch_size: int,
+             ) -> tuple[list[Any], list[Any], dict[str, Any], list[dict[str, Any]]]:
+    """A run's predictions, what its metric compares them with, its record's icl block,
+    and per test example what a predictions file adds (ranked labels: each option's
+    log-likelihood, :func:`option_details`): generated texts for a generative task,
+    ranked labels otherwise."""
     spec, test = prepared.run.task_spec, prepared.test
     if is_generative(spec):
         texts = generate_prepared(prepared, lm, settings, batch_size=batch_size)
         block = {**_icl_block(prepared, settings, None, batch_size),
                  "generation": generation_block(settings.decode, texts)}
-        return texts, gold_of(spec, test, prepared.run.language), block
-    predicted, _, free = score_prepared(prepared, lm.model, settings, batch_size=batch_size)
-    return predicted, [e.label for e in test], _icl_block(prepared, settings, free, batch_size)
+        return texts, gold_of(spec, test, prepared.run.language), block, [{} for _ in test]
+    predicted, scores, free = score_prepared(prepared, lm.model, settings,
+                                             batch_size=batch_size)
+    return (predicted, [e.label for e in test], _icl_block(prepared, settings, free, batch_size),
+            [{"loglik": dict(zip(_option_keys(spec, row), row, strict=True))}
+             for row in scores.loglik])
+
+
+def _option_keys(spec: TaskSpec, options: Sequence[Any]) -> list[str]:
+    """The label of each option: the task's labels, or a candidate's position (a multiple-
+    choice example's own number of candidates)."""
+    labels = list(spec.labels)
+    return labels if len(labels) == len(options) else [str(i) for i in range(len(options))]
+
+
+def prompt_details(prepared: Prepared) -> list[dict[str, Any]]:
+    """Per test example (in test order) the prompt it was scored with, as text: the shared
+    prefix (instruction and demonstrations), its query, and each option's continuation by
+    label; lm-eval's per-sample files hold the same as ``arguments``."""
+    spec = prepared.run.task_spec
+    found: dict[int, dict[str, Any]] = {}
+    for group in prepared.groups:
+        text = group.text
+        for row, position in enumerate(group.examples):
+            options = text.continuations[row] if row < len(text.continuations) else []
+            found[position] = {"prompt": {
+                "prefix": text.prefix, "query": text.queries[row],
+                "options": dict(zip(_option_keys(spec, options), options, strict=True))
+                if options else None}}
+    return [found[position] for position in range(len(prepared.test))]
 
 
 def _predict_file(prepared: Prepared, lm: Any, settings: IclSettings, batch_size: int,
@@ -548,8 +578,11 @@ def _predict_file(prepared: Prepared, lm: Any, settings: IclSettings, batch_size
 
 def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: int = 8,
             save_predictions: bool = False, writer: str = ICL_WRITER,
-            sweep: str = "") -> dict[str, Any]:
-    """Score a prepared run and write its record (and predictions) atomically."""
+            sweep: str = "", save_prompts: bool = False) -> dict[str, Any]:
+    """Score a prepared run and write its record (and predictions) atomically. The
+    predictions file gives, per ranked example, each option's log-likelihood by label
+    (``loglik``), and with ``save_prompts`` the prompt it was scored with
+    (:func:`prompt_details`)."""
     from fsxlt.fileio import atomic_write_json
     from fsxlt.metrics.scores import compute_scores
     from fsxlt.study.predictions import write_predictions
@@ -558,7 +591,7 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
 
     run, began = prepared.run, time.perf_counter()
     spec = run.task_spec
-    predicted, gold, icl_block = _predict(prepared, lm, settings, batch_size)
+    predicted, gold, icl_block, details = _predict(prepared, lm, settings, batch_size)
     test = compute_scores(spec, gold, predicted)
     elapsed = time.perf_counter() - began
     arm = Path(run.record_path).parent.name
@@ -582,8 +615,11 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
     if save_predictions:
         model_info = {"kind": "icl", "record": Path(run.record_path).name, "method": arm,
                       "k": run.k, "bucket": run.index, "model": lm.name}
+        if save_prompts:
+            details = [{**d, **p} for d, p in zip(details, prompt_details(prepared),
+                                                  strict=True)]
         write_predictions(predictions_path(run.record_path), prepared.test, predicted,
                           task=spec, language=run.language, split="test", model=model_info,
-                          data_sha256=record["data"]["test"]["sha256"])
+                          data_sha256=record["data"]["test"]["sha256"], extras=details)
     atomic_write_json(run.record_path, record)
     return record

@@ -86,12 +86,17 @@ def prediction_rows(examples: Sequence[Example], predicted: Sequence[Any]) -> li
 
 def write_predictions(path: str | Path, examples: Sequence[Example], predicted: Sequence[Any],
                       *, task: Any, language: str, split: str, model: dict[str, Any],
-                      data_sha256: str | None = None) -> Path:
-    """Atomically write a predictions file (header line, then one line per example)."""
+                      data_sha256: str | None = None,
+                      extras: Sequence[dict[str, Any]] | None = None) -> Path:
+    """Atomically write a predictions file (header line, then one line per example);
+    ``extras``: per example, more fields for its line (an ICL run's log-likelihoods)."""
     header = {"format": PREDICTIONS_FORMAT, "task": task.name, "language": language,
               "kind": task.kind, "labels": list(task.labels), "split": split,
               "n": len(examples), "data": data_sha256, "model": model}
-    atomic_write_text(path, dumps_jsonl([header, *prediction_rows(examples, predicted)]))
+    rows = prediction_rows(examples, predicted)
+    if extras is not None:
+        rows = [{**row, **extra} for row, extra in zip(rows, extras, strict=True)]
+    atomic_write_text(path, dumps_jsonl([header, *rows]))
     return Path(path)
 
 
