@@ -74,13 +74,16 @@ def raw_frame(root: Path) -> pd.DataFrame:
 def test_cells_equal_a_pandas_recomputation(runs):
     cells = aggregate(load_records(runs), expected=8)
     expected = raw_frame(runs).groupby(["arm", "language", "k"])["score"].agg(
-        ["mean", "std", "count"])
+        ["mean", "std", "count", "min", "max"])
     shots = cells[cells["k"] > 0].set_index(["arm", "language", "k"])
     assert len(shots) == len(expected) == len(LANGS) * len(KS) * len(ARMS)
     for key, row in expected.iterrows():
         assert shots.loc[key, "mean"] == pytest.approx(100 * row["mean"], abs=1e-9)
         assert shots.loc[key, "std"] == pytest.approx(100 * row["std"], abs=1e-9)  # ddof=1
         assert shots.loc[key, "n"] == row["count"]
+        # the spread over buckets (issue 51, item 12): cells.csv's min and max
+        assert shots.loc[key, "min"] == pytest.approx(100 * row["min"], abs=1e-9)
+        assert shots.loc[key, "max"] == pytest.approx(100 * row["max"], abs=1e-9)
         zero = 50.0 + 10 * LANGS.index(key[1])
         if key[0] != "full-nosource":
             assert shots.loc[key, "gain"] == pytest.approx(100 * row["mean"] - zero)

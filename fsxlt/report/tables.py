@@ -124,7 +124,8 @@ def _expected_buckets(task: str, k: int, fixed: bool, set_size: float,
 
 def aggregate(records: Records, *, ddof: int = 1,
               expected: int | None = None) -> pd.DataFrame:
-    """One row per (task, arm, language, k): n, mean, std (points), missing buckets, gain,
+    """One row per (task, arm, language, k): n, mean, std, min and max over its buckets
+    (points; cells.csv keeps them all), missing buckets, gain,
     whether its buckets are fixed splits (``fixed``), its records' ``metric`` and whether
     one says its label words differ in token length (``unequal_label_tokens``).
 
@@ -133,16 +134,16 @@ def aggregate(records: Records, *, ddof: int = 1,
     ``fsxlt analyze correlate`` reads.
     """
     scores = records.scores
-    columns = ["task", "arm", "language", "k", "n", "mean", "std", "zero_shot", "gain",
-               "missing", "expected", "union", "in_source", "fixed", "metric",
+    columns = ["task", "arm", "language", "k", "n", "mean", "std", "min", "max", "zero_shot",
+               "gain", "missing", "expected", "union", "in_source", "fixed", "metric",
                "unequal_label_tokens"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
-    cells = grouped["test_score"].agg(n="count", mean="mean",
-                                      std=lambda s: s.std(ddof=ddof)).reset_index()
-    cells["mean"] *= 100.0
-    cells["std"] *= 100.0
+    cells = grouped["test_score"].agg(n="count", mean="mean", std=lambda s: s.std(ddof=ddof),
+                                      min="min", max="max").reset_index()
+    for column in ("mean", "std", "min", "max"):  # points
+        cells[column] *= 100.0
     present = grouped["bucket"].apply(lambda s: set(int(x) for x in s)).reset_index(drop=True)
     fixed = grouped["fixed"].apply(lambda s: bool(s.astype(bool).any())).reset_index(drop=True)
     cells["fixed"] = fixed.astype(bool)
