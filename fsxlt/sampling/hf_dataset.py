@@ -237,9 +237,9 @@ def export_hf(store: str | Path, out: str | Path,
                              f"task, language and K ({config}); export them apart")
         task = get_task(manifest["task"])
         features = features_of(task, [ex for examples in splits.values() for ex in examples])
-        names = {}
+        names, schema = {}, features.arrow_schema
         for split, examples in splits.items():  # one schema for every split of a config
-            data = _parquet_bytes([to_row(ex, features) for ex in examples], features)
+            data = _parquet_bytes([to_row(ex, features) for ex in examples], schema)
             names[split] = f"{config}/{split}-{hashlib.sha256(data).hexdigest()[:16]}.parquet"
             files[names[split]] = data
         files[f"{config}/{FSXLT_MANIFEST}"] = dumps_json(manifest).encode("utf-8")
@@ -254,15 +254,15 @@ def export_hf(store: str | Path, out: str | Path,
     return sets
 
 
-def _parquet_bytes(rows: list[dict[str, Any]], features: Any) -> bytes:
-    """Rows of ``features`` as the bytes of a parquet file, written straight with pyarrow
-    under the features' arrow schema (which carries ``datasets``' feature metadata, so
+def _parquet_bytes(rows: list[dict[str, Any]], schema: Any) -> bytes:
+    """Rows as the bytes of a parquet file, written straight with pyarrow under the
+    features' arrow ``schema`` (which carries ``datasets``' feature metadata, so
     ``load_dataset`` gets the typed features back): ``Dataset.from_list`` would hash every
     table with dill first, four fifths of an export's time."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
+    table = pa.Table.from_pylist(rows, schema=schema)
     buffer = pa.BufferOutputStream()
     pq.write_table(table, buffer)
     return buffer.getvalue().to_pybytes()
