@@ -106,17 +106,19 @@ def export_lm_eval(store: str | Path, out: str | Path,
     other = sorted({read_manifest(d)["task"] for d in directories} - set(LM_EVAL_TASKS))
     if other:
         left_out.append(f"{', '.join(other)} (lm-eval's preset covers xnli and pawsx)")
-    wanted = []
+    wanted, untested = [], {}
     for directory in directories:
         manifest = read_manifest(directory)
         if manifest["task"] not in LM_EVAL_TASKS:
             continue
         test_path = test_file(manifest["task"], manifest["language"])
         if test_path is None:
-            left_out.append(f"{manifest['task']}/{manifest['language']}/k{manifest['k']} (no "
-                            f"{manifest['task']} test file for {manifest['language']})")
+            untested.setdefault((manifest["task"], manifest["language"]), []).append(
+                f"k{manifest['k']}")
             continue
         wanted.append((directory, test_path))
+    left_out += [f"{task}/{language} {','.join(ks)} (no {task} test file for {language})"
+                 for (task, language), ks in sorted(untested.items())]
     if skipped is not None:
         skipped.extend(left_out)
     if not wanted:
