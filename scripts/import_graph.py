@@ -44,7 +44,7 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "fileio", "config_checks", "lazy", "identity", "plugins"),
     ("tasks", "data", "synthetic", "study", "study.runs", "study.directories", "sampling.store",
-     "sampling.samplers"),
+     "sampling.manifest", "sampling.samplers"),
     ("metrics",),
     ("models",),
     ("methods",),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 from fsxlt.data.examples import TEST_SAMPLE_KEY, seeded_sample
 from fsxlt.data.readers import check_file_language
 from fsxlt.errors import FsxltError
+from fsxlt.icl.details import option_keys, prompt_details
 from fsxlt.icl.generation import BATCHING, DEFAULT_STOP, DecodeSettings, check_room
 from fsxlt.icl.generative import (
     check_generative,
@@ -521,10 +522,8 @@ def generate_prepared(prepared: Prepared, lm: Any, settings: IclSettings, *,
 
 def _predict(prepared: Prepared, lm: Any, settings: IclSettings, batch_size: int,
              ) -> tuple[list[Any], list[Any], dict[str, Any], list[dict[str, Any]]]:
-    """A run's predictions, what its metric compares them with, its record's icl block,
-    and per test example what a predictions file adds (ranked labels: each option's
-    log-likelihood, :func:`option_details`): generated texts for a generative task,
-    ranked labels otherwise."""
+    """A run's predictions (generated texts, or ranked labels), what its metric compares
+    them with, its record's icl block, and per test example each option's log-likelihood."""
     spec, test = prepared.run.task_spec, prepared.test
     if is_generative(spec):
         texts = generate_prepared(prepared, lm, settings, batch_size=batch_size)
@@ -534,32 +533,8 @@ def _predict(prepared: Prepared, lm: Any, settings: IclSettings, batch_size: int
     predicted, scores, free = score_prepared(prepared, lm.model, settings,
                                              batch_size=batch_size)
     return (predicted, [e.label for e in test], _icl_block(prepared, settings, free, batch_size),
-            [{"loglik": dict(zip(_option_keys(spec, row), row, strict=True))}
+            [{"loglik": dict(zip(option_keys(spec, row), row, strict=True))}
              for row in scores.loglik])
-
-
-def _option_keys(spec: TaskSpec, options: Sequence[Any]) -> list[str]:
-    """The label of each option: the task's labels, or a candidate's position (a multiple-
-    choice example's own number of candidates)."""
-    labels = list(spec.labels)
-    return labels if len(labels) == len(options) else [str(i) for i in range(len(options))]
-
-
-def prompt_details(prepared: Prepared) -> list[dict[str, Any]]:
-    """Per test example (in test order) the prompt it was scored with, as text: the shared
-    prefix (instruction and demonstrations), its query, and each option's continuation by
-    label; lm-eval's per-sample files hold the same as ``arguments``."""
-    spec = prepared.run.task_spec
-    found: dict[int, dict[str, Any]] = {}
-    for group in prepared.groups:
-        text = group.text
-        for row, position in enumerate(group.examples):
-            options = text.continuations[row] if row < len(text.continuations) else []
-            found[position] = {"prompt": {
-                "prefix": text.prefix, "query": text.queries[row],
-                "options": dict(zip(_option_keys(spec, options), options, strict=True))
-                if options else None}}
-    return [found[position] for position in range(len(prepared.test))]
 
 
 def _predict_file(prepared: Prepared, lm: Any, settings: IclSettings, batch_size: int,
@@ -579,10 +554,8 @@ def _predict_file(prepared: Prepared, lm: Any, settings: IclSettings, batch_size
 def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: int = 8,
             save_predictions: bool = False, writer: str = ICL_WRITER,
             sweep: str = "", save_prompts: bool = False) -> dict[str, Any]:
-    """Score a prepared run and write its record (and predictions) atomically. The
-    predictions file gives, per ranked example, each option's log-likelihood by label
-    (``loglik``), and with ``save_prompts`` the prompt it was scored with
-    (:func:`prompt_details`)."""
+    """Score a prepared run and write its record (and predictions: each ranked example's
+    ``loglik`` by label, and its prompt with ``save_prompts``) atomically."""
     from fsxlt.fileio import atomic_write_json
     from fsxlt.metrics.scores import compute_scores
     from fsxlt.study.predictions import write_predictions

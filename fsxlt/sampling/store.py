@@ -38,7 +38,6 @@ refused, so a refused command writes nothing, not even the marker.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,9 +55,9 @@ from fsxlt.fileio import (
     sha256_text,
     text_lines,
 )
+from fsxlt.sampling.manifest import LEGACY_FORMAT as LEGACY_FORMAT  # re-exported
+from fsxlt.sampling.manifest import STORE_FORMAT, parse_manifest, plain_name
 
-STORE_FORMAT = "fsxlt-buckets/2"
-LEGACY_FORMAT = "fsxlt-buckets/1"  # written by fsxlt 0.3 and 0.4: read, never written
 MANIFEST = "manifest.json"
 DEV_REMAINING = "dev-remaining.jsonl"
 
@@ -461,85 +460,6 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     or a one-line error naming the file and the field (a hand-edited manifest)."""
     path = Path(directory) / MANIFEST
     return parse_manifest(read_json(path), path)
-
-
-def parse_manifest(manifest: Any, path: str | Path) -> dict[str, Any]:
-    """``manifest`` (parsed JSON read from ``path``) if it is a bucket manifest whose fields
-    have the types fsxlt writes and whose every name is a plain file or folder name, else
-    a one-line :class:`DataFormatError` naming ``path`` and the field. The one boundary for
-    a store's ``manifest.json`` and a dataset's ``fsxlt_manifest.json`` alike."""
-    if not isinstance(manifest, dict) or manifest.get("format") not in (STORE_FORMAT,
-                                                                        LEGACY_FORMAT):
-        raise DataFormatError(path, f"not an fsxlt bucket manifest (format {STORE_FORMAT})")
-    problem = _manifest_problem(manifest)
-    if problem is not None:
-        raise DataFormatError(path, f"not an fsxlt bucket manifest: {problem}")
-    return manifest
-
-
-# a name a manifest gives a file or folder: letters, digits, '_', '-', '+' and '.', not
-# starting with '.' (so never '.', '..' or hidden), no separator: it stays where it is put
-PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}$")
-
-
-def plain_name(value: Any) -> bool:
-    """Whether ``value`` is a name a manifest may give a file or folder (:data:`PLAIN_NAME`)."""
-    return isinstance(value, str) and bool(PLAIN_NAME.match(value))
-
-
-def _brief(value: Any, width: int = 60) -> str:
-    """A value as a manifest refusal shows it: its repr, cut."""
-    text = repr(value)
-    return text if len(text) <= width else text[:width - 3] + "..."
-
-
-def _manifest_problem(manifest: dict[str, Any]) -> str | None:
-    """The first field of a manifest without the type fsxlt writes, in words, or None."""
-    def text(value: Any) -> bool:
-        return isinstance(value, str) and bool(value)
-
-    def whole(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
-
-    def entry_problem(where: str, block: Any, required: bool) -> str | None:
-        if block is None and not required:
-            return None
-        if not (isinstance(block, dict) and plain_name(block.get("file"))):
-            return f"{where} is {_brief(block)}, not a file entry with a plain file name"
-        if "sha256" in block and not text(block["sha256"]):
-            return f"{where}.sha256 is {block['sha256']!r}, not a hash"
-        return None
-
-    plain = "a plain name (letters, digits, _ . + -)"
-    for key, ok, what in (("task", plain_name, plain), ("language", plain_name, plain),
-                          ("k", lambda v: whole(v) and v >= 0, "a whole number"),
-                          ("labels", lambda v: isinstance(v, list)
-                           and all(isinstance(x, str) for x in v), "a list of labels"),
-                          ("buckets", lambda v: isinstance(v, list),
-                           "a list of buckets")):
-        if not ok(manifest.get(key)):
-            return f"{key} is {_brief(manifest.get(key))}, not {what}"
-    strategy = manifest.get("strategy")
-    if strategy is not None and not (isinstance(strategy, dict)
-                                     and plain_name(strategy.get("name"))):
-        return f"strategy is {_brief(strategy)}, not a strategy with {plain}"
-    for position, entry in enumerate(manifest["buckets"]):
-        if not isinstance(entry, dict):
-            return f"buckets[{position}] is {_brief(entry)}, not a bucket entry"
-        for key, ok, what in (("file", plain_name, "a plain file name"),
-                              ("index", whole, "a whole number"), ("sha256", text, "a hash")):
-            if not ok(entry.get(key)):
-                return f"buckets[{position}].{key} is {_brief(entry.get(key))}, not {what}"
-        if "name" in entry and not plain_name(entry["name"]):
-            return f"buckets[{position}].name is {_brief(entry['name'])}, not {plain}"
-        problem = entry_problem(f"buckets[{position}].dev", entry.get("dev"), False)
-        if problem is not None:
-            return problem
-    for key in ("dev_remaining", "test"):
-        problem = entry_problem(key, manifest.get(key), False)
-        if problem is not None:
-            return problem
-    return None
 
 
 def read_bucket(path: str | Path) -> Bucket:
