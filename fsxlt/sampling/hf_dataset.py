@@ -30,7 +30,7 @@ extractive QA in SQuAD's layout (``answers`` = {``text``, ``answer_start``}); ge
 :func:`import_hf` reads such a folder (or a hub dataset id, downloaded) as input anyone
 could have written: the configs are those its card lists, each split the parquet file the
 card names inside the config's folder, each manifest checked at the store's manifest
-boundary (:func:`fsxlt.sampling.store.parse_manifest`). Each config is written back as
+boundary (:func:`fsxlt.sampling.manifest.parse_manifest`). Each config is written back as
 the bucket set its manifest describes, at the place the manifest's own task, language,
 K and strategy give under ``--out`` (never a path read from the dataset): the same
 examples, in the same order, so every bucket has the hash it had
