@@ -134,19 +134,16 @@ def verbatim_examples(doc: str) -> str:
     return "\n\n".join(marked)
 
 
-def keep_examples_verbatim(typer_app: typer.Typer) -> int:
+def keep_examples_verbatim(typer_app: typer.Typer) -> None:
     """Mark the example blocks of every command of ``typer_app`` (its groups too) verbatim
-    (:func:`verbatim_examples`); returns how many commands were seen."""
-    seen = 0
+    (:func:`verbatim_examples`)."""
     groups = [typer_app]
     while groups:
         current = groups.pop()
         for command in current.registered_commands:
             if command.callback is not None and command.callback.__doc__:
                 command.callback.__doc__ = verbatim_examples(command.callback.__doc__)
-            seen += 1
         groups += [group.typer_instance for group in current.registered_groups]
-    return seen
 
 
 INTERRUPTED = 130  # the shell's status for a process stopped by SIGINT; no command uses it

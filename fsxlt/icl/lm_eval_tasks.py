@@ -102,21 +102,20 @@ def export_lm_eval(store: str | Path, out: str | Path,
         raise FsxltError(f"{store}: no bucket sets below it")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
-    left_out: list[str] = []
-    other = sorted({read_manifest(d)["task"] for d in directories} - set(LM_EVAL_TASKS))
-    if other:
-        left_out.append(f"{', '.join(other)} (lm-eval's preset covers xnli and pawsx)")
-    wanted, untested = [], {}
-    for directory in directories:
-        manifest = read_manifest(directory)
+    manifests = {directory: read_manifest(directory) for directory in directories}
+    other = sorted({m["task"] for m in manifests.values()} - set(LM_EVAL_TASKS))
+    left_out = [f"{', '.join(other)} (lm-eval's preset covers xnli and pawsx)"] if other else []
+    wanted: dict[Path, Path] = {}
+    untested: dict[tuple[str, str], list[str]] = {}
+    for directory, manifest in manifests.items():
         if manifest["task"] not in LM_EVAL_TASKS:
             continue
         test_path = test_file(manifest["task"], manifest["language"])
         if test_path is None:
             untested.setdefault((manifest["task"], manifest["language"]), []).append(
                 f"k{manifest['k']}")
-            continue
-        wanted.append((directory, test_path))
+        else:
+            wanted[directory] = test_path
     left_out += [f"{task}/{language} {','.join(ks)} (no {task} test file for {language})"
                  for (task, language), ks in sorted(untested.items())]
     if skipped is not None:
@@ -127,9 +126,8 @@ def export_lm_eval(store: str | Path, out: str | Path,
     files: dict[str, str] = {}
     exported = []
     settings = IclSettings(model="", seed=seed, preset="lm-eval")
-    paths = dict(wanted)
-    for directory in (progress or iter)(list(paths)):
-        test_path = paths[directory]
+    for directory in (progress or iter)(list(wanted)):
+        test_path = wanted[directory]
         manifest, buckets, _remaining = read_set(directory, verify=True)
         task, language, k = get_task(manifest["task"]), manifest["language"], manifest["k"]
         include = lm_eval_task_file(task.name, language)

@@ -60,7 +60,7 @@ from fsxlt.data import (
     TextExample,
 )
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import dumps_json, dumps_jsonl, parse_yaml, read_json, sha256_text, staged_dir
+from fsxlt.fileio import dumps_json, parse_yaml, read_json, staged_dir
 from fsxlt.sampling.hf_card import dataset_card, split_hashes, split_stem
 from fsxlt.sampling.store import (
     LEGACY_FORMAT,
@@ -184,12 +184,6 @@ def set_splits(directory: Path) -> tuple[dict[str, Any], dict[str, list[Example]
     if remaining is not None:
         splits["dev_remaining"] = remaining
     return manifest, splits
-
-
-def examples_hash(examples: Iterable[Example]) -> str:
-    """The hash a manifest records for a dev, test or remaining-dev set: the sha256 of its
-    examples as the store's JSON lines."""
-    return sha256_text(dumps_jsonl(ex.to_dict() for ex in examples))
 
 
 def export_hf(store: str | Path, out: str | Path,
@@ -357,8 +351,7 @@ def _read_config(folder: Path, config: str, files: dict[str, Path]) -> BucketSet
         if any(isinstance(e.get("dev"), dict) for e in manifest["buckets"]) else None
     bucket_set = _bucket_set(manifest, buckets, devs,
                              split("test") if manifest.get("test") else None,
-                             split("dev_remaining") if manifest.get("dev_remaining") else None,
-                             where)
+                             split("dev_remaining") if manifest.get("dev_remaining") else None)
     _verify_splits(manifest, bucket_set, where)
     return bucket_set
 
@@ -396,9 +389,9 @@ def _features(schema: Any) -> Any:
 
 def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
                 devs: list[list[Example]] | None, test: list[Example] | None,
-                remaining: list[Example] | None, where: str) -> BucketSet:
-    """The set a manifest describes, over these examples; a bucket whose examples do not
-    give the hash the manifest records is a one-line error."""
+                remaining: list[Example] | None) -> BucketSet:
+    """The set a manifest describes, over these examples (:func:`_verify_splits` checks
+    them against its hashes)."""
     entries = manifest["buckets"]
     source = manifest.get("source") or {}
     named = any("name" in e for e in entries)
@@ -420,27 +413,21 @@ def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
 
 
 def _verify_splits(manifest: dict[str, Any], bucket_set: BucketSet, where: str) -> None:
-    """Every split that is not a bucket gives the hash its manifest records, and the set
-    renders to the manifest it came with (less the writer's version): the manifest is
-    never rewritten to fit what the dataset holds."""
+    """Every split gives the hash its manifest records (a bucket its content hash; a dev,
+    test or remaining-dev set the sha256 of its JSON lines), and the set renders to the
+    manifest it came with (less the writer's version): the manifest is never rewritten to
+    fit what the dataset holds. A 0.4 set's bucket hashes are its files' bytes: not
+    compared."""
     rendered = parse_manifest(json.loads(render_set(bucket_set)[MANIFEST]), where)
-    if manifest.get("format") != LEGACY_FORMAT:  # a 0.4 set's bucket hashes are its bytes'
-        for entry, made in zip(manifest["buckets"], rendered["buckets"], strict=True):
-            if made["sha256"] != entry["sha256"]:
-                raise FsxltError(f"{where}: split bucket_{split_stem(entry)} does not hold the "
-                                 "examples its manifest's hash records (the dataset was "
-                                 "changed); nothing was written")
-    held = {"test": bucket_set.test, "dev_remaining": bucket_set.dev_remaining}
-    for name, devs in zip(bucket_set.bucket_names(), bucket_set.devs or [], strict=False):
-        held[f"bucket_{name}_dev"] = devs
-    recorded = split_hashes(manifest)
-    for split, examples in held.items():
-        if split in recorded and examples_hash(examples or []) != recorded[split]:
+    legacy = manifest.get("format") == LEGACY_FORMAT
+    bucket_splits = {f"bucket_{split_stem(entry)}" for entry in manifest["buckets"]}
+    made = split_hashes(rendered)
+    for split, digest in split_hashes(manifest).items():
+        if made.get(split) != digest and not (legacy and split in bucket_splits):
             raise FsxltError(f"{where}: split {split} does not hold the examples its "
                              "manifest's hash records (the dataset was changed); nothing "
                              "was written")
-    ignored = ("fsxlt_version", "format") + (("buckets",) if manifest.get("format")
-                                             == LEGACY_FORMAT else ())
+    ignored = ("fsxlt_version", "format") + (("buckets",) if legacy else ())
     for key in sorted(set(manifest) | set(rendered)):
         if key not in ignored and manifest.get(key) != rendered.get(key):
             raise FsxltError(f"{where}: its manifest's {key} is not what its splits give "

@@ -1,4 +1,4 @@
-"""The three kinds of output directory, the rule that keeps them apart, and model folders.
+"""The four kinds of output directory, the rule that keeps them apart, and model folders.
 
 fsxlt writes four kinds of tree: a *bucket store* (``fsxlt sample``,
 ``select``, ``buckets import-*``; layout in :mod:`fsxlt.sampling.store`), a
