@@ -1,5 +1,6 @@
 """ICL arms in ``fsxlt sweep``: beside the adapting arms on the same buckets, at K=0, resumable,
-write-once, on local workers and Ray; bad ``icl:`` sections are one line with nothing written."""
+write-once, on local workers (on Ray: test_ray_cluster.py); bad ``icl:`` sections are one
+line with nothing written."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from typing import Any
 import pytest
 
 from fsxlt.cli import run_app
-from fsxlt.execution import load_config, parse_config, run_sweep, sweep_status
+from fsxlt.execution import load_config, parse_config, sweep_status
 from fsxlt.study.runs import arm_of, is_complete, read_record
 from fsxlt.training import strip_timings
 from tests.icl_fixtures import make_causal_lm_dir, write_task_yaml
-from tests.sweep_fixtures import KS, N_BUCKETS, build_study, ray_or_fail, sweep_config, write_config
+from tests.sweep_fixtures import KS, N_BUCKETS, build_study, sweep_config, write_config
 
 REPO = Path(__file__).resolve().parents[1]
 LANG = "de"
@@ -219,21 +220,6 @@ def test_a_failing_icl_run_leaves_an_error_record_and_the_sweep_goes_on(study, t
     assert is_complete(read_record(runs / f"xnli/{LANG}/k2/icl/00.json"))
     status = sweep_status(load_config(config))
     assert sorted({why for _, why in status.pending}) == ["error"]
-
-
-def test_ray_executor_writes_the_same_icl_records(study, swept, tmp_path):
-    ray = ray_or_fail()
-    runs = tmp_path / "runs"
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    try:
-        result = run_sweep(parse_config(icl_config(study, runs, methods=[])), executor="ray",
-                           cpus_per_task=1)
-    finally:
-        ray.shutdown()
-    assert len(result.completed) == ICL_RUNS and not result.failed
-    reference = {path: record for path, record in icl_records(swept["runs"]).items()
-                 if "/icl/" in path}
-    assert icl_records(runs) == reference
 
 
 def _bad_section(study: dict[str, Path], tmp_path: Path, case: str) -> dict[str, Any]:

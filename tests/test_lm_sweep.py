@@ -20,7 +20,7 @@ from fsxlt.execution import expand, load_config, parse_config, sweep_status
 from fsxlt.study.runs import read_record
 from fsxlt.training import strip_timings
 from tests.icl_fixtures import make_causal_lm_dir
-from tests.sweep_fixtures import build_study, ray_or_fail, sweep_config, write_config
+from tests.sweep_fixtures import build_study, sweep_config, write_config
 
 REPO = Path(__file__).resolve().parents[1]
 LORA = {"lrs": [1e-3], "max_epochs": 2, "patience": 1, "test_limit": 6, "dev_limit": 4}
@@ -145,21 +145,3 @@ def test_bad_lm_lora_sections_are_one_line_and_write_nothing(study, tmp_path, ca
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "runs").exists()
-
-
-def test_ray_executor_writes_the_same_lora_records(study, swept, tmp_path):
-    ray = ray_or_fail()
-    from fsxlt.execution import run_sweep
-
-    runs = tmp_path / "runs"
-    config = three_arms(study, runs, arms=[{}])
-    config.pop("icl")
-    config["methods"] = []
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    try:
-        result = run_sweep(parse_config(config), executor="ray", cpus_per_task=1)
-    finally:
-        ray.shutdown()
-    assert len(result.completed) == 4 and not result.failed
-    reference = {p: r for p, r in records(swept["runs"]).items() if "/lm-lora/" in p}
-    assert records(runs) == reference

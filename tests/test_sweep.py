@@ -22,7 +22,6 @@ from tests.sweep_fixtures import (
     LANGS,
     N_BUCKETS,
     build_study,
-    ray_or_fail,
     sweep_config,
     write_config,
 )
@@ -286,20 +285,6 @@ def test_shipped_configs_reproduce_the_study_grid():
         assert plan.lrs == (1e-5, 3e-5, 5e-5, 7e-5) and plan.max_epochs == 50
     ablation = load_config(REPO / "configs/sweeps/no-source-ablation.yaml")
     assert all(p.no_source and p.no_source["methods"] == ["full"] for p in ablation.tasks)
-
-
-def test_ray_executor_gives_the_same_report(study, reference, tmp_path):
-    ray = ray_or_fail()
-    runs = tmp_path / "runs"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        result = run_sweep(parse_config(sweep_config(study, runs)), executor="ray",
-                           cpus_per_task=1)
-    finally:
-        ray.shutdown()
-    assert len(result.completed) == N_RUNS and not result.failed
-    write_report(runs, tmp_path / "report", "md", expected=N_BUCKETS)
-    same_tree(reference / "report", tmp_path / "report")
 
 
 def test_the_dont_stop_preset_runs_the_peer_s_protocol(tmp_path, monkeypatch):

@@ -10,11 +10,12 @@ groups the rest by (task, language, start) and hands the groups to an executor:
   ``threads`` torch threads (default: CPU cores / workers). ``workers=0``
   runs everything in the calling process, with ``threads`` torch threads when
   given (restored afterwards).
-- ``ray``: one Ray task per group, ``num_gpus=gpus_per_task`` (fractions
-  allowed) and ``num_cpus=cpus_per_task``; joins ``address`` (``auto``,
-  ``ray://host:10001``) or an already initialised Ray, else starts a local
-  instance. Workers write records straight into RUNS_DIR, so on a cluster it
-  must be a filesystem every node mounts.
+- ``ray`` (:mod:`fsxlt.execution.ray_executor`): one Ray task per group,
+  ``num_gpus=gpus_per_task`` (fractions allowed) and ``num_cpus=cpus_per_task``;
+  joins ``address`` (``auto``, ``ray://host:10001``) or an already initialised
+  Ray, else starts a local instance. Inputs travel through Ray's object store and
+  records come back through it (no node needs the driver's disk); a node lost
+  mid-group reruns the group's unfinished runs elsewhere.
 
 Workers die with the sweep (``PR_SET_PDEATHSIG`` on Linux); a killed sweep
 leaves only complete records behind (atomic writes), and the next start runs
@@ -44,6 +45,7 @@ from fsxlt import __version__
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig
 from fsxlt.execution.expansion import expand
+from fsxlt.execution.ray_executor import ray_module, run_ray
 from fsxlt.execution.spec import Plan, RunSpec, check_eval_sets
 from fsxlt.execution.worker import Outcome, die_with_parent, run_group
 from fsxlt.fileio import atomic_write_json, check_output_dir
@@ -237,54 +239,6 @@ def _run_local(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None]
                 proc.terminate()
 
 
-# --------------------------------------------------------------------------- ray
-
-def _ray_group(group: list[RunSpec], device: str, threads: int,
-               save_predictions: bool = False) -> list[Outcome]:
-    import torch
-
-    torch.set_num_threads(max(1, threads))
-    return run_group(group, device=device, save_predictions=save_predictions)
-
-
-def _ray_module() -> Any:
-    """Ray, or one line saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise FsxltError("the ray executor needs Ray: pip install 'fsxlt[ray]'") from None
-    return ray
-
-
-def _run_ray(groups: list[list[RunSpec]], on_result: Callable[[Outcome], None], *,
-             address: str | None, gpus_per_task: float, cpus_per_task: float,
-             device: str, save_predictions: bool = False) -> None:
-    ray = _ray_module()
-    started = False
-    if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
-        started = True
-    try:
-        remote = ray.remote(num_gpus=gpus_per_task, num_cpus=cpus_per_task)(_ray_group)
-        if device == "auto":
-            device = "cuda" if gpus_per_task > 0 else "cpu"
-        pending = {remote.remote(group, device, max(1, int(cpus_per_task)), save_predictions):
-                   group for group in groups}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            group = pending.pop(ready[0])
-            try:
-                outcomes = ray.get(ready[0])
-            except Exception as err:  # the task itself died: no records, next start reruns
-                outcomes = [Outcome(run.id, False, f"ray task failed: {err.__class__.__name__}")
-                            for run in group]
-            for outcome in outcomes:
-                on_result(outcome)
-    finally:
-        if started:
-            ray.shutdown()
-
-
 # --------------------------------------------------------------------------- the sweep
 
 def check_out(config: SweepConfig) -> None:
@@ -337,7 +291,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     if gpus_per_task < 0 or cpus_per_task <= 0:
         raise FsxltError("--gpus-per-task must be >= 0 and --cpus-per-task > 0")
     if executor == "ray":
-        _ray_module()  # refused before anything is written, not after the K=0 records
+        ray_module()  # refused before anything is written, not after the K=0 records
     check_out(config)
     plan = expand(config)  # every input checked before anything is written
     status = sweep_status(config, save_predictions, plan, replace)  # refusals: nothing written
@@ -358,14 +312,15 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
             say(line)
         write_zero_shot(status.plan, replace, say)
         result = SweepResult(status)
-        _execute(status, result, executor=executor, workers=workers, devices=devices,
-                 device=device, threads=threads, address=address, gpus_per_task=gpus_per_task,
-                 cpus_per_task=cpus_per_task, progress=progress,
+        _execute(status, result, say, config.out, executor=executor, workers=workers,
+                 devices=devices, device=device, threads=threads, address=address,
+                 gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task, progress=progress,
                  save_predictions=save_predictions)
     return result
 
 
-def _execute(status: SweepStatus, result: SweepResult, *, executor: str, workers: int,
+def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None],
+             out: Any, *, executor: str, workers: int,
              devices: Sequence[str] | None, device: str, threads: int | None,
              address: str | None, gpus_per_task: float, cpus_per_task: float,
              progress: bool | None, save_predictions: bool) -> None:
@@ -389,13 +344,17 @@ def _execute(status: SweepStatus, result: SweepResult, *, executor: str, workers
                             f"remaining {remaining}", refresh=False)
         bar.update(1)
 
+    def tell(line: str) -> None:
+        with tqdm.external_write_mode(file=sys.stderr):
+            say(line)
+
     try:
         if executor == "local":
             _run_local(groups, on_result, workers=workers, devices=devices, device=device,
                        threads=threads, save_predictions=save_predictions)
         else:
-            _run_ray(groups, on_result, address=address, gpus_per_task=gpus_per_task,
-                     cpus_per_task=cpus_per_task, device=device,
-                     save_predictions=save_predictions)
+            run_ray(groups, on_result, out=str(out), address=address,
+                    gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task, device=device,
+                    save_predictions=save_predictions, say=tell)
     finally:
         bar.close()
