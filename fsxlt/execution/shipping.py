@@ -242,6 +242,9 @@ class Relocation:
 
     def __init__(self, pairs: dict[str, str]):
         self.there = dict(pairs)
+        for driver, local in pairs.items():  # as JSON inside a string writes it, too
+            for escaped in {json.dumps(driver)[1:-1], json.dumps(driver, ensure_ascii=False)[1:-1]}:
+                self.there.setdefault(escaped, json.dumps(local)[1:-1])
         self.back = {local: driver for driver, local in pairs.items()}
         self._out = _pattern(self.there)
         self._in = _pattern(self.back)
