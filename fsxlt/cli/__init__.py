@@ -13,6 +13,7 @@ from fsxlt.cli import imports as _imports  # noqa: F401
 from fsxlt.cli import lm as _lm  # noqa: F401
 from fsxlt.cli import methods as _methods  # noqa: F401
 from fsxlt.cli import report as _report  # noqa: F401
+from fsxlt.cli import runs as _runs  # noqa: F401
 from fsxlt.cli import score as _score  # noqa: F401
 from fsxlt.cli import submission as _submission  # noqa: F401
 from fsxlt.cli import sweep as _sweep  # noqa: F401

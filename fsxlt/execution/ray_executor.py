@@ -60,31 +60,35 @@ def ray_group(parcels: Sequence[Any], runs: Sequence[Any], out: str, device: str
     The inputs are laid out from the object store, the runs relocated to them and to a
     scratch runs folder; each file a run writes there is sent back and removed."""
     import ray
-    import torch
 
-    torch.set_num_threads(max(1, threads))
     scratch = Path(tempfile.mkdtemp(prefix="fsxlt-ray-runs-"))
     try:
         relocation = Relocation({**unpack(parcels, ray.get), out: str(scratch)})
         moved = [relocation(run) for run in runs]
         records = {run.id: Path(run.record_path).relative_to(scratch).as_posix()
                    for run in moved}
-        yield from _stream(moved, device, save_predictions, scratch, relocation, records)
+        yield from _stream(moved, device, max(1, threads), save_predictions, scratch,
+                           relocation, records)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _stream(runs: Sequence[Any], device: str, save_predictions: bool, scratch: Path,
-            relocation: Relocation, records: dict[str, str],
+def _stream(runs: Sequence[Any], device: str, threads: int, save_predictions: bool,
+            scratch: Path, relocation: Relocation, records: dict[str, str],
             ) -> Iterator[tuple[Outcome, list[tuple[str, bytes]]]]:
-    """Run the group in a thread; yield each outcome with the files its run wrote."""
+    """Run the group in a thread (``threads`` torch threads, set in that thread: OpenMP's
+    count is per thread, and CPU numerics follow it); yield each outcome with the files
+    its run wrote."""
     results: queue.Queue[Any] = queue.Queue()
 
     def on_result(outcome: Outcome) -> None:
         results.put((outcome, take_outputs(scratch, relocation, records.get(outcome.run_id))))
 
     def work() -> None:
+        import torch
+
         try:
+            torch.set_num_threads(threads)
             run_group(runs, device=device, on_result=on_result,
                       save_predictions=save_predictions)
             results.put(None)

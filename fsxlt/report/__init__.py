@@ -299,6 +299,10 @@ def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path 
     note = test_set_note(records, arm_a, arm_b)
     if note and warn:
         warn(note)
+    for arm in (arm_a, arm_b):
+        if arm in records.imported and warn:
+            warn(f"note: {arm} is imported from {records.imported[arm]}; paired by bucket "
+                 f"hash: {int(result['n'].sum())} buckets in {len(result)} cells")
     text = render_compare(result, arm_a, arm_b, fmt, seed=seed, n_boot=n_boot)
     if out is not None:
         atomic_write_text(Path(out) / f"compare_{arm_a}_vs_{arm_b}.{SUFFIX[fmt]}", text)

@@ -85,7 +85,10 @@ def compare(records: Records, arm_a: str, arm_b: str, *, seed: int = 0,
     facts = ["test_score", "bucket_sha256", "test_sha256", "metric"]
     a = scores.loc[scores["arm"] == arm_a, key + facts]
     b = scores.loc[scores["arm"] == arm_b, key + facts]
-    paired = a.merge(b, on=key, suffixes=("_a", "_b")).sort_values(key)
+    if arm_a in records.imported or arm_b in records.imported:
+        paired = paired_by_hash(a, b, arm_a, arm_b)
+    else:
+        paired = a.merge(b, on=key, suffixes=("_a", "_b")).sort_values(key)
     if paired.empty:
         raise FsxltError(f"{arm_a} and {arm_b} share no bucket")
     _check_like_with_like(paired, arm_a, arm_b)
@@ -100,6 +103,33 @@ def compare(records: Records, arm_a: str, arm_b: str, *, seed: int = 0,
                      "mean_diff": float(diffs.mean()), "ci_low": low, "ci_high": high,
                      "p_value": wilcoxon_p(diffs), **spread(score_a, score_b, index)})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def paired_by_hash(a: pd.DataFrame, b: pd.DataFrame, arm_a: str, arm_b: str) -> pd.DataFrame:
+    """Two arms' rows paired by bucket content (an imported study's bucket numbers need not
+    be ours); every cell both arms ran must pair every bucket, on one test set, else the
+    cells are refused by name."""
+    cell = ["task", "language", "k"]
+    paired = a.merge(b, on=cell + ["bucket_sha256"], suffixes=("_a", "_b"))
+    paired = paired.assign(bucket=paired["bucket_a"], bucket_sha256_a=paired["bucket_sha256"],
+                           bucket_sha256_b=paired["bucket_sha256"])
+    bad = []
+    for (task, lang, k), rows_a in a.groupby(cell, sort=True):
+        rows_b = b[(b["task"] == task) & (b["language"] == lang) & (b["k"] == k)]
+        if rows_b.empty:
+            continue
+        ours, theirs = set(rows_a["bucket_sha256"]), set(rows_b["bucket_sha256"])
+        tests = set(rows_a["test_sha256"]) | set(rows_b["test_sha256"])
+        if ours != theirs:
+            bad.append(f"{task}/{lang}/k{k} ({len(ours & theirs)} of {len(ours | theirs)} "
+                       "buckets pair: another bucket set)")
+        elif len(tests - {""}) > 1:
+            bad.append(f"{task}/{lang}/k{k} (another test set)")
+    if bad:
+        raise FsxltError(f"{arm_a} and {arm_b} do not pair bucket for bucket in "
+                         f"{len(bad)} cells: {'; '.join(bad[:5])}"
+                         + (" ..." if len(bad) > 5 else ""))
+    return paired.sort_values(cell + ["bucket"])
 
 
 def _check_like_with_like(paired: pd.DataFrame, arm_a: str, arm_b: str) -> None:

@@ -31,6 +31,10 @@ sorted into:
 - ``unreadable``: files that exist but do not parse (truncated, corrupt,
   not UTF-8), each with the reason; never counted, and named by ``fsxlt
   report`` on stderr (``fsxlt sweep`` reruns them);
+- ``imported``: the arms of records imported from another study (``fsxlt runs
+  import-hf``, :mod:`fsxlt.study.imports`), each named ``<prefix>.<arm>`` and kept
+  with its dataset and revision; a listed record whose bytes changed since the import
+  is unreadable;
 - ``skipped``: JSON files that are not records, never counted. ``fsxlt
   evaluate`` outputs kept beside the runs (e.g. ``k0/zero-shot-test.json``
   for the analyses) are known, not runs, and left out silently, as are
@@ -49,7 +53,8 @@ from typing import Any
 import pandas as pd
 
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import NotJsonNumber, loads_strict
+from fsxlt.fileio import NotJsonNumber, loads_strict, sha256_file
+from fsxlt.study.imports import IMPORTS_FILE, read_imports
 from fsxlt.study.runs import (
     CHECKPOINT_FILE,
     EVALUATION_FORMAT,
@@ -89,6 +94,7 @@ class Records:
     skipped: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    imported: dict[str, str] = field(default_factory=dict)  # arm: "dataset@revision"
 
 
 def _parse(path: Path) -> tuple[Any, str | None]:
@@ -119,8 +125,11 @@ def load_records(runs_dir: str | Path) -> Records:
     scores, curves, zero, unions = [], [], [], []
     failed, skipped, duplicates, unreadable = [], [], [], []
     seen: set[tuple] = set()
+    imports, imported = read_imports(root), {}
     for path in sorted(root.rglob("*.json")):
         rel = path.relative_to(root).as_posix()
+        if rel == IMPORTS_FILE:
+            continue
         if SUBMISSION_DIR in path.relative_to(root).parts[:-1]:
             continue  # FewCLUE submission files (fsxlt.study.submission), not records
         if path.name != CHECKPOINT_FILE and (path.parent / CHECKPOINT_FILE).is_file():
@@ -158,6 +167,11 @@ def load_records(runs_dir: str | Path) -> Records:
               and record["bucket"].get("index") is not None and record.get("k") is not None):
             source = bool((record.get("model") or {}).get("source_training", True))
             arm = arm_of(record)
+            if rel in imports:  # another study's record: its arm behind the import's prefix
+                arm = _imported_arm(path, imports[rel], arm, imported)
+                if arm is None:
+                    unreadable.append((rel, "changed since it was imported"))
+                    continue
             key = (record["task"], record["language"], int(record["k"]), arm,
                    int(record["bucket"]["index"]))
             if key in seen:
@@ -169,16 +183,7 @@ def load_records(runs_dir: str | Path) -> Records:
                                        strict=True)))
                 continue
             scores.append(_score_row(record, key, rel, source))
-            selected = record.get("selected_lr")
-            for run in record.get("runs") or []:
-                if run.get("lr") != selected:
-                    continue
-                for epoch in run.get("epochs") or []:
-                    if epoch.get("dev_score") is not None:
-                        curves.append(dict(zip(KEY, key, strict=True),
-                                           epoch=int(epoch["epoch"]),
-                                           dev_score=float(epoch["dev_score"])))
-                break
+            curves += _curve_rows(record, key)
         else:
             skipped.append(rel)
     return Records(
@@ -190,7 +195,29 @@ def load_records(runs_dir: str | Path) -> Records:
             ["task", "language", "source", "start"], ignore_index=True),
         unions=pd.DataFrame(unions, columns=UNION_COLUMNS).sort_values(
             UNION_COLUMNS[:4], ignore_index=True),
-        failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable)
+        failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable,
+        imported=imported)
+
+
+def _imported_arm(path: Path, imported: Any, arm: str, arms: dict[str, str]) -> str | None:
+    """An imported record's arm (``<prefix>.<arm>``), noted with its provenance in
+    ``arms``; None when its bytes changed since the import."""
+    if sha256_file(path) != imported.sha256:
+        return None
+    name = imported.arm(arm)
+    arms[name] = imported.dataset + (f"@{imported.revision}" if imported.revision else "")
+    return name
+
+
+def _curve_rows(record: dict[str, Any], key: tuple) -> list[dict[str, Any]]:
+    """The dev score of every epoch of the selected learning rate's run."""
+    selected = record.get("selected_lr")
+    for run in record.get("runs") or []:
+        if run.get("lr") == selected:
+            return [dict(zip(KEY, key, strict=True), epoch=int(epoch["epoch"]),
+                         dev_score=float(epoch["dev_score"]))
+                    for epoch in run.get("epochs") or [] if epoch.get("dev_score") is not None]
+    return []
 
 
 def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> dict[str, Any]:

@@ -247,7 +247,7 @@ def import_hf(source: str | Path, out: str | Path, *, replace: bool = False,
     """Write every config of the dataset folder (or hub dataset id) ``source`` as a bucket
     set under ``out`` (module docstring); returns the sets, each with ``written``. Every
     config is read and verified before anything is written."""
-    folder = _dataset_folder(source)
+    folder = dataset_folder(source)
     configs = card_configs(folder)
     sets = [_read_config(folder, config, configs[config])
             for config in (progress or iter)(list(configs))]
@@ -307,7 +307,7 @@ def _config_files(card: Path, config: str, data_files: Any) -> dict[str, Path]:
     return files
 
 
-def _dataset_folder(source: str | Path) -> Path:
+def dataset_folder(source: str | Path) -> Path:
     """A local folder as it is; a hub dataset id downloaded (or found in the cache)."""
     path = Path(source)
     if path.is_dir():

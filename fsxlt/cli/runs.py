@@ -1,0 +1,98 @@
+"""``fsxlt runs export`` and ``fsxlt runs import-hf``: a study's results as a dataset, and back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fsxlt.cli.app import app
+from fsxlt.errors import FsxltError
+from fsxlt.fileio import check_output_dir
+
+runs_app = typer.Typer(help="A study's per-bucket results as a Hugging Face dataset, and back.",
+                       no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("export")
+def export_command(
+    runs: Annotated[Path, typer.Argument(help="The runs directory (RUNS_DIR) to export.")],
+    out: Annotated[Path, typer.Argument(help="The folder to write (new or empty).")],
+    format_: Annotated[str, typer.Option(
+        "--format", help="hf: a Hugging Face dataset folder (the only format).")] = "hf",
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="The sweep config the study ran, shown on the card.")] = None,
+    name: Annotated[str | None, typer.Option(
+        "--name", help="The study's name (default: OUT's folder name); importers' default "
+        "arm prefix.")] = None,
+) -> None:
+    """Write a study's finished run records as a Hugging Face dataset folder.
+
+    Config records: one row per finished record (task, language, K, bucket index and
+    sha256, the cell's buckets' hash, arm, method, regime, start, run hash, lr and epoch
+    chosen, dev and test scores and metric, versions, and the record itself with its
+    sha256). Config predictions, where runs saved them: one row per line of each
+    predictions file (id, gold, predicted, the options' log-likelihoods for ICL). A
+    README.md card says what the study is, the buckets it ran on, a summary per cell
+    and how to compare against it. Error records and records imported from another
+    study are left out. datasets.load_dataset reads the folder offline; hf upload
+    publishes it as it is; fsxlt runs import-hf reads it back, every record verified.
+
+    Examples:
+
+      fsxlt runs export runs my-study --config study.yaml
+      hf upload ORG/my-study my-study --repo-type dataset
+    """
+    from fsxlt.report.hf_results import export_results
+
+    if format_ != "hf":
+        raise FsxltError(f"--format must be hf, got {format_!r}")
+    check_output_dir(out, "export folder")
+    if config is not None and not config.is_file():
+        raise FsxltError(f"--config {config}: no such file")
+    done = export_results(runs, out, config=config, name=name)
+    left = f"; left out {len(done.left_out)} error or imported records" if done.left_out \
+        else ""
+    typer.echo(f"{len(done.records)} records and {done.n_predictions} prediction rows "
+               f"written to {out}{left}; load them with datasets.load_dataset('{out}', "
+               "'records', split='records')")
+
+
+@runs_app.command("import-hf")
+def import_hf_command(
+    source: Annotated[str, typer.Argument(
+        help="A folder fsxlt runs export wrote, or a hub dataset id.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The runs directory to write to.")],
+    arm_prefix: Annotated[str | None, typer.Option(
+        "--arm-prefix", help="Imported arms are named PREFIX.ARM (default: the study's "
+        "name).")] = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Replace records of other bytes at the same place.")] = False,
+) -> None:
+    """Bring another study's records into a runs directory, byte for byte.
+
+    Every row is verified before anything is written: the record's bytes against the
+    dataset's manifest, every column against the record it describes, predictions line
+    by line. Each record goes where its own facts place it, under the arm PREFIX.ARM, and
+    is listed in RUNS_DIR/fsxlt_imports.json with the dataset and its revision; a record
+    already there with the same bytes is already done, another one is refused unless
+    --replace. fsxlt report shows the imported arms; --compare pairs them with yours by
+    bucket hash.
+
+    Examples:
+
+      fsxlt runs import-hf their-study --out runs --arm-prefix theirs
+      fsxlt report runs --compare full theirs.full
+
+      fsxlt runs import-hf ORG/their-study --out runs
+    """
+    from fsxlt.report.hf_results import import_results
+
+    check_output_dir(out, "runs directory")
+    done = import_results(source, out, prefix=arm_prefix, replace=replace)
+    new = sum(one.state == "new" for one in done)
+    arms = sorted({one.path.parts[3] for one in done})
+    typer.echo(f"{new} records imported into {out} ({len(done) - new} already done) as arms "
+               f"{', '.join(arms)}")

@@ -1,0 +1,131 @@
+"""The dataset card of a results export (:mod:`fsxlt.report.hf_results`): the YAML
+``configs:`` that ``datasets`` reads, then what the study is (its sweeps, config and
+versions), the buckets it ran on, a summary (mean ± std per cell), the columns in words
+and how to compare another study against it."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from fsxlt import __version__
+
+COLUMNS = {
+    "records": [
+        ("path", "the record's path in the study's runs directory"),
+        ("task, language, k", "the cell: task, target language, shots per label"),
+        ("bucket_index, bucket_name", "which bucket of the cell's set"),
+        ("bucket_sha256", "the bucket's content hash (the `bucket_NN` split hash of the "
+         "bucket dataset it came from): runs pair by it"),
+        ("cell_buckets_sha256", "sha256 of the sorted bucket hashes of the arm's cell"),
+        ("test_sha256", "the content hash of the test examples scored"),
+        ("arm, method, regime", "what was run: the arm (method and its variants), the "
+         "method, the training regime"),
+        ("start", "the model's identity (a checkpoint's content hash, a causal LM's "
+         "files' sha256, or a hub id at its commit)"),
+        ("run_hash", "the run's identity: the hash of everything that determines it"),
+        ("lr, best_epoch", "the learning rate and epoch chosen on dev (empty where none)"),
+        ("dev_score, test_score, metric", "scores in 0-1 and the metric they are in"),
+        ("fsxlt_version, versions", "what wrote the record (JSON of the versions)"),
+        ("record, record_sha256", "the record itself, byte for byte, and its sha256"),
+        ("predictions_sha256", "the sha256 of its predictions file (empty: none saved)"),
+    ],
+    "predictions": [
+        ("record", "the path of the record these predictions belong to"),
+        ("line", "the line of the predictions file (0: its header)"),
+        ("id, gold, predicted", "the test example's id, gold and predicted label (JSON)"),
+        ("loglik", "each option's log-likelihood (in-context learning runs)"),
+        ("text", "the line itself, byte for byte"),
+    ],
+}
+
+
+def results_card(rows: list[dict[str, Any]], files: dict[str, bytes], config: str | None,
+                 name: str) -> str:
+    lines = ["---", "configs:"]
+    for path in sorted(p for p in files if p.endswith(".parquet")):
+        config_name = path.split("/")[0]
+        lines += [f"- config_name: {config_name}", "  data_files:",
+                  f"  - split: {config_name}", f"    path: {path}"]
+    lines += ["tags:", "- few-shot", "- crosslingual-transfer", "- fsxlt", "- results", "---",
+              "", f"# {name}: per-bucket results of an fsxlt study", ""]
+    lines += _study(rows, config) + _buckets(rows) + _summary(rows) + _columns(files)
+    lines += ["## Comparing against this study", "",
+              "Bring its records into your runs directory and pair an arm of yours with "
+              "one of its arms, bucket by bucket (pairs are made by bucket hash; cells "
+              "whose buckets or test sets differ are refused):", "", "```bash",
+              f"fsxlt runs import-hf PATH_OR_ID --out runs --arm-prefix {_prefix(name)}",
+              f"fsxlt report runs --compare full {_prefix(name)}.full", "```", "",
+              "`datasets.load_dataset(PATH_OR_ID, 'records', split='records')` reads the "
+              "rows without fsxlt.", ""]
+    return "\n".join(lines)
+
+
+def _prefix(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-+" else "-" for c in name).strip("-") or "theirs"
+
+
+def _study(rows: list[dict[str, Any]], config: str | None) -> list[str]:
+    sweeps = sorted({_sweep(row) for row in rows} - {""})
+    versions = sorted({row["fsxlt_version"] for row in rows})
+    cells = {(r["task"], r["language"], r["k"]) for r in rows}
+    lines = ["## The study", "",
+             f"{len(rows)} finished runs in {len(cells)} cells (task, language, K), arms "
+             f"{', '.join(sorted({r['arm'] for r in rows}))}; written by fsxlt "
+             f"{', '.join(versions)}, exported by fsxlt {__version__}."
+             + (f" Sweeps: {', '.join(sweeps)}." if sweeps else ""), ""]
+    if config:
+        lines += ["The sweep config it ran (`fsxlt sweep CONFIG`):", "", "```yaml",
+                  config.rstrip("\n"), "```", ""]
+    return lines
+
+
+def _sweep(row: dict[str, Any]) -> str:
+    import json
+
+    run = json.loads(row["record"]).get("run") or {}
+    return str(run.get("sweep") or "") if isinstance(run, dict) else ""
+
+
+def _buckets(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["## The buckets", "", "Each cell's buckets, by content hash: the split hashes of "
+             "the bucket dataset (`fsxlt buckets export --format hf`) they came from.", "",
+             "| task | language | K | buckets | buckets' hash |", "|---|---|---|---|---|"]
+    cells: dict[tuple, set[tuple[int, str]]] = {}
+    for row in rows:
+        cells.setdefault((row["task"], row["language"], row["k"]), set()).add(
+            (row["bucket_index"] if row["bucket_index"] is not None else -1,
+             row["bucket_sha256"]))
+    for (task, lang, k), found in sorted(cells.items()):
+        import hashlib
+
+        digest = hashlib.sha256("\n".join(sorted(sha for _, sha in found)).encode()).hexdigest()
+        lines.append(f"| {task} | {lang} | {k} | {len(found)} | `{digest[:16]}` |")
+    return lines + [""]
+
+
+def _summary(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["## Summary", "", "Test score (points) per cell and arm: mean ± sample std over "
+             "its buckets.", "", "| task | language | K | arm | n | mean ± std | metric |",
+             "|---|---|---|---|---|---|---|"]
+    cells: dict[tuple, list[float]] = {}
+    metric = {}
+    for row in rows:
+        key = (row["task"], row["language"], row["k"], row["arm"])
+        cells.setdefault(key, []).append(100 * row["test_score"])
+        metric[key] = row["metric"]
+    for key, scores in sorted(cells.items()):
+        spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
+        lines.append(f"| {' | '.join(map(str, key))} | {len(scores)} | "
+                     f"{statistics.fmean(scores):.2f}{spread} | {metric[key]} |")
+    return lines + [""]
+
+
+def _columns(files: dict[str, bytes]) -> list[str]:
+    lines = ["## Columns", ""]
+    for config, columns in COLUMNS.items():
+        if not any(path.startswith(f"{config}/") for path in files):
+            continue
+        lines += [f"`{config}`:", ""] + [f"- **{name}**: {what}" for name, what in columns]
+        lines.append("")
+    return lines
