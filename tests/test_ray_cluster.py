@@ -39,8 +39,8 @@ if _ROOT:
                 raise PermissionError(f"no shared disk: {path} is on the driver's disk")
     sys.addaudithook(_refuse)
 """
-ADAPT = {"n_buckets": 3, "max_epochs": 2}
-ADAPT_RUNS = 2 * 2 * 3  # de and fr, K 1 and 2, three buckets: two groups
+ADAPT = {"n_buckets": 5, "max_epochs": 2}
+ADAPT_RUNS = 2 * 2 * 5  # de and fr, K 1 and 2, five buckets: two groups of ten runs
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +198,7 @@ def test_a_node_lost_mid_sweep_reruns_its_group(cluster, driver_disk, adapt_refe
         sweep.start()
         deadline = time.monotonic() + 240
         while not any(runs.glob("xnli/*/k[12]/full/*.json")) and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.02)
         cluster.remove_node(cluster.workers.pop(0), allow_graceful=False)  # preempted
         cluster.workers.append(cluster.add_node(num_cpus=1, env_vars=cluster.env))
         sweep.join(timeout=300)
