@@ -208,3 +208,14 @@ def test_a_study_on_another_bucket_set_is_refused_naming_the_cells(study, studie
     assert refusal.endswith("full and redrawn.fc do not pair bucket for bucket in 1 cells: "
                             "xnli/de/k1 (1 of 5 buckets pair: another bucket set)")
     assert IMPORTS_FILE in {p.name for p in mixed.iterdir()}
+
+
+def test_export_and_import_keep_their_folders_apart(studies, capsys):
+    ours = studies["ours"]
+    assert run_app(["runs", "export", str(ours), str(ours / "export")]) == 2
+    assert "lies inside the runs directory" in capsys.readouterr().err
+    assert run_app(["runs", "import-hf", str(studies["export"]), "--out",
+                    str(studies["export"] / "runs")]) == 2
+    assert "lies inside the dataset folder" in capsys.readouterr().err
+    assert not (ours / "export").exists() and not (studies["export"] / "runs").exists()
+

@@ -164,6 +164,7 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
     root, out = Path(runs_dir), Path(out)
     if not root.is_dir():
         raise FsxltError(f"{root}: no such runs directory")
+    _apart(out, root, "the export folder", "the runs directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
     imported = read_imports(root)
@@ -206,6 +207,15 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).write_bytes(data)
     return ExportedResults(rows, len(predictions), left_out)
+
+
+def _apart(path: Path, other: Path, what: str, other_what: str) -> None:
+    """Refuse ``path`` equal to, inside or around ``other``."""
+    a, b = path.resolve(), other.resolve()
+    if a == b or b in a.parents or a in b.parents:
+        relation = "is" if a == b else ("lies inside" if b in a.parents else "holds")
+        raise FsxltError(f"{what} ({path}) {relation} {other_what} ({other}); each needs "
+                         "a folder of its own")
 
 
 def _finished(record: Any) -> bool:
@@ -385,6 +395,7 @@ def import_results(source: str | Path, runs: str | Path, *, prefix: str | None =
     from fsxlt.study.imports import add_imports, imported_arm
 
     folder, revision, found, manifest = read_results(source)
+    _apart(Path(runs), folder, "--out", "the dataset folder")
     prefix = prefix or default_prefix(source, manifest)
     if not plain_name(prefix) or "." in prefix:
         raise FsxltError(f"--arm-prefix {prefix!r}: a plain name without '.' (letters, "
