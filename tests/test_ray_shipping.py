@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,8 @@ def test_a_group_ships_its_sets_files_and_start_each_content_once(tmp_path):
     # the dev file lies in the bucket's set folder: shipped with it, not apart
     assert inputs == sorted([str(tmp_path / "buckets/xnli/de/k1"), str(tmp_path / "ckpt"),
                              str(tmp_path / "data/test-de.tsv")])
+    relative = make_run(tmp_path, 0, dev_path=os.path.relpath(runs[0].dev_path))
+    assert os.path.relpath(runs[0].dev_path) in group_inputs([relative])  # another spelling
     (tmp_path / "data" / "copy.tsv").write_text("same\n", encoding="utf-8")
     moved = Counting()
     shipper = Shipper(moved.put)

@@ -104,11 +104,13 @@ def run_inputs(run: Any) -> list[str]:
 
 
 def group_inputs(runs: Iterable[Any]) -> list[str]:
-    """Every path a group reads, once, less those inside another input's folder."""
+    """Every path a group reads, once, less those named inside another input's folder
+    (``<folder>/<rest>`` as written: the folder's copy maps them; a path that reaches the
+    same file by another spelling travels on its own)."""
     found = sorted({path for run in runs for path in run_inputs(run)})
-    folders = [Path(path).resolve() for path in found if os.path.isdir(path)]
+    folders = [path.rstrip("/") + "/" for path in found if os.path.isdir(path)]
     return [path for path in found
-            if not any(folder in Path(path).resolve().parents for folder in folders)]
+            if not any(path.startswith(folder) for folder in folders)]
 
 
 class Shipper:
