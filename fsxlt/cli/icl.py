@@ -118,6 +118,7 @@ def _run_all(runs: list, settings, out: Path, options: LmRunOptions, *,
     from fsxlt.icl.run import execute, load_test, prepare
     from fsxlt.study.directories import RUNS, writer_lock
 
+    logger = options_logger(options)  # a missing extra: refused before anything is written
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
         first = first_plan(runs, options)
         if first is None:
@@ -141,6 +142,16 @@ def _run_all(runs: list, settings, out: Path, options: LmRunOptions, *,
                              save_prompts=save_prompts)
             typer.echo(f"{item.run.id}: {record['metric']} {100 * record['test_score']:.2f} "
                        f"({record['examples_per_s']:.1f} examples/s) -> {item.run.record_path}")
+            if logger is not None:
+                logger.log(item.run.record_path)
+
+
+def options_logger(options: LmRunOptions) -> Any:
+    """The tracker of ``--log-to`` (None without one); its notes on standard error."""
+    from fsxlt.report.trackers import tracker_logger
+
+    return tracker_logger(options.log_to, options.log_uri, options.log_project,
+                          lambda line: typer.echo(line, err=True))
 
 
 def first_plan(runs: list, options: LmRunOptions) -> Any:

@@ -125,12 +125,13 @@ def _run_all(runs: list[Any], out: Path, options: LmRunOptions, *,
     """Skip the done runs, load the model, prepare every pending run, then train and write
     one record per run (under the runs directory's lock); returns the failed runs' ids and
     errors (each left its error record)."""
-    from fsxlt.cli.icl import claim_pending, first_plan, load_model
+    from fsxlt.cli.icl import claim_pending, first_plan, load_model, options_logger
     from fsxlt.icl.lm_lora import Adapters
     from fsxlt.icl.tuning import execute, prepare_all, write_error
     from fsxlt.study.directories import RUNS, writer_lock
 
     failed: list[tuple[str, str]] = []
+    logger = options_logger(options)  # a missing extra: refused before anything is written
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists
         first = first_plan(runs, options)
         if first is None:
@@ -154,4 +155,6 @@ def _run_all(runs: list[Any], out: Path, options: LmRunOptions, *,
                        f"{record['best_epoch']}, dev "
                        f"{'-' if dev is None else f'{100 * dev:.2f}'}, {record['metric']} "
                        f"{100 * record['test_score']:.2f} -> {item.run.record_path}")
+            if logger is not None:
+                logger.log(item.run.record_path)
     return failed

@@ -189,6 +189,16 @@ def stop_strings(given: list[str] | None) -> tuple[str, ...]:
     return tuple(text.replace("\\n", "\n").replace("\\t", "\t") for text in given)
 
 
+LogTo = Annotated[str | None, typer.Option(
+    "--log-to", help="Also send each record to a tracker: mlflow, wandb or tensorboard "
+    "(one tracker run per record; docs/reports.md).")]
+LogUri = Annotated[str | None, typer.Option(
+    "--log-uri", help="Where the tracker keeps its runs: MLflow's tracking URI (e.g. "
+    "sqlite:///mlflow.db), the folder for wandb and tensorboard.")]
+LogProject = Annotated[str | None, typer.Option(
+    "--log-project", help="The MLflow experiment or W&B project (default fsxlt).")]
+
+
 @dataclass(frozen=True)
 class LmRunOptions:
     """The options ``fsxlt icl`` and ``fsxlt lm-adapt`` share besides the task, language,
@@ -208,6 +218,9 @@ class LmRunOptions:
     predict: Path | None
     save_predictions: bool
     replace: bool
+    log_to: str | None = None
+    log_uri: str | None = None
+    log_project: str | None = None
 
 
 # name, alias, default: declared once for both commands (lm_run_options)
@@ -218,6 +231,7 @@ _LM_RUN_OPTIONS = (
     ("template_lang", TemplateLang, "en"), ("words_lang", WordsLang, "en"),
     ("threads", Threads, None), ("device", Device, "auto"), ("predict", PredictFile, None),
     ("save_predictions", SavePredictions, False), ("replace", Replace, False),
+    ("log_to", LogTo, None), ("log_uri", LogUri, None), ("log_project", LogProject, None),
 )
 
 

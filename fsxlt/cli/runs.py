@@ -96,3 +96,50 @@ def import_hf_command(
     arms = sorted({one.path.parts[3] for one in done})
     typer.echo(f"{new} records imported into {out} ({len(done) - new} already done) as arms "
                f"{', '.join(arms)}")
+
+
+@runs_app.command("log")
+def log_command(
+    runs: Annotated[Path, typer.Argument(help="The runs directory whose records to send.")],
+    to: Annotated[str, typer.Option("--to", help="mlflow, wandb or tensorboard.")],
+    uri: Annotated[str | None, typer.Option(
+        "--uri", help="MLflow's tracking URI (e.g. sqlite:///mlflow.db), the folder for wandb "
+        "and tensorboard.")] = None,
+    project: Annotated[str | None, typer.Option(
+        "--project", help="The MLflow experiment or W&B project (default fsxlt).")] = None,
+) -> None:
+    """Send a study's finished records to a tracker, one tracker run per record.
+
+    Each run is named by the record's coordinates (task/lang/kK/arm/bucket), tagged with
+    them and keyed by the record's identity hash: a record sent before with the same bytes
+    is not sent again, one of the same identity with other bytes replaces its run
+    (records imported from another study are not sent). The
+    parameters are the record's identity; the dev curve is a step metric, the test score
+    a metric, the record and its predictions artifacts. What fsxlt sweep, adapt, icl and
+    lm-adapt --log-to send as they run is the same.
+
+    Examples:
+
+      fsxlt runs log runs --to mlflow --uri sqlite:///mlflow.db --project my-study
+      fsxlt runs log runs --to tensorboard --uri tb && tensorboard --logdir tb
+      WANDB_MODE=offline fsxlt runs log runs --to wandb --uri wandb-runs
+    """
+    from fsxlt.report.trackers import tracker_logger
+    from fsxlt.study.runs import record_files
+
+    if not runs.is_dir():
+        raise FsxltError(f"{runs}: no such runs directory")
+    from fsxlt.cli.progress import bar
+    from fsxlt.study.imports import read_imports
+
+    logger = tracker_logger(to, uri, project, lambda line: typer.echo(line, err=True))
+    imported = read_imports(runs)  # another study's records are theirs to send
+    paths = [path for path in record_files(runs)
+             if path.relative_to(runs).as_posix() not in imported]
+
+    logger.log_all(bar("logging", "record")(paths))
+    if logger.failed:
+        raise typer.Exit(1)
+    typer.echo(f"{logger.counts['sent']} records sent to {to}, {logger.counts['unchanged']} "
+               f"sent before with the same bytes; {len(paths) - sum(logger.counts.values())} "
+               "files that are no finished run record left out")

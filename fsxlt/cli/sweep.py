@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fsxlt.cli.app import app
-from fsxlt.cli.options import Device, MaxEpochs, Patience, Replace, SelectStart
+from fsxlt.cli.options import (
+    Device,
+    LogProject,
+    LogTo,
+    LogUri,
+    MaxEpochs,
+    Patience,
+    Replace,
+    SelectStart,
+)
 
 if TYPE_CHECKING:
     from fsxlt.execution import SweepConfig
@@ -84,6 +93,9 @@ def sweep_cmd(
             "(<index>.predictions.jsonl); finished runs without them run again."))
     ] = False,
     replace: Replace = False,
+    log_to: LogTo = None,
+    log_uri: LogUri = None,
+    log_project: LogProject = None,
 ) -> None:
     """Run every adapt run of a sweep config; runs with a finished, matching record are skipped.
 
@@ -115,11 +127,16 @@ def sweep_cmd(
     if dry_run:
         _list_runs(cfg, save_predictions, replace)
         return
+    from fsxlt.report.trackers import tracker_logger
+
     gpu_ids = [d.strip() for d in devices.split(",") if d.strip()] if devices else None
+    say = lambda line: typer.echo(line, err=True)  # noqa: E731
+    logger = tracker_logger(log_to, log_uri, log_project or cfg.name, say)
     result = run_sweep(cfg, executor=executor, workers=workers, devices=gpu_ids, device=device,
                        threads=threads, address=address, gpus_per_task=gpus_per_task,
                        cpus_per_task=cpus_per_task, save_predictions=save_predictions,
-                       replace=replace, note=lambda line: typer.echo(line, err=True))
+                       replace=replace, note=say,
+                       on_record=logger.log if logger is not None else None)
     lost = f", {result.not_run} not run (start the sweep again)" if result.not_run else ""
     typer.echo(f"{len(result.completed)} runs completed, {len(result.failed)} failed, "
                f"{len(result.status.done)} already done{lost}; records in {cfg.out}")

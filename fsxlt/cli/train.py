@@ -15,6 +15,9 @@ from fsxlt.cli.options import (
     Device,
     FractionalWarmup,
     LabelAllTokens,
+    LogProject,
+    LogTo,
+    LogUri,
     LongSentences,
     Lrs,
     MaxEpochs,
@@ -451,6 +454,9 @@ def adapt_cmd(
     source_dev: Annotated[Path | None, typer.Option(
         "--source-dev", help="The source language's dev file: its best epoch is one more "
         "candidate (with --average-last).")] = None,
+    log_to: LogTo = None,
+    log_uri: LogUri = None,
+    log_project: LogProject = None,
 ) -> None:
     """Adapt a model on a bucket (or every bucket of a set) and write one record per run.
 
@@ -514,8 +520,12 @@ def adapt_cmd(
                           "languages": list(multi_lang) if multi_lang else None,
                           "multi_epochs": multi_epochs,
                           "target_restart": target_restart or None})
+    from fsxlt.report.trackers import tracker_logger
+
+    logger = tracker_logger(log_to, log_uri, log_project, lambda line: typer.echo(line,
+                                                                                 err=True))
     failed = _run_adapt(runs, out, replace=replace, save_predictions=save_predictions,
-                        device=device)
+                        device=device, logger=logger)
     if failed:
         raise FsxltError(f"{failed[0].run_id}: {failed[0].error}"
                          + (f" (and {len(failed) - 1} more failed runs; their error records "
@@ -524,7 +534,7 @@ def adapt_cmd(
 
 
 def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: bool,
-               device: str) -> list[Any]:
+               device: str, logger: Any = None) -> list[Any]:
     """Write the records of ``fsxlt adapt``'s runs that are not done, as a sweep does
     (under the runs directory's lock); returns the outcomes of the runs that failed."""
     from fsxlt.execution import run_group
@@ -546,16 +556,21 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)
         run_group([run for run, _ in writes.pending], device=device,
-                  on_result=lambda outcome: _said(outcome, runs, out, failed),
+                  on_result=lambda outcome: _said(outcome, runs, out, failed, logger),
                   save_predictions=save_predictions, start=loaded)
     return failed
 
 
-def _said(outcome: Any, runs: list[Any], out: Path, failed: list[Any]) -> None:
-    """One adapt run's line (its scores and record), or its outcome kept in ``failed``."""
+def _said(outcome: Any, runs: list[Any], out: Path, failed: list[Any],
+          logger: Any = None) -> None:
+    """One adapt run's line (its scores and record), or its outcome kept in ``failed``;
+    a finished record also goes to the tracker of ``--log-to``."""
     from fsxlt.study.runs import read_record, record_path_of
 
-    record = read_record(next(r.record_path for r in runs if r.id == outcome.run_id))
+    path = next(r.record_path for r in runs if r.id == outcome.run_id)
+    record = read_record(path)
+    if outcome.ok and record is not None and logger is not None:
+        logger.log(path)
     if not outcome.ok or record is None:
         failed.append(outcome)
         return

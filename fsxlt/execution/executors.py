@@ -273,7 +273,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
               gpus_per_task: float = 0.0, cpus_per_task: float = 1.0,
               progress: bool | None = None, save_predictions: bool = False,
               replace: bool = False, note: Callable[[str], None] | None = None,
-              ) -> SweepResult:
+              on_record: Callable[[str], None] | None = None) -> SweepResult:
     """Run every pending run of ``config``; return what happened.
 
     ``progress``: a bar on stderr with done / failed / remaining and an ETA
@@ -281,7 +281,9 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     every run's test predictions beside its record; finished runs that lack
     them run again. ``replace``: rerun runs whose finished record has other
     settings (else the sweep refuses them). ``note`` receives one-line notes
-    (records replaced, finished records from other fsxlt versions).
+    (records replaced, finished records from other fsxlt versions). ``on_record``
+    receives the path of each record finished in this sweep, once it is written (a
+    tracker, :mod:`fsxlt.report.trackers`).
     """
     from fsxlt.study.directories import RUNS, claim, writer_lock
     from fsxlt.study.runs import check_zero_shot
@@ -315,7 +317,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
         _execute(status, result, say, config.out, executor=executor, workers=workers,
                  devices=devices, device=device, threads=threads, address=address,
                  gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task, progress=progress,
-                 save_predictions=save_predictions)
+                 save_predictions=save_predictions, on_record=on_record)
     return result
 
 
@@ -323,11 +325,13 @@ def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None
              out: Any, *, executor: str, workers: int,
              devices: Sequence[str] | None, device: str, threads: int | None,
              address: str | None, gpus_per_task: float, cpus_per_task: float,
-             progress: bool | None, save_predictions: bool) -> None:
+             progress: bool | None, save_predictions: bool,
+             on_record: Callable[[str], None] | None = None) -> None:
     """Hand the pending groups to the executor, with a progress bar; outcomes into ``result``."""
     groups = status.groups()
     if not groups:
         return
+    records = {run.id: run.record_path for run, _ in status.pending}
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(status.pending), desc="sweep", unit="run", file=sys.stderr,
@@ -343,6 +347,8 @@ def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None
         bar.set_postfix_str(f"done {counts['done']}, failed {counts['failed']}, "
                             f"remaining {remaining}", refresh=False)
         bar.update(1)
+        if outcome.ok and on_record is not None:
+            on_record(records[outcome.run_id])
 
     def tell(line: str) -> None:
         with tqdm.external_write_mode(file=sys.stderr):
