@@ -66,25 +66,28 @@ def _prefix(name: str) -> str:
 
 
 def _study(rows: list[dict[str, Any]], config: str | None) -> list[str]:
-    sweeps = sorted({_sweep(row) for row in rows} - {""})
+    sweeps = sorted({_run_fact(row, "sweep") for row in rows} - {""})
+    writers = sorted({_run_fact(row, "writer") for row in rows} - {""})
     versions = sorted({row["fsxlt_version"] for row in rows})
     cells = {(r["task"], r["language"], r["k"]) for r in rows}
     lines = ["## The study", "",
              f"{len(rows)} finished runs in {len(cells)} cells (task, language, K), arms "
              f"{', '.join(sorted({r['arm'] for r in rows}))}; written by fsxlt "
              f"{', '.join(versions)}, exported by fsxlt {__version__}."
-             + (f" Sweeps: {', '.join(sweeps)}." if sweeps else ""), ""]
+             + (f" Sweeps: {', '.join(sweeps)}." if sweeps else "")
+             + (f" Written by: {', '.join(writers)}." if writers else ""), ""]
     if config:
         lines += ["The sweep config it ran (`fsxlt sweep CONFIG`):", "", "```yaml",
                   config.rstrip("\n"), "```", ""]
     return lines
 
 
-def _sweep(row: dict[str, Any]) -> str:
+def _run_fact(row: dict[str, Any], name: str) -> str:
+    """The record's ``run.<name>`` (its sweep, its writer: the command that wrote it)."""
     import json
 
     run = json.loads(row["record"]).get("run") or {}
-    return str(run.get("sweep") or "") if isinstance(run, dict) else ""
+    return str(run.get(name) or "") if isinstance(run, dict) else ""
 
 
 def _buckets(rows: list[dict[str, Any]]) -> list[str]:
