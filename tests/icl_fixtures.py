@@ -77,3 +77,57 @@ def write_task_yaml(path: Path, base: str = "xnli", **icl_changes) -> Path:
                 raw["icl"][key] = value
     path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     return path
+
+
+def make_gguf_dir(directory: Path, seed: int = 0, name: str = "tiny.gguf") -> Path:
+    """Write a tiny Llama as a float32 GGUF file (random weights; a SentencePiece-style
+    vocabulary: every byte as a fallback token, a few words) into ``directory``;
+    transformers loads it with ``gguf_file=name``."""
+    import gguf
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    vocab, hidden, layers, ffn, heads = 300, 32, 2, 64, 4
+    directory.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(directory / name), "llama")
+    writer.add_context_length(2048)
+    writer.add_embedding_length(hidden)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(heads)
+    writer.add_rope_dimension_count(hidden // heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    words = ["▁" + w for w in ("yes", "no", "maybe", "the", "a", "is", "true", "false",
+                               "question", "answer", "entailment", "neutral",
+                               "contradiction", "right", "also", "?", ",")] + ["▁"]
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)] + words
+    tokens += [f"▁w{i}" for i in range(vocab - len(tokens))]
+    writer.add_vocab_size(len(tokens))
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(tokens) - 259)])
+    writer.add_token_types([2, 3, 3] + [6] * 256 + [1] * (len(tokens) - 259))
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+
+    def tensor(name: str, *shape: int) -> None:
+        writer.add_tensor(name, (rng.standard_normal(shape) * 0.1).astype(np.float32))
+
+    tensor("token_embd.weight", len(tokens), hidden)
+    for i in range(layers):
+        for part, shape in (("attn_q", (hidden, hidden)), ("attn_k", (hidden, hidden)),
+                            ("attn_v", (hidden, hidden)), ("attn_output", (hidden, hidden)),
+                            ("ffn_gate", (ffn, hidden)), ("ffn_up", (ffn, hidden)),
+                            ("ffn_down", (hidden, ffn))):
+            tensor(f"blk.{i}.{part}.weight", *shape)
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(hidden, np.float32))
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(hidden, np.float32))
+    writer.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
+    tensor("output.weight", len(tokens), hidden)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return directory

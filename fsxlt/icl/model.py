@@ -99,10 +99,12 @@ def _check_causal(config: Any, name: str) -> None:
 
 def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cpu",
                    threads: int | None = None) -> CausalLM:
-    """Load ``name`` (hub name or directory; ``gguf_file`` inside it) in float32 for scoring."""
+    """Load ``name`` (hub name or directory; ``gguf_file`` inside it) in float32 for scoring;
+    a local GGUF file converted before is read from :mod:`fsxlt.icl.gguf_cache`."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    from fsxlt.icl import gguf_cache
     from fsxlt.models.model import quiet_transformers
 
     if threads is not None:
@@ -118,18 +120,27 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
 
     source, revision = hub_source(name, gguf_file or "config.json")  # hub: at its commit
     extra = {"gguf_file": gguf_file, **revision} if gguf_file else revision
+    local_gguf = Path(source) / gguf_file if gguf_file else None
+    cache = gguf_cache.entry_for(local_gguf) if local_gguf and local_gguf.is_file() else None
+    if gguf_cache.ready(cache):  # converted before: the float weights, read back
+        source, extra = str(cache), {}
     try:
         config = AutoConfig.from_pretrained(source, **extra)
     except (OSError, ValueError) as err:
         raise FsxltError(f"{name}: cannot load a model config ({str(err).splitlines()[0]})"
                          ) from None
     _check_causal(config, name)
+    origin = (f"loading causal LM: GGUF file {gguf_file} in {Path(name).resolve()}, "
+              f"converted before: from the cache {cache}" if not extra and gguf_file
+              else load_origin(name, gguf_file, revision))
     try:  # the boundary every model load shares: one line naming the broken file
-        with announced(load_origin(name, gguf_file, revision)):
+        with announced(origin):
             tokenizer = AutoTokenizer.from_pretrained(source, **extra)
             model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **extra)
     except Exception as err:
         raise load_failure(name, err, "causal LM", tokenizer=not gguf_file) from None
+    if cache is not None and extra:  # converted now: kept for the next load
+        gguf_cache.save(cache, model, tokenizer, local_gguf)
     model.to(device)
     model.eval()
     return CausalLM(model, tokenizer, name, gguf_file)

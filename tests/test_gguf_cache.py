@@ -1,0 +1,79 @@
+"""A GGUF model converted once (issue 54, item 1): the first load keeps the float weights
+and tokenizer in a cache keyed by the GGUF file's sha256 and transformers' version; a
+later load reads them and gives the same token ids, the same logits and, through ``fsxlt
+icl``, the same records; the model's identity stays the GGUF file's content."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fsxlt.cli import run_app
+from fsxlt.icl import gguf_cache
+from fsxlt.icl.model import load_causal_lm, model_fingerprint
+from fsxlt.training import strip_timings
+from tests.icl_fixtures import make_gguf_dir
+from tests.sweep_fixtures import build_study
+
+TEXTS = ["the answer is yes", "a question? no, maybe", "Grüße aus Köln", "x = 42 ∑"]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("FSXLT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("FSXLT_GGUF_CACHE", raising=False)
+    return tmp_path / "cache" / "gguf"
+
+
+def outputs(lm) -> tuple[list, object]:
+    import torch
+
+    ids = [lm.tokenizer(text).input_ids for text in TEXTS]
+    batch = torch.tensor([row[:3] for row in ids])
+    with torch.no_grad():
+        return ids, lm.model(batch).logits
+
+
+def test_a_second_load_reads_the_converted_model_exactly(tmp_path, cache, monkeypatch):
+    import torch
+
+    folder = make_gguf_dir(tmp_path / "lm")
+    first = load_causal_lm(str(folder), "tiny.gguf")
+    entries = list(cache.iterdir())
+    assert len(entries) == 1 and gguf_cache.ready(entries[0])
+    marker = json.loads((entries[0] / gguf_cache.MARKER).read_text())
+    assert entries[0].name.startswith(marker["gguf_sha256"])
+    assert marker["gguf_file"] == "tiny.gguf"
+    again = load_causal_lm(str(folder), "tiny.gguf")
+    ids, logits = outputs(first)
+    ids_again, logits_again = outputs(again)
+    assert ids == ids_again and torch.equal(logits, logits_again)
+    monkeypatch.setenv("FSXLT_GGUF_CACHE", "0")
+    plain = load_causal_lm(str(folder), "tiny.gguf")
+    assert outputs(plain)[0] == ids and torch.equal(outputs(plain)[1], logits)
+    assert again.describe() == first.describe()  # the identity is the GGUF file's
+    monkeypatch.delenv("FSXLT_GGUF_CACHE")
+    make_gguf_dir(folder, seed=1)  # another file at the same place: another entry
+    load_causal_lm(str(folder), "tiny.gguf")
+    assert len(list(cache.iterdir())) == 2
+
+
+def test_fsxlt_icl_writes_the_same_records_from_the_cache(tmp_path, cache, capsys):
+    study = build_study(tmp_path / "study")
+    folder = make_gguf_dir(tmp_path / "lm")
+    bucket = study["buckets"] / "xnli" / "de" / "k1"
+    records = []
+    for out in ("runs-first", "runs-again"):
+        assert run_app(["icl", "--task", "xnli", "--lang", "de", "--model", str(folder),
+                        "--gguf-file", "tiny.gguf", "--bucket", str(bucket), "--data-dir",
+                        str(study["data"]), "--out", str(tmp_path / out), "--test-limit", "6",
+                        "--threads", "1", "--save-predictions"]) == 0
+        found = sorted((tmp_path / out).glob("xnli/de/k1/*/*"))
+        records.append({p.name: (strip_timings(json.loads(p.read_text()))
+                                 if p.suffix == ".json" else p.read_text()) for p in found})
+    assert records[0] == records[1] and len(records[0]) == 10
+    first = records[0]["00.json"]
+    assert first["model"]["start"]["fingerprint"] == model_fingerprint(str(folder), "tiny.gguf")
+    assert len(list(cache.iterdir())) == 1
