@@ -44,10 +44,10 @@ def studies(study, tmp_path_factory) -> dict[str, Path]:
     sweep(study, root / "ours", ["full"])
     config = sweep(study, root / "theirs", ["fc"],
                    icl={"model": str(study["lm"]), "test_limit": 6, "zero_shot": False})
-    assert run_app(["runs", "export", str(root / "theirs"), str(root / "export"),
+    export = root / "their-study"  # the folder's name: the default arm prefix on import
+    assert run_app(["runs", "export", str(root / "theirs"), str(export),
                     "--config", str(config), "--name", "their-study"]) == 0
-    return {"root": root, "ours": root / "ours", "theirs": root / "theirs",
-            "export": root / "export"}
+    return {"root": root, "ours": root / "ours", "theirs": root / "theirs", "export": export}
 
 
 def test_datasets_reads_the_export_offline_with_typed_features(studies, monkeypatch):

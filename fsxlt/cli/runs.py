@@ -25,8 +25,8 @@ def export_command(
     config: Annotated[Path | None, typer.Option(
         "--config", help="The sweep config the study ran, shown on the card.")] = None,
     name: Annotated[str | None, typer.Option(
-        "--name", help="The study's name (default: OUT's folder name); importers' default "
-        "arm prefix.")] = None,
+        "--name", help="The study's name (default: OUT's folder name), the card's title and "
+        "the arm prefix its comparison example suggests.")] = None,
 ) -> None:
     """Write a study's finished run records as a Hugging Face dataset folder.
 
@@ -66,8 +66,8 @@ def import_hf_command(
         help="A folder fsxlt runs export wrote, or a hub dataset id.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The runs directory to write to.")],
     arm_prefix: Annotated[str | None, typer.Option(
-        "--arm-prefix", help="Imported arms are named PREFIX.ARM (default: the study's "
-        "name).")] = None,
+        "--arm-prefix", help="Imported arms are named PREFIX.ARM (default: the name of the "
+        "folder or hub dataset given).")] = None,
     replace: Annotated[bool, typer.Option(
         "--replace", help="Replace records of other bytes at the same place.")] = False,
 ) -> None:

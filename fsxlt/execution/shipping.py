@@ -159,15 +159,6 @@ class Shipper:
         return Blob(rel, sha, size, self.by_content[sha])
 
 
-def _walk(root: Path) -> list[Path]:
-    """Every file under ``root`` (links followed), in a stable order."""
-    found = []
-    for folder, dirs, files in os.walk(root, followlinks=True):
-        dirs.sort()
-        found += [Path(folder) / name for name in sorted(files)]
-    return found
-
-
 def write_outputs(out: str | Path, files: Sequence[tuple[str, bytes]]) -> None:
     """Write what a worker sent back into RUNS_DIR ``out``, each file atomically, in the
     order sent (the record last); a path that would leave ``out`` is refused."""
@@ -314,7 +305,7 @@ def take_outputs(scratch: Path, relocation: Relocation, last: str | None) -> lis
     """Every file a run wrote under ``scratch`` as (path under it, bytes), text written
     back with the driver's paths, the record ``last`` at the end; the files are removed."""
     files = []
-    for path in _walk(scratch):
+    for path in sorted(p for p in scratch.rglob("*") if p.is_file()):
         if path.name.startswith("."):
             continue  # a temporary (an atomic write's): no output
         rel = path.relative_to(scratch).as_posix()

@@ -122,7 +122,8 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
     extra = {"gguf_file": gguf_file, **revision} if gguf_file else revision
     local_gguf = Path(source) / gguf_file if gguf_file else None
     cache = gguf_cache.entry_for(local_gguf) if local_gguf and local_gguf.is_file() else None
-    if gguf_cache.ready(cache):  # converted before: the float weights, read back
+    hit = gguf_cache.ready(cache)
+    if hit:  # converted before: the float weights, read back
         source, extra = str(cache), {}
     try:
         config = AutoConfig.from_pretrained(source, **extra)
@@ -131,7 +132,7 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
                          ) from None
     _check_causal(config, name)
     origin = (f"loading causal LM: GGUF file {gguf_file} in {Path(name).resolve()}, "
-              f"converted before: from the cache {cache}" if not extra and gguf_file
+              f"converted before: from the cache {cache}" if hit
               else load_origin(name, gguf_file, revision))
     try:  # the boundary every model load shares: one line naming the broken file
         with announced(origin):
@@ -139,7 +140,7 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
             model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **extra)
     except Exception as err:
         raise load_failure(name, err, "causal LM", tokenizer=not gguf_file) from None
-    if cache is not None and extra:  # converted now: kept for the next load
+    if cache is not None and not hit:  # converted now: kept for the next load
         gguf_cache.save(cache, model, tokenizer, local_gguf)
     model.to(device)
     model.eval()

@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import dumps_json, loads_strict, parse_yaml, read_json, staged_dir
+from fsxlt.fileio import (
+    dumps_json,
+    loads_strict,
+    read_json,
+    sha256_text,
+    staged_dir,
+)
 from fsxlt.sampling.manifest import plain_name
 from fsxlt.study.runs import (
     arm_of,
@@ -70,14 +76,12 @@ def _features(config: str) -> Any:
         "predictions_sha256": text, "record": text})
 
 
-def sha256_of(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 # --------------------------------------------------------------------------- rows
 
-def record_row(rel: str, text: str, record: dict[str, Any], predictions: str) -> dict[str, Any]:
-    """A record's row (module docstring) but the cell's buckets' hash, from its own facts."""
+def record_row(rel: str, text: str, record: dict[str, Any],
+               predictions_sha256: str) -> dict[str, Any]:
+    """A record's row (module docstring) but the cell's buckets' hash, from its own facts
+    (``predictions_sha256``: its predictions file's, "" when it has none)."""
     bucket = record["bucket"]
     model = record.get("model") if isinstance(record.get("model"), dict) else {}
     start = model.get("start") if isinstance(model.get("start"), dict) else {}
@@ -100,8 +104,8 @@ def record_row(rel: str, text: str, record: dict[str, Any], predictions: str) ->
         "test_score": float(record["test_score"]), "metric": str(record.get("metric")),
         "fsxlt_version": record_version(record),
         "versions": dumps_json(record.get("versions") or {}).strip(),
-        "record_sha256": sha256_of(text),
-        "predictions_sha256": sha256_of(predictions) if predictions else "", "record": text}
+        "record_sha256": sha256_text(text),
+        "predictions_sha256": predictions_sha256, "record": text}
 
 
 def prediction_rows(rel: str, text: str) -> list[dict[str, Any]]:
@@ -138,7 +142,7 @@ def cell_hashes(rows: list[dict[str, Any]]) -> dict[tuple, str]:
     cells: dict[tuple, list[str]] = {}
     for row in rows:
         cells.setdefault(_cell(row), []).append(row["bucket_sha256"])
-    return {cell: sha256_of("\n".join(sorted(hashes))) for cell, hashes in cells.items()}
+    return {cell: sha256_text("\n".join(sorted(hashes))) for cell, hashes in cells.items()}
 
 
 def _cell(row: dict[str, Any]) -> tuple:
@@ -159,6 +163,7 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
     """Write RUNS_DIR's finished records as a dataset folder ``out`` (module docstring),
     whole or not at all; ``config``: the sweep config to show on the card."""
     from fsxlt.report.hf_results_card import results_card
+    from fsxlt.sampling.hf_dataset import parquet_bytes
     from fsxlt.study.imports import read_imports
 
     root, out = Path(runs_dir), Path(out)
@@ -181,7 +186,7 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
             continue
         pred_path = predictions_path(path)
         pred_text = pred_path.read_text(encoding="utf-8") if pred_path.is_file() else ""
-        rows.append(record_row(rel, text, record, pred_text))
+        rows.append(record_row(rel, text, record, sha256_text(pred_text) if pred_text else ""))
         if pred_text:
             predictions += prediction_rows(rel, pred_text)
     if not rows:
@@ -192,7 +197,7 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
     files = {}
     for config_name, table in (("records", rows), ("predictions", predictions)):
         if table:
-            data = _parquet(table, config_name)
+            data = parquet_bytes(table, _features(config_name).arrow_schema)
             files[f"{config_name}/{config_name}-{hashlib.sha256(data).hexdigest()[:16]}"
                   ".parquet"] = data
     manifest = {"format": RESULTS_FORMAT, "name": name or out.name,
@@ -201,7 +206,8 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
                                 if row["predictions_sha256"]}}
     config_text = Path(config).read_text(encoding="utf-8") if config else None
     files[MANIFEST] = dumps_json(manifest).encode("utf-8")
-    files[CARD] = results_card(rows, files, config_text, name or out.name).encode("utf-8")
+    files[CARD] = results_card(rows, files, config_text, name or out.name,
+                               plain_prefix(name or out.name)).encode("utf-8")
     with staged_dir(out) as staging:
         for rel, data in files.items():
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -211,9 +217,10 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
 
 def _apart(path: Path, other: Path, what: str, other_what: str) -> None:
     """Refuse ``path`` equal to, inside or around ``other``."""
-    a, b = path.resolve(), other.resolve()
-    if a == b or b in a.parents or a in b.parents:
-        relation = "is" if a == b else ("lies inside" if b in a.parents else "holds")
+    from fsxlt.study.directories import overlap
+
+    relation = overlap(path, other)
+    if relation is not None:
         raise FsxltError(f"{what} ({path}) {relation} {other_what} ({other}); each needs "
                          "a folder of its own")
 
@@ -221,16 +228,6 @@ def _apart(path: Path, other: Path, what: str, other_what: str) -> None:
 def _finished(record: Any) -> bool:
     return (isinstance(record, dict) and record_problem(record) is None and is_complete(record)
             and isinstance(record.get("bucket"), dict) and record.get("k") is not None)
-
-
-def _parquet(rows: list[dict[str, Any]], config: str) -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.Table.from_pylist(rows, schema=_features(config).arrow_schema)
-    buffer = pa.BufferOutputStream()
-    pq.write_table(table, buffer)
-    return buffer.getvalue().to_pybytes()
 
 
 # --------------------------------------------------------------------------- import
@@ -243,11 +240,10 @@ class ImportedRecord:
     state: str = ""     # new, already done
 
 
-def read_results(source: str | Path) -> tuple[Path, str | None, list[ImportedRecord],
-                                                dict[str, Any]]:
+def read_results(source: str | Path) -> tuple[Path, str | None, list[ImportedRecord]]:
     """The dataset folder (or hub dataset id) ``source``, its revision (a hub snapshot's
-    commit, else None), its records with their predictions, each verified (module
-    docstring), placed relative to RUNS_DIR under their own arm, and its manifest."""
+    commit, else None) and its records with their predictions, each verified (module
+    docstring), placed relative to RUNS_DIR under their own arm."""
     from fsxlt.sampling.hf_dataset import dataset_folder
 
     folder = dataset_folder(source)
@@ -273,7 +269,7 @@ def read_results(source: str | Path) -> tuple[Path, str | None, list[ImportedRec
     if lines:
         raise FsxltError(f"{folder}: predictions of {sorted(lines)[0]}, which is no record "
                          "of the dataset; nothing was written")
-    return folder, revision, found, manifest
+    return folder, revision, found
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -292,10 +288,10 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 def _card_files(folder: Path) -> dict[str, Path]:
     """Each config's one parquet file, as the card's YAML lists it (in its own folder)."""
+    from fsxlt.sampling.hf_dataset import front_matter
+
     card = folder / CARD
-    text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else ""
-    parts = text.split("---", 2) if text.startswith("---") else []
-    meta = parse_yaml(parts[1], str(card)) if len(parts) == 3 else None
+    meta = front_matter(card)
     listed = meta.get("configs") if isinstance(meta, dict) else None
     if not isinstance(listed, list):
         raise FsxltError(f"{card}: no configs in a YAML front matter; not a folder fsxlt "
@@ -335,7 +331,7 @@ def _checked_row(row: dict[str, Any], manifest: dict[str, Any], folder: Path) ->
     whose every column (but the cell's hash) is what its record says."""
     where = f"{folder}: {row['path']}"
     text = row["record"]
-    if sha256_of(text) != manifest["records"].get(row["path"]):
+    if sha256_text(text) != manifest["records"].get(row["path"]):
         raise FsxltError(f"{where}: the record's bytes are not those {MANIFEST} lists "
                          "(edited?); nothing was written")
     try:
@@ -347,9 +343,7 @@ def _checked_row(row: dict[str, Any], manifest: dict[str, Any], folder: Path) ->
     if record_path_of("", record).as_posix() != row["path"]:
         raise FsxltError(f"{where}: the record's own facts place it at "
                          f"{record_path_of('', record).as_posix()}; nothing was written")
-    expected = record_row(row["path"], text, record,
-                          "x" if row["predictions_sha256"] else "")
-    expected["predictions_sha256"] = row["predictions_sha256"]
+    expected = record_row(row["path"], text, record, row["predictions_sha256"])
     expected["cell_buckets_sha256"] = row["cell_buckets_sha256"]
     differ = sorted(key for key in expected if expected[key] != row[key])
     if differ:
@@ -367,7 +361,7 @@ def _predictions_text(row: dict[str, Any], lines: list[dict[str, Any]],
         return ""
     lines.sort(key=lambda line: line["line"])
     text = "".join(line["text"] + "\n" for line in lines)
-    if sha256_of(text) != row["predictions_sha256"] \
+    if sha256_text(text) != row["predictions_sha256"] \
             or manifest["predictions"].get(row["path"]) != row["predictions_sha256"]:
         raise FsxltError(f"{folder}: the predictions of {row['path']} are not those "
                          f"{MANIFEST} lists (edited?); nothing was written")
@@ -377,26 +371,32 @@ def _predictions_text(row: dict[str, Any], lines: list[dict[str, Any]],
     return text
 
 
-def default_prefix(source: str | Path, manifest: dict[str, Any]) -> str:
-    """The import's arm prefix unless given: the dataset's name (a hub id's last part)."""
-    name = str(manifest.get("name") or Path(str(source)).name)
+def plain_prefix(name: str) -> str:
+    """``name`` as an arm prefix: letters, digits, ``_ + -``; anything else a ``-``."""
     cleaned = "".join(c if c.isalnum() or c in "_-+" else "-" for c in name).strip("-")
     return cleaned or "imported"
+
+
+def default_prefix(source: str | Path) -> str:
+    """The import's arm prefix unless given: the name of the folder or hub dataset the user
+    named (a hub id's last part), never a name the dataset gives itself."""
+    return plain_prefix(Path(str(source)).name)
 
 
 def import_results(source: str | Path, runs: str | Path, *, prefix: str | None = None,
                    replace: bool = False,
                    say: Callable[[str], None] | None = None) -> list[ImportedRecord]:
     """Bring the study ``source`` into RUNS_DIR ``runs`` (module docstring): byte for byte,
-    under ``<prefix>.<arm>``, write-once (``replace``: a record of other bytes is
+    under ``<prefix>.<arm>`` (default: the source's own name, :func:`default_prefix`),
+    write-once (``replace``: a record of other bytes is
     replaced), listed as imported. Everything is verified before anything is written."""
     from fsxlt.fileio import atomic_write_text
     from fsxlt.study.directories import RUNS, claim, writer_lock
     from fsxlt.study.imports import add_imports, imported_arm
 
-    folder, revision, found, manifest = read_results(source)
+    folder, revision, found = read_results(source)
     _apart(Path(runs), folder, "--out", "the dataset folder")
-    prefix = prefix or default_prefix(source, manifest)
+    prefix = prefix or default_prefix(source)
     if not plain_name(prefix) or "." in prefix:
         raise FsxltError(f"--arm-prefix {prefix!r}: a plain name without '.' (letters, "
                          "digits, _ + -)")
@@ -424,5 +424,5 @@ def import_results(source: str | Path, runs: str | Path, *, prefix: str | None =
                 atomic_write_text(predictions_path(root / one.path), one.predictions)
             atomic_write_text(root / one.path, one.text)
         add_imports(root, prefix, str(source), revision,
-                    {one.path.as_posix(): sha256_of(one.text) for one in found})
+                    {one.path.as_posix(): sha256_text(one.text) for one in found})
     return found

@@ -5,10 +5,12 @@ and how to compare another study against it."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from typing import Any
 
 from fsxlt import __version__
+from fsxlt.fileio import sha256_text
 
 COLUMNS = {
     "records": [
@@ -41,7 +43,8 @@ COLUMNS = {
 
 
 def results_card(rows: list[dict[str, Any]], files: dict[str, bytes], config: str | None,
-                 name: str) -> str:
+                 name: str, prefix: str) -> str:
+    """The card; ``prefix``: the arm prefix its comparison example imports under."""
     lines = ["---", "configs:"]
     for path in sorted(p for p in files if p.endswith(".parquet")):
         config_name = path.split("/")[0]
@@ -54,20 +57,17 @@ def results_card(rows: list[dict[str, Any]], files: dict[str, bytes], config: st
               "Bring its records into your runs directory and pair an arm of yours with "
               "one of its arms, bucket by bucket (pairs are made by bucket hash; cells "
               "whose buckets or test sets differ are refused):", "", "```bash",
-              f"fsxlt runs import-hf PATH_OR_ID --out runs --arm-prefix {_prefix(name)}",
-              f"fsxlt report runs --compare full {_prefix(name)}.full", "```", "",
+              f"fsxlt runs import-hf PATH_OR_ID --out runs --arm-prefix {prefix}",
+              f"fsxlt report runs --compare full {prefix}.full", "```", "",
               "`datasets.load_dataset(PATH_OR_ID, 'records', split='records')` reads the "
               "rows without fsxlt.", ""]
     return "\n".join(lines)
 
 
-def _prefix(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "_-+" else "-" for c in name).strip("-") or "theirs"
-
-
 def _study(rows: list[dict[str, Any]], config: str | None) -> list[str]:
-    sweeps = sorted({_run_fact(row, "sweep") for row in rows} - {""})
-    writers = sorted({_run_fact(row, "writer") for row in rows} - {""})
+    runs = [_run_block(row) for row in rows]
+    sweeps = sorted({str(run.get("sweep") or "") for run in runs} - {""})
+    writers = sorted({str(run.get("writer") or "") for run in runs} - {""})
     versions = sorted({row["fsxlt_version"] for row in rows})
     cells = {(r["task"], r["language"], r["k"]) for r in rows}
     lines = ["## The study", "",
@@ -82,27 +82,22 @@ def _study(rows: list[dict[str, Any]], config: str | None) -> list[str]:
     return lines
 
 
-def _run_fact(row: dict[str, Any], name: str) -> str:
-    """The record's ``run.<name>`` (its sweep, its writer: the command that wrote it)."""
-    import json
-
-    run = json.loads(row["record"]).get("run") or {}
-    return str(run.get(name) or "") if isinstance(run, dict) else ""
+def _run_block(row: dict[str, Any]) -> dict[str, Any]:
+    """The record's ``run`` block (its sweep, its writer: the command that wrote it)."""
+    run = json.loads(row["record"]).get("run")
+    return run if isinstance(run, dict) else {}
 
 
 def _buckets(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["## The buckets", "", "Each cell's buckets, by content hash: the split hashes of "
              "the bucket dataset (`fsxlt buckets export --format hf`) they came from.", "",
              "| task | language | K | buckets | buckets' hash |", "|---|---|---|---|---|"]
-    cells: dict[tuple, set[tuple[int, str]]] = {}
+    cells: dict[tuple, set[str]] = {}
     for row in rows:
         cells.setdefault((row["task"], row["language"], row["k"]), set()).add(
-            (row["bucket_index"] if row["bucket_index"] is not None else -1,
-             row["bucket_sha256"]))
+            row["bucket_sha256"])
     for (task, lang, k), found in sorted(cells.items()):
-        import hashlib
-
-        digest = hashlib.sha256("\n".join(sorted(sha for _, sha in found)).encode()).hexdigest()
+        digest = sha256_text("\n".join(sorted(found)))
         lines.append(f"| {task} | {lang} | {k} | {len(found)} | `{digest[:16]}` |")
     return lines + [""]
 

@@ -209,15 +209,19 @@ def _imported_arm(path: Path, imported: Any, arm: str, arms: dict[str, str]) -> 
     return name
 
 
-def _curve_rows(record: dict[str, Any], key: tuple) -> list[dict[str, Any]]:
-    """The dev score of every epoch of the selected learning rate's run."""
+def dev_curve(record: dict[str, Any]) -> list[tuple[int, float]]:
+    """(epoch, dev score) of every epoch of the selected learning rate's run."""
     selected = record.get("selected_lr")
     for run in record.get("runs") or []:
         if run.get("lr") == selected:
-            return [dict(zip(KEY, key, strict=True), epoch=int(epoch["epoch"]),
-                         dev_score=float(epoch["dev_score"]))
+            return [(int(epoch["epoch"]), float(epoch["dev_score"]))
                     for epoch in run.get("epochs") or [] if epoch.get("dev_score") is not None]
     return []
+
+
+def _curve_rows(record: dict[str, Any], key: tuple) -> list[dict[str, Any]]:
+    return [dict(zip(KEY, key, strict=True), epoch=epoch, dev_score=score)
+            for epoch, score in dev_curve(record)]
 
 
 def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, loads_strict, sha256_text
+from fsxlt.report.records import dev_curve
 from fsxlt.study.runs import arm_of, bucket_stem, is_complete, predictions_path
 
 TRACKERS = {"mlflow": "mlflow", "wandb": "wandb", "tensorboard": "tensorboard"}  # extra
@@ -94,15 +95,7 @@ def entry_of(path: Path) -> Entry | None:
     name = f"{coordinates['task']}/{coordinates['language']}/k{coordinates['k']}/{arm}/{stem}"
     return Entry(key, sha256_text(text), name,
                  {**coordinates, "fsxlt.run_hash": key},
-                 params, _curve(record), metrics, files)
-
-
-def _curve(record: dict[str, Any]) -> list[tuple[int, float]]:
-    for run in record.get("runs") or []:
-        if run.get("lr") == record.get("selected_lr"):
-            return [(int(epoch["epoch"]), float(epoch["dev_score"]))
-                    for epoch in run.get("epochs") or [] if epoch.get("dev_score") is not None]
-    return []
+                 params, dev_curve(record), metrics, files)
 
 
 # --------------------------------------------------------------------------- the trackers
@@ -140,15 +133,12 @@ class _Mlflow:
         metrics = [Metric("dev_score", score, now, epoch) for epoch, score in entry.curve]
         metrics += [Metric(name, value, now, 0) for name, value in entry.metrics.items()
                     if name != "dev_score" or not entry.curve]
-        self.client.log_batch(run_id, metrics=metrics,
-                              params=[Param(k, v[:6000]) for k, v in entry.params.items()],
+        params = [Param(k, v[:6000]) for k, v in entry.params.items()]  # MLflow's cap
+        self.client.log_batch(run_id, metrics=metrics, params=params,
                               tags=[RunTag("mlflow.runName", entry.name)])
         for file in entry.files:
             self.client.log_artifact(run_id, str(file))
         self.client.set_terminated(run_id)
-
-    def close(self) -> None:
-        pass
 
 
 def _beside_sqlite(uri: str | None) -> str | None:
@@ -198,9 +188,6 @@ class _Wandb:
         self.ledger[self.run_id(entry)] = entry.digest
         atomic_write_json(self.dir / WANDB_SENT, self.ledger)
 
-    def close(self) -> None:
-        pass
-
 
 class _TensorBoard:
     def __init__(self, where: str | None, project: str | None):
@@ -238,9 +225,6 @@ class _TensorBoard:
         for file in entry.files:
             shutil.copyfile(file, folder / file.name)
         atomic_write_json(folder / SENT_FILE, {"key": entry.key, "record_sha256": entry.digest})
-
-    def close(self) -> None:
-        pass
 
 
 _BACKENDS = {"mlflow": _Mlflow, "wandb": _Wandb, "tensorboard": _TensorBoard}

@@ -210,7 +210,7 @@ def export_hf(store: str | Path, out: str | Path,
         features = features_of(task, [ex for examples in splits.values() for ex in examples])
         names, schema = {}, features.arrow_schema
         for split, examples in splits.items():  # one schema for every split of a config
-            data = _parquet_bytes([to_row(ex, features) for ex in examples], schema)
+            data = parquet_bytes([to_row(ex, features) for ex in examples], schema)
             names[split] = f"{config}/{split}-{hashlib.sha256(data).hexdigest()[:16]}.parquet"
             files[names[split]] = data
         files[f"{config}/{FSXLT_MANIFEST}"] = dumps_json(manifest).encode("utf-8")
@@ -225,7 +225,7 @@ def export_hf(store: str | Path, out: str | Path,
     return sets
 
 
-def _parquet_bytes(rows: list[dict[str, Any]], schema: Any) -> bytes:
+def parquet_bytes(rows: list[dict[str, Any]], schema: Any) -> bytes:
     """Rows as the bytes of a parquet file, written straight with pyarrow under the
     features' arrow ``schema`` (which carries ``datasets``' feature metadata, so
     ``load_dataset`` gets the typed features back): ``Dataset.from_list`` would hash every
@@ -265,9 +265,7 @@ def card_configs(folder: Path) -> dict[str, dict[str, Path]]:
     if not card.is_file():
         raise FsxltError(f"{folder}: no dataset card ({CARD}); not a folder fsxlt buckets "
                          "export --format hf wrote")
-    text = card.read_text(encoding="utf-8", errors="replace")
-    parts = text.split("---", 2) if text.startswith("---") else []
-    meta = parse_yaml(parts[1], str(card)) if len(parts) == 3 else None
+    meta = front_matter(card)
     listed = meta.get("configs") if isinstance(meta, dict) else None
     if not isinstance(listed, list) or not listed:
         raise FsxltError(f"{card}: no configs in its YAML front matter; not a folder fsxlt "
@@ -288,6 +286,13 @@ def card_configs(folder: Path) -> dict[str, dict[str, Path]]:
         raise FsxltError(f"{folder}: {unlisted[0]}/{FSXLT_MANIFEST} belongs to no config the "
                          "card lists; nothing was written")
     return configs
+
+
+def front_matter(card: Path) -> Any:
+    """A dataset card's YAML front matter (between its first two ``---``), or None."""
+    text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else ""
+    parts = text.split("---", 2) if text.startswith("---") else []
+    return parse_yaml(parts[1], str(card)) if len(parts) == 3 else None
 
 
 def _config_files(card: Path, config: str, data_files: Any) -> dict[str, Path]:

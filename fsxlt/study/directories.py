@@ -304,10 +304,17 @@ def check_separate(root: str | Path, kind: str, what: str = "--out") -> None:
                                  f"{KINDS[kind]} must be a directory of its own")
 
 
+def overlap(path: str | Path, other: str | Path) -> str | None:
+    """How ``path`` stands to ``other``: ``is``, ``lies inside``, ``holds``, or None (apart)."""
+    a, b = Path(path).resolve(), Path(other).resolve()
+    if a == b:
+        return "is"
+    return "lies inside" if b in a.parents else ("holds" if a in b.parents else None)
+
+
 def check_apart(runs: str | Path, buckets: str | Path, where: str) -> None:
     """Refuse a runs directory equal to, inside or around a bucket store (a sweep's paths)."""
-    a, b = Path(runs).resolve(), Path(buckets).resolve()
-    if a == b or b in a.parents or a in b.parents:
-        relation = "is" if a == b else ("lies inside" if b in a.parents else "holds")
+    relation = overlap(runs, buckets)
+    if relation is not None:
         raise FsxltError(f"{where}: out ({runs}) {relation} the bucket store ({buckets}); "
                          "records and buckets need directories of their own")
