@@ -14,12 +14,14 @@ from fsxlt.errors import FsxltError
 from fsxlt.icl.run import IclSettings, demonstration_order, sample_test
 from fsxlt.icl.scoring import (
     OptionScores,
+    TokenizedPrompt,
     decision_scores,
     option_scores,
     plan_rows,
     predictions,
     tokenize_prompt,
 )
+from fsxlt.icl.scoring import common_start as scoring_common_start
 from fsxlt.tasks import builtin_tasks, get_task
 from fsxlt.tasks.prompts import PromptSettings, parse_icl, render
 from tests.conftest import HUB_COMMIT
@@ -243,3 +245,73 @@ def test_scores_are_the_same_when_the_output_layer_cannot_be_hooked(lms, monkeyp
     hooked = option_scores(lm.model, prompt, "b", batch_size=2)
     monkeypatch.setattr(lm.model, "get_output_embeddings", lambda: None)
     assert _max_diff(hooked, option_scores(lm.model, prompt, "b", batch_size=2)) <= 1e-5
+
+
+def _random_prompt(seed: int, vocab: int = 40) -> TokenizedPrompt:
+    """Queries and options of random token ids: each example's options share a start of
+    0-9 tokens and end in 0-4 tokens of their own (one option may be another's start)."""
+    import random
+
+    rng = random.Random(seed)
+
+    def ids(n: int) -> list[int]:
+        return [rng.randrange(5, vocab) for _ in range(n)]
+
+    queries, continuations = [], []
+    for _ in range(rng.randint(1, 5)):
+        start = ids(rng.randint(0, 9))
+        options: list[list[int]] = []
+        while len(options) < rng.randint(2, 4):
+            option = start + ids(rng.randint(0 if start else 1, 4))
+            if option not in options:
+                options.append(option)
+        queries.append(ids(rng.randint(0, 6)))
+        continuations.append(options)
+    return TokenizedPrompt([2] + ids(rng.randint(0, 14)), queries, continuations)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_every_option_token_is_scored_once_after_exactly_its_prompt(seed):
+    """The rows of a plan, as a property: for every token of every option, one spot in one
+    row scores it, and the tokens before that spot (the cached prefix, the row's stem, the
+    row) are the prefix, the query and the option's tokens before it; a shared start is
+    fed once per example, not once per option."""
+    prompt = _random_prompt(seed)
+    plan = plan_rows(prompt, "b")
+
+    def context(index: int, position: int) -> list[int]:
+        row = plan.rows[index]
+        stem = plan.rows[row.parent].ids if row.parent is not None else []
+        assert row.parent is None or plan.rows[row.parent].parent is None
+        return (plan.cached + stem + row.ids)[: len(plan.cached) + len(stem) + position + 1]
+
+    for query, options, segments in zip(prompt.queries, prompt.continuations, plan.options,
+                                        strict=True):
+        assert len(segments) == len(options)
+        for option, found in zip(options, segments, strict=True):
+            spots = [(row, pos, tok) for row, wanted in found for pos, tok in wanted]
+            assert [tok for _, _, tok in spots] == option
+            for t, (row, pos, tok) in enumerate(spots):
+                assert (pos, tok) in plan.rows[row].wanted
+                assert context(row, pos) == prompt.prefix + query + option[:t]
+        fed = {tuple(plan.rows[row].ids) for found in segments for row, _ in found}
+        shared = len(scoring_common_start([o[:-1] for o in options]))
+        assert sum(map(len, fed)) <= 1 + len(query) + sum(map(len, options)) - \
+            shared * (len(options) - 1)  # the lead token, the query and the start once
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2", "gemma3"])
+def test_options_that_start_alike_score_as_each_full_prompt_alone(lms, kind):
+    """Stems and their suffix rows (options sharing a start, as lm-eval's preset's whole
+    sentences do), in batches of 1 to 3, with (gemma3) a sliding window of 8 tokens that
+    the stems and prefixes outrun: the same log-likelihoods as each full prompt alone."""
+    lm = lms[kind]
+    vocab = lm.model.config.vocab_size
+    for seed in range(6):
+        prompt = _random_prompt(seed, vocab)
+        naive = option_scores(lm.model, prompt, "b", cached=False)
+        for batch_size in (1, 2, 3):
+            cached = option_scores(lm.model, prompt, "b", batch_size=batch_size)
+            assert _max_diff(cached, naive) <= 1e-4
+            assert cached.n_tokens == [[len(o) for o in options]
+                                       for options in prompt.continuations]

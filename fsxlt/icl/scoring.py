@@ -11,10 +11,15 @@ by its probability after a content-free input (``N/A``) with the same prefix.
 
 *The fast path.* A bucket's demonstrations are one prefix shared by every
 test example: its key/value cache is computed once (all of it but its last
-token) and copied over each batch of rows. A row is the prefix's last token,
-an example's query and the first tokens of one of its options: one row serves
-every single-token option of an example at once, and a multi-token option
-needs a row of its own (the query then appears once per such option). Rows
+token) and copied over each batch of rows. An example's *stem* is the
+prefix's last token, its query and the tokens its options begin with alike
+(lm-eval's preset repeats the whole sentence pair in every option): the stem
+scores every option's tokens up to and including its first own token, so one
+row serves every single-token option. An option with more tokens of its own
+adds a *suffix* row (the rest of its tokens) that continues the stem's cache:
+the stem then runs alone, keeping its cache, and its suffixes in a batch over
+copies of that cache. The shared tokens are computed once per example, not
+once per option, and the prefix once per bucket, not once per example. Rows
 are right-padded, so no real token ever attends to padding and the positions
 of every scored token are those of the full prompt: the cached scores equal
 scoring each full prompt on its own (the naive path, kept for the benchmark
@@ -121,20 +126,69 @@ def context_size(model: Any) -> int | None:
 
 @dataclass
 class Row:
-    """Token ids after the cached prefix, and the (position, token) pairs scored in them."""
+    """Token ids after the cached prefix (after its ``parent`` row too, a suffix's stem),
+    and the (position, token) pairs scored in them (positions counted in this row)."""
 
     ids: list[int]
     wanted: list[tuple[int, int]]
+    parent: int | None = None
+
+
+Segment = tuple[int, list[tuple[int, int]]]  # (row, [(position, token), ...])
 
 
 @dataclass(frozen=True)
 class RowPlan:
     """The rows of a prompt and where each option's tokens are scored: per example, per
-    option, ``(row, [(position, token), ...])``."""
+    option, the segments (a row and the spots in it) that hold its tokens."""
 
     cached: list[int]        # the prefix but its last token (the cache)
     rows: list[Row]
-    options: list[list[tuple[int, list[tuple[int, int]]]]]
+    options: list[list[list[Segment]]]
+
+
+def common_start(sequences: Sequence[Sequence[int]]) -> list[int]:
+    """The longest run of tokens every sequence starts with."""
+    if not sequences:
+        return []
+    first = list(sequences[0])
+    for other in sequences[1:]:
+        n = 0
+        while n < min(len(first), len(other)) and first[n] == other[n]:
+            n += 1
+        first = first[:n]
+    return first
+
+
+def _add_spots(row: Row, spots: list[tuple[int, int]]) -> None:
+    row.wanted.extend(spot for spot in spots if spot not in row.wanted)
+
+
+def _example_rows(lead: list[int], query: list[int], conts: list[list[int]],
+                  rows: list[Row]) -> list[list[Segment]]:
+    """Append an example's stem and suffix rows (see the module docstring); its options'
+    segments."""
+    shared = common_start([cont[:-1] for cont in conts])
+    stem = len(rows)
+    rows.append(Row(lead + query + shared, []))
+    start = len(lead) + len(query) - 1  # the position that predicts an option's first token
+    suffixes: dict[tuple[int, ...], int] = {}
+    segments = []
+    for cont in conts:
+        own = len(shared) + 1  # tokens the stem scores
+        head = [(start + t, token) for t, token in enumerate(cont[:own])]
+        _add_spots(rows[stem], head)
+        found: list[Segment] = [(stem, head)]
+        if len(cont) > own:
+            ids = tuple(cont[len(shared):-1])
+            if ids not in suffixes:
+                suffixes[ids] = len(rows)
+                rows.append(Row(list(ids), [], stem))
+            tail = list(enumerate(cont[own:]))
+            _add_spots(rows[suffixes[ids]], tail)
+            found.append((suffixes[ids], tail))
+        segments.append(found)
+    return segments
 
 
 def plan_rows(prompt: TokenizedPrompt, bucket: str) -> RowPlan:
@@ -146,24 +200,20 @@ def plan_rows(prompt: TokenizedPrompt, bucket: str) -> RowPlan:
         if not lead and not query:
             raise FsxltError(f"{bucket}: an empty prompt (no instruction, no shots, no query "
                              "text and no BOS token) gives the model nothing to predict from")
-        keys: dict[tuple[int, ...], int] = {}
-        spots = []
-        for cont in conts:
-            ids = tuple(lead + query + cont[:-1])
-            if ids not in keys:
-                keys[ids] = len(rows)
-                rows.append(Row(list(ids), []))
-            start = len(lead) + len(query) - 1
-            wanted = [(start + t, token) for t, token in enumerate(cont)]
-            rows[keys[ids]].wanted.extend(w for w in wanted if w not in rows[keys[ids]].wanted)
-            spots.append((keys[ids], wanted))
-        options.append(spots)
+        options.append(_example_rows(lead, query, conts, rows))
     return RowPlan(cached, rows, options)
+
+
+def row_length(plan: RowPlan, index: int) -> int:
+    """The tokens of a row's full prompt: the prefix, its stem (for a suffix) and itself."""
+    row = plan.rows[index]
+    stem = len(plan.rows[row.parent].ids) if row.parent is not None else 0
+    return len(plan.cached) + stem + len(row.ids)
 
 
 def check_length(plan: RowPlan, model: Any, bucket: str) -> int:
     """The longest full prompt in tokens; longer than the model's context: one line."""
-    longest = len(plan.cached) + max(len(row.ids) for row in plan.rows)
+    longest = max(row_length(plan, i) for i in range(len(plan.rows)))
     limit = context_size(model)
     if limit is not None and longest > limit:
         raise FsxltError(f"{bucket}: a prompt of {longest} tokens is longer than the model's "
@@ -204,21 +254,22 @@ def _only_scored_logits(model: Any, rows: torch.Tensor,
 
 
 def _spot_logprobs(model: Any, ids: torch.Tensor, rows: Sequence[Row], offset: int,
-                   **forward: Any) -> list[dict]:
+                   keep: bool = False, **forward: Any) -> tuple[list[dict], Any]:
     """Per row: {(position, token): log-probability}; ``offset``: tokens of ``ids`` before
-    a row's position 0 (the prefix, when it is not cached)."""
+    a row's position 0 (the prefix, when it is not cached). With ``keep``, also the
+    forward's cache (else None)."""
     spots = sorted({(b, pos) for b, row in enumerate(rows) for pos, _ in row.wanted})
     where = {spot: i for i, spot in enumerate(spots)}
     device = ids.device
     row_index = torch.tensor([b for b, _ in spots], device=device)
     position = torch.tensor([offset + pos for _, pos in spots], device=device)
     with _only_scored_logits(model, row_index, position) as fired:
-        logits = model(input_ids=ids, logits_to_keep=0, **forward).logits
-    if not fired:
-        logits = logits[row_index, position].unsqueeze(0)
+        out = model(input_ids=ids, logits_to_keep=0, **forward)
+    logits = out.logits if fired else out.logits[row_index, position].unsqueeze(0)
     logprobs = torch.log_softmax(logits[0].float(), dim=-1)
-    return [{(pos, tok): float(logprobs[where[(b, pos)], tok]) for pos, tok in row.wanted}
-            for b, row in enumerate(rows)]
+    found = [{(pos, tok): float(logprobs[where[(b, pos)], tok]) for pos, tok in row.wanted}
+             for b, row in enumerate(rows)]
+    return found, (getattr(out, _cache_arg(model)) if keep else None)
 
 
 def _cache_arg(model: Any) -> str:
@@ -241,43 +292,69 @@ def _prefix_cache(model: Any, cached: list[int]) -> Any:
     return getattr(out, _cache_arg(model))
 
 
+def _copied(cache: Any, rows: int) -> Any:
+    """A copy of ``cache`` for a batch of ``rows`` (a forward appends to its cache; the
+    original stays as it was). None stays None."""
+    if cache is None:
+        return None
+    past = copy.deepcopy(cache)
+    past.batch_repeat_interleave(rows)
+    return past
+
+
 @torch.no_grad()
-def _cached_batch(model: Any, cache: Any, rows: Sequence[Row]) -> list[dict]:
-    """Log-probabilities of a batch of rows after a copy of the prefix cache, expanded."""
+def _cached_batch(model: Any, cache: Any, rows: Sequence[Row], *,
+                  keep: bool = False) -> tuple[list[dict], Any]:
+    """Log-probabilities of a batch of rows after a copy of ``cache`` (None: nothing
+    before them), expanded to the batch; and, with ``keep``, the cache after them."""
     device = next(model.parameters()).device
     width = max(len(row.ids) for row in rows)
     ids = torch.full((len(rows), width), _pad_id(model), dtype=torch.long, device=device)
     for b, row in enumerate(rows):
         ids[b, : len(row.ids)] = torch.tensor(row.ids, device=device)
-    past = None
-    if cache is not None:
-        past = copy.deepcopy(cache)  # a forward appends to its cache; the prefix's stays
-        past.batch_repeat_interleave(len(rows))
-    return _spot_logprobs(model, ids, rows, 0, use_cache=past is not None,
-                          **{_cache_arg(model): past})
+    past, name = _copied(cache, len(rows)), _cache_arg(model)
+    use_cache = keep or past is not None
+    return _spot_logprobs(model, ids, rows, 0, keep, use_cache=use_cache, **{name: past})
 
 
 @torch.no_grad()
-def _naive_row(model: Any, cached: list[int], row: Row) -> dict:
-    """Log-probabilities of one row scored with its full prompt, no cache."""
+def _naive_row(model: Any, before: list[int], row: Row) -> dict:
+    """Log-probabilities of one row scored with its full prompt (``before`` it), no cache."""
     device = next(model.parameters()).device
-    ids = torch.tensor([cached + row.ids], device=device)
-    return _spot_logprobs(model, ids, [row], len(cached), use_cache=False)[0]
+    ids = torch.tensor([before + row.ids], device=device)
+    return _spot_logprobs(model, ids, [row], len(before), use_cache=False)[0][0]
+
+
+def _in_batches(model: Any, cache: Any, rows: list[Row], indices: list[int],
+                batch_size: int, found: list[dict]) -> None:
+    """Score ``rows[i]`` for every i of ``indices`` over ``cache``, shortest first."""
+    order = sorted(indices, key=lambda i: len(rows[i].ids))
+    for first in range(0, len(order), batch_size):
+        chunk = order[first: first + batch_size]
+        got, _ = _cached_batch(model, cache, [rows[i] for i in chunk])
+        for i, spots in zip(chunk, got, strict=True):
+            found[i] = spots
 
 
 def row_logprobs(model: Any, plan: RowPlan, *, cached: bool = True,
                  batch_size: int = 8) -> list[dict]:
     """Every row's scored log-probabilities: the fast path, or each full prompt alone."""
+    rows = plan.rows
     if not cached:
-        return [_naive_row(model, plan.cached, row) for row in plan.rows]
+        return [_naive_row(model, plan.cached + (rows[row.parent].ids if row.parent is not None
+                                                 else []), row) for row in rows]
+    children: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        if row.parent is not None:
+            children.setdefault(row.parent, []).append(i)
     cache = _prefix_cache(model, plan.cached)
-    order = sorted(range(len(plan.rows)), key=lambda i: len(plan.rows[i].ids))
-    found: list[dict] = [{} for _ in plan.rows]
-    for first in range(0, len(order), batch_size):
-        chunk = order[first: first + batch_size]
-        for i, got in zip(chunk, _cached_batch(model, cache, [plan.rows[i] for i in chunk]),
-                          strict=True):
-            found[i] = got
+    found: list[dict] = [{} for _ in rows]
+    alone = [i for i, row in enumerate(rows) if row.parent is None and i not in children]
+    _in_batches(model, cache, rows, alone, batch_size, found)
+    for stem, suffixes in children.items():
+        got, stem_cache = _cached_batch(model, cache, [rows[stem]], keep=True)
+        found[stem] = got[0]
+        _in_batches(model, stem_cache, rows, suffixes, batch_size, found)
     return found
 
 
@@ -299,9 +376,10 @@ def option_scores(model: Any, prompt: TokenizedPrompt, bucket: str, *, cached: b
     plan = plan_rows(prompt, bucket)
     check_length(plan, model, bucket)
     found = row_logprobs(model, plan, cached=cached, batch_size=batch_size)
-    loglik = [[sum(found[row][w] for w in wanted) for row, wanted in spots]
-              for spots in plan.options]
-    n_tokens = [[len(wanted) for _, wanted in spots] for spots in plan.options]
+    loglik = [[sum(found[row][w] for row, wanted in segments for w in wanted)
+               for segments in example] for example in plan.options]
+    n_tokens = [[sum(len(wanted) for _, wanted in segments) for segments in example]
+                for example in plan.options]
     return OptionScores(loglik, n_tokens, [list(c) for c in prompt.chars] or None)
 
 
