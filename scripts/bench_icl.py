@@ -2,6 +2,15 @@
 
     python scripts/bench_icl.py [--shots 4] [--test-size 200] [--batch-size 8] [--threads 1]
         [--model DIR --gguf-file NAME] [--task xnli --lang de --data FILE] [--json OUT.json]
+    python scripts/bench_icl.py --against lm-eval --model DIR --gguf-file NAME
+        --data-dir ../shared/data [--quick] [--cells xnli:1 pawsx:4 ...] [--buckets 2]
+        [--test-size 12] [--threads 2] [--work DIR] [--json OUT.json]
+
+``--against lm-eval`` runs lm-evaluation-harness's own evaluator and ``fsxlt icl
+--preset lm-eval`` on the same buckets, model and test examples
+(``scripts/bench_icl_lm_eval.py`` says how); its last line reads
+``lm-eval/fsxlt per bucket: N.Nx (predictions equal)``, N.N the smallest cell's
+ratio. Without it:
 
 One bucket's prompt (``--shots`` demonstrations per label, in the task's
 ``icl`` template) and ``--test-size`` test examples are scored twice in one
@@ -36,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_icl_lm_eval  # beside this script
 import torch
 
 from fsxlt.data import TextExample, read_examples
@@ -107,13 +117,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", default="de")
     parser.add_argument("--data", help="task file for shots and test examples")
     parser.add_argument("--shots", type=int, default=4, help="demonstrations per label")
-    parser.add_argument("--test-size", type=int, default=200)
+    parser.add_argument("--test-size", type=int,
+                        help="test examples (default 200; --against lm-eval: 12 per bucket)")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int,
+                        help="torch threads (default 1; --against lm-eval: 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tolerance", type=float, default=1e-4)
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--against", choices=["lm-eval"],
+                        help="time lm-eval's evaluator and fsxlt icl side by side")
+    bench_icl_lm_eval.add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.against:
+        args.threads = args.threads or 2
+        return bench_icl_lm_eval.against_lm_eval(args)
+    args.threads = args.threads or 1
+    args.test_size = args.test_size or 200
     torch.set_num_threads(args.threads)
     spec = get_task(args.task)
     with tempfile.TemporaryDirectory() as scratch:

@@ -300,18 +300,45 @@ def test_every_option_token_is_scored_once_after_exactly_its_prompt(seed):
             shared * (len(options) - 1)  # the lead token, the query and the start once
 
 
+@pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("kind", ["llama", "gpt2", "gemma3"])
-def test_options_that_start_alike_score_as_each_full_prompt_alone(lms, kind):
+def test_options_that_start_alike_score_as_each_full_prompt_alone(lms, kind, packed):
     """Stems and their suffix rows (options sharing a start, as lm-eval's preset's whole
-    sentences do), in batches of 1 to 3, with (gemma3) a sliding window of 8 tokens that
-    the stems and prefixes outrun: the same log-likelihoods as each full prompt alone."""
+    sentences do), packed in one row under a tree mask or run as two passes, in batches of
+    1 to 3, with (gemma3) a sliding window of 8 tokens that the stems and prefixes outrun:
+    the same log-likelihoods as each full prompt alone."""
     lm = lms[kind]
     vocab = lm.model.config.vocab_size
     for seed in range(6):
         prompt = _random_prompt(seed, vocab)
         naive = option_scores(lm.model, prompt, "b", cached=False)
         for batch_size in (1, 2, 3):
-            cached = option_scores(lm.model, prompt, "b", batch_size=batch_size)
+            cached = option_scores(lm.model, prompt, "b", batch_size=batch_size,
+                                   packed=packed)
             assert _max_diff(cached, naive) <= 1e-4
             assert cached.n_tokens == [[len(o) for o in options]
                                        for options in prompt.continuations]
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2", "gemma3"])
+def test_the_packed_path_applies_to_each_kind_and_falls_back_alike(lms, kind, monkeypatch):
+    """Llama, GPT-2 and Gemma 3 (a sliding layer and a full one: a mask per layer type)
+    score packed rows, with and without a cached prefix; a model whose layers cannot be
+    read falls back to a stem pass and a suffix pass, with the same scores."""
+    from fsxlt.icl.packed import layer_views, mask_kinds
+    from fsxlt.icl.scoring import _prefix_cache
+
+    model = lms[kind].model
+    for cached in ([], [2, 7, 9, 11, 5, 6, 7, 8, 9, 10, 11, 12]):
+        views = layer_views(model, _prefix_cache(model, cached))
+        kinds = mask_kinds(model, views)
+        assert kinds is not None and len(views) == 2
+        assert set(kinds) == ({"sliding_attention", "full_attention"} if kind == "gemma3"
+                              else {"all"})
+        if kind == "gemma3" and cached:
+            assert kinds["sliding_attention"].kept == 7 and kinds["full_attention"].kept == 12
+    prompt = _random_prompt(3, model.config.vocab_size)
+    packed = option_scores(model, prompt, "b", batch_size=2)
+    monkeypatch.setattr(model, "get_decoder", lambda: None)
+    assert layer_views(model, None) is None
+    assert _max_diff(packed, option_scores(model, prompt, "b", batch_size=2)) <= 1e-4

@@ -16,10 +16,12 @@ prefix's last token, its query and the tokens its options begin with alike
 (lm-eval's preset repeats the whole sentence pair in every option): the stem
 scores every option's tokens up to and including its first own token, so one
 row serves every single-token option. An option with more tokens of its own
-adds a *suffix* row (the rest of its tokens) that continues the stem's cache:
-the stem then runs alone, keeping its cache, and its suffixes in a batch over
-copies of that cache. The shared tokens are computed once per example, not
-once per option, and the prefix once per bucket, not once per example. Rows
+adds a *suffix* row (the rest of its tokens) that continues the stem. Where
+the model's layers allow (:mod:`fsxlt.icl.packed`), a stem and its suffixes
+are one packed row under a tree-shaped attention mask, many examples per
+forward pass; elsewhere the stem runs alone, keeping its cache, and its
+suffixes in a batch over copies of that cache. The shared tokens are computed
+once per example, not once per option, and the prefix once per bucket. Rows
 are right-padded, so no real token ever attends to padding and the positions
 of every scored token are those of the full prompt: the cached scores equal
 scoring each full prompt on its own (the naive path, kept for the benchmark
@@ -39,6 +41,7 @@ from typing import Any
 import torch
 
 from fsxlt.errors import FsxltError
+from fsxlt.icl.packed import Packed, forward_inputs, layer_views, mask_kinds, pack
 from fsxlt.tasks.prompts import PromptText
 
 CONTENT_FREE = "N/A"
@@ -336,9 +339,33 @@ def _in_batches(model: Any, cache: Any, rows: list[Row], indices: list[int],
             found[i] = spots
 
 
-def row_logprobs(model: Any, plan: RowPlan, *, cached: bool = True,
-                 batch_size: int = 8) -> list[dict]:
-    """Every row's scored log-probabilities: the fast path, or each full prompt alone."""
+@torch.no_grad()
+def _packed_batch(model: Any, cache: Any, batch: Sequence[Packed], cached: int,
+                  kinds: dict, found: list[dict]) -> None:
+    """Score a batch of packed rows (:mod:`fsxlt.icl.packed`) after a copy of ``cache``."""
+    spots = [(b, at, row, pos, tok) for b, packed in enumerate(batch)
+             for row, at, pos, tok in packed.spots]
+    places = sorted({(b, at) for b, at, *_ in spots})
+    where = {place: i for i, place in enumerate(places)}
+    device = next(model.parameters()).device
+    row_index = torch.tensor([b for b, _ in places], device=device)
+    position = torch.tensor([at for _, at in places], device=device)
+    inputs = forward_inputs(model, batch, cached, kinds)
+    past = _copied(cache, len(batch))
+    with _only_scored_logits(model, row_index, position) as fired:
+        out = model(**inputs, logits_to_keep=0, use_cache=past is not None,
+                    **{_cache_arg(model): past})
+    logits = out.logits if fired else out.logits[row_index, position].unsqueeze(0)
+    logprobs = torch.log_softmax(logits[0].float(), dim=-1)
+    for b, at, row, pos, tok in spots:
+        found[row][(pos, tok)] = float(logprobs[where[(b, at)], tok])
+
+
+def row_logprobs(model: Any, plan: RowPlan, *, cached: bool = True, batch_size: int = 8,
+                 packed: bool = True) -> list[dict]:
+    """Every row's scored log-probabilities: the fast path (each example's stem and suffixes
+    packed in one row where the model's layers allow, else a stem and then its suffixes),
+    or each full prompt alone."""
     rows = plan.rows
     if not cached:
         return [_naive_row(model, plan.cached + (rows[row.parent].ids if row.parent is not None
@@ -349,6 +376,15 @@ def row_logprobs(model: Any, plan: RowPlan, *, cached: bool = True,
             children.setdefault(row.parent, []).append(i)
     cache = _prefix_cache(model, plan.cached)
     found: list[dict] = [{} for _ in rows]
+    views = layer_views(model, cache) if packed else None
+    kinds = mask_kinds(model, views) if views is not None else None
+    if kinds is not None:
+        packs = sorted((pack(rows, i, children.get(i, [])) for i, row in enumerate(rows)
+                        if row.parent is None), key=lambda one: len(one.ids))
+        for first in range(0, len(packs), batch_size):
+            _packed_batch(model, cache, packs[first: first + batch_size], len(plan.cached),
+                          kinds, found)
+        return found
     alone = [i for i, row in enumerate(rows) if row.parent is None and i not in children]
     _in_batches(model, cache, rows, alone, batch_size, found)
     for stem, suffixes in children.items():
@@ -369,13 +405,13 @@ class OptionScores:
 
 
 def option_scores(model: Any, prompt: TokenizedPrompt, bucket: str, *, cached: bool = True,
-                  batch_size: int = 8) -> OptionScores:
+                  batch_size: int = 8, packed: bool = True) -> OptionScores:
     """The log-likelihood of every option of every example after the prompt."""
     if batch_size < 1:
         raise FsxltError(f"the batch size must be at least 1, got {batch_size}")
     plan = plan_rows(prompt, bucket)
     check_length(plan, model, bucket)
-    found = row_logprobs(model, plan, cached=cached, batch_size=batch_size)
+    found = row_logprobs(model, plan, cached=cached, batch_size=batch_size, packed=packed)
     loglik = [[sum(found[row][w] for row, wanted in segments for w in wanted)
                for segments in example] for example in plan.options]
     n_tokens = [[sum(len(wanted) for _, wanted in segments) for segments in example]
