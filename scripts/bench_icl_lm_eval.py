@@ -17,7 +17,8 @@ For every cell (task and K) the script
    ``wall_time_s`` is its bucket's scoring time);
 5. compares each test example's predicted label.
 
-Both tools score in float32 on the CPU with the same threads and batch size. The
+Both tools score in float32 on the CPU with the same threads; fsxlt in batches of
+``--batch-size`` (8), lm-eval in batches of ``--lm-eval-batch-size`` (1, its default). The
 per-bucket ratio excludes both model loads; the "including loads" ratio compares
 lm-eval's load plus its buckets with the fsxlt command's whole time. Exit 1 when a
 prediction differs.
@@ -66,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--buckets", type=int, help="buckets per cell (default 2)")
     group.add_argument("--work", help="keep the buckets, tasks and runs here (default: a "
                        "temporary folder)")
+    group.add_argument("--lm-eval-batch-size", type=int, default=1,
+                       help="lm-eval's batch size (default 1, lm-eval's own; at 8 its "
+                       "whole-vocabulary log-softmax of every position of K=8 prompts "
+                       "outgrows 24 GB)")
     group.add_argument("--quick", action="store_true",
                        help="one small cell: xnli K=1, 2 buckets, 4 test examples")
 
@@ -125,7 +130,7 @@ def run_lm_eval(cells: list[Cell], args: argparse.Namespace, work: Path) -> floa
     torch.set_num_threads(args.threads)
     began = time.perf_counter()
     model = HFLM(pretrained=args.model, gguf_file=args.gguf_file, dtype="float32",
-                 device="cpu", batch_size=args.batch_size)
+                 device="cpu", batch_size=args.lm_eval_batch_size)
     load_s = time.perf_counter() - began
     manager = TaskManager(include_path=str(work / "tasks"))
     for cell in cells:
@@ -246,6 +251,7 @@ def against_lm_eval(args: argparse.Namespace) -> int:
     print_table(rows)
     figures = {"model": args.model, "gguf_file": args.gguf_file, "language": args.lang,
                "threads": args.threads, "batch_size": args.batch_size,
+               "lm_eval_batch_size": args.lm_eval_batch_size,
                "load_average": os.getloadavg(), "cells": rows}
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
