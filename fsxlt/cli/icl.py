@@ -52,7 +52,8 @@ def icl_cmd(
     arm: Annotated[str | None, typer.Option(
         "--arm", help="The arm's name (default: icl plus the settings that differ).")] = None,
     batch_size: Annotated[int, typer.Option(
-        "--batch-size", min=1, help="Rows scored per forward pass (CPU: 4-8 is best).")] = 8,
+        "--batch-size", min=1, help="Rows per forward pass; ranked options take one row per "
+        "test example (CPU: 4-8 is best).")] = 8,
     save_prompts: Annotated[bool, typer.Option(
         "--save-prompts", help="With --save-predictions: also write each test example's "
         "prompt (prefix, query, each option's text), as lm-eval's per-sample files "
