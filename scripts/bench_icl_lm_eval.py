@@ -154,6 +154,8 @@ def _argmax(values: list[float]) -> int:
 
 def run_fsxlt(cells: list[Cell], args: argparse.Namespace, work: Path) -> None:
     """``fsxlt icl --preset lm-eval`` over each cell's set, as one command per cell."""
+    from fsxlt.study.predictions import read_predictions
+    from fsxlt.study.runs import predictions_path, read_record
     from fsxlt.tasks import get_task
 
     for cell in cells:
@@ -168,15 +170,15 @@ def run_fsxlt(cells: list[Cell], args: argparse.Namespace, work: Path) -> None:
         labels = list(get_task(cell.task).labels)
         records = sorted((out / cell.task / args.lang / f"k{cell.k}").glob("*/*.json"))
         for record_path in records:
-            record = json.loads(record_path.read_text(encoding="utf-8"))
+            record = read_record(record_path)
+            if record is None:
+                raise SystemExit(f"{record_path}: not a finished record")
             index = int(record["bucket"]["index"])
             name = f"fsxlt_{cell.task}_{args.lang}_k{cell.k}_b{index:02d}"
             cell.fsxlt_s.append(float(record["wall_time_s"]))
-            rows = record_path.with_name(record_path.stem + ".predictions.jsonl")
-            lines = rows.read_text(encoding="utf-8").splitlines()[1:]  # a header first
-            cell.fsxlt_predicted[name] = {
-                str(row["id"]): labels.index(row["predicted"])
-                for row in map(json.loads, lines)}
+            rows = read_predictions(predictions_path(record_path)).rows
+            cell.fsxlt_predicted[name] = {str(row["id"]): labels.index(row["predicted"])
+                                          for row in rows}
         print(f"fsxlt {cell.name}: {cell.fsxlt_command_s:.1f} s for {len(records)} buckets",
               flush=True)
 

@@ -107,15 +107,11 @@ def layer_views(model: Any, cache: Any) -> list[LayerView] | None:
     return views
 
 
-def _tree_mask(batch: Sequence[Packed], width: int, cached: int, view: LayerView,
-               dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """The additive mask [batch, 1, width, kept + width] of one kind of layer."""
-    n = len(batch)
-    segments = torch.full((n, width), -1, dtype=torch.long)
-    positions = torch.zeros((n, width), dtype=torch.long)
-    for b, packed in enumerate(batch):
-        segments[b, : len(packed.ids)] = torch.tensor(packed.segments)
-        positions[b, : len(packed.ids)] = torch.tensor(packed.positions)
+def _tree_mask(segments: torch.Tensor, positions: torch.Tensor, cached: int,
+               view: LayerView, dtype: torch.dtype) -> torch.Tensor:
+    """The additive mask [batch, 1, width, kept + width] of one kind of layer, from each
+    token's segment (-1: padding) and position after the cached prefix."""
+    n, width = segments.shape
     real = segments >= 0
     query, key = segments[:, :, None], segments[:, None, :]
     order = torch.arange(width)
@@ -131,7 +127,7 @@ def _tree_mask(batch: Sequence[Packed], width: int, cached: int, view: LayerView
     allowed = torch.cat([before, tree], dim=-1)[:, None]
     mask = torch.zeros(allowed.shape, dtype=dtype)
     mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-    return mask.to(device)
+    return mask
 
 
 def mask_kinds(model: Any, views: list[LayerView]) -> dict[str, LayerView] | None:
@@ -150,21 +146,21 @@ def mask_kinds(model: Any, views: list[LayerView]) -> dict[str, LayerView] | Non
 
 
 def forward_inputs(model: Any, batch: Sequence[Packed], cached: int,
-                   kinds: dict[str, LayerView]) -> dict[str, Any]:
-    """input_ids, position_ids and attention_mask (:func:`mask_kinds`'s) of a batch of
-    packed rows after a prefix of ``cached`` tokens."""
-    device = next(model.parameters()).device
-    dtype = next(model.parameters()).dtype
+                   kinds: dict[str, LayerView], pad: int) -> dict[str, Any]:
+    """input_ids (right-padded with ``pad``), position_ids and attention_mask
+    (:func:`mask_kinds`'s) of a batch of packed rows after a prefix of ``cached`` tokens."""
+    parameter = next(model.parameters())
     width = max(len(packed.ids) for packed in batch)
-    pad = getattr(model.config, "pad_token_id", None)
-    ids = torch.full((len(batch), width), pad if isinstance(pad, int) else 0,
-                     dtype=torch.long)
-    positions = torch.zeros((len(batch), width), dtype=torch.long)
+    ids = torch.full((len(batch), width), pad, dtype=torch.long)
+    segments = torch.full((len(batch), width), -1, dtype=torch.long)
+    positions = torch.arange(width).repeat(len(batch), 1)  # padding: anywhere, unseen
     for b, packed in enumerate(batch):
-        ids[b, : len(packed.ids)] = torch.tensor(packed.ids)
-        positions[b, : len(packed.ids)] = torch.tensor(packed.positions)
-        positions[b, len(packed.ids):] = torch.arange(len(packed.ids), width)
-    masks = {kind: _tree_mask(batch, width, cached, view, dtype, device)
-             for kind, view in kinds.items()}
-    return {"input_ids": ids.to(device), "position_ids": (positions + cached).to(device),
+        n = len(packed.ids)
+        ids[b, :n] = torch.tensor(packed.ids)
+        segments[b, :n] = torch.tensor(packed.segments)
+        positions[b, :n] = torch.tensor(packed.positions)
+    masks = {kind: _tree_mask(segments, positions, cached, view, parameter.dtype)
+             .to(parameter.device) for kind, view in kinds.items()}
+    return {"input_ids": ids.to(parameter.device),
+            "position_ids": (positions + cached).to(parameter.device),
             "attention_mask": masks.get("all", masks)}

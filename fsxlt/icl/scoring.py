@@ -256,6 +256,19 @@ def _only_scored_logits(model: Any, rows: torch.Tensor,
             handle.remove()
 
 
+def _logprobs_at(model: Any, places: Sequence[tuple[int, int]],
+                 **forward: Any) -> tuple[torch.Tensor, Any]:
+    """The log-softmax at each (row, position) of ``places`` (a row per place, in order),
+    the output layer run at those places only; and the forward's output."""
+    device = next(model.parameters()).device
+    row_index = torch.tensor([b for b, _ in places], device=device)
+    position = torch.tensor([at for _, at in places], device=device)
+    with _only_scored_logits(model, row_index, position) as fired:
+        out = model(logits_to_keep=0, **forward)
+    logits = out.logits if fired else out.logits[row_index, position].unsqueeze(0)
+    return torch.log_softmax(logits[0].float(), dim=-1), out
+
+
 def _spot_logprobs(model: Any, ids: torch.Tensor, rows: Sequence[Row], offset: int,
                    keep: bool = False, **forward: Any) -> tuple[list[dict], Any]:
     """Per row: {(position, token): log-probability}; ``offset``: tokens of ``ids`` before
@@ -263,13 +276,8 @@ def _spot_logprobs(model: Any, ids: torch.Tensor, rows: Sequence[Row], offset: i
     forward's cache (else None)."""
     spots = sorted({(b, pos) for b, row in enumerate(rows) for pos, _ in row.wanted})
     where = {spot: i for i, spot in enumerate(spots)}
-    device = ids.device
-    row_index = torch.tensor([b for b, _ in spots], device=device)
-    position = torch.tensor([offset + pos for _, pos in spots], device=device)
-    with _only_scored_logits(model, row_index, position) as fired:
-        out = model(input_ids=ids, logits_to_keep=0, **forward)
-    logits = out.logits if fired else out.logits[row_index, position].unsqueeze(0)
-    logprobs = torch.log_softmax(logits[0].float(), dim=-1)
+    logprobs, out = _logprobs_at(model, [(b, offset + pos) for b, pos in spots],
+                                 input_ids=ids, **forward)
     found = [{(pos, tok): float(logprobs[where[(b, pos)], tok]) for pos, tok in row.wanted}
              for b, row in enumerate(rows)]
     return found, (getattr(out, _cache_arg(model)) if keep else None)
@@ -347,16 +355,10 @@ def _packed_batch(model: Any, cache: Any, batch: Sequence[Packed], cached: int,
              for row, at, pos, tok in packed.spots]
     places = sorted({(b, at) for b, at, *_ in spots})
     where = {place: i for i, place in enumerate(places)}
-    device = next(model.parameters()).device
-    row_index = torch.tensor([b for b, _ in places], device=device)
-    position = torch.tensor([at for _, at in places], device=device)
-    inputs = forward_inputs(model, batch, cached, kinds)
     past = _copied(cache, len(batch))
-    with _only_scored_logits(model, row_index, position) as fired:
-        out = model(**inputs, logits_to_keep=0, use_cache=past is not None,
-                    **{_cache_arg(model): past})
-    logits = out.logits if fired else out.logits[row_index, position].unsqueeze(0)
-    logprobs = torch.log_softmax(logits[0].float(), dim=-1)
+    logprobs, _ = _logprobs_at(model, places, use_cache=past is not None,
+                               **forward_inputs(model, batch, cached, kinds, _pad_id(model)),
+                               **{_cache_arg(model): past})
     for b, at, row, pos, tok in spots:
         found[row][(pos, tok)] = float(logprobs[where[(b, at)], tok])
 
