@@ -40,14 +40,15 @@ def _status(bucket_set) -> str:
 
 def _written(bucket_sets, out: Path) -> str:
     """Say on stderr which sets were replaced; return the summary line of a write."""
-    from fsxlt.sampling.store import NEW, REPLACED, UNCHANGED
+    from fsxlt.sampling.store import DEV_ADDED, NEW, REPLACED, UNCHANGED
 
     done = {s.written.path: s.written for s in bucket_sets if s.written is not None}
     for written in done.values():
         if written.status == REPLACED:
             typer.echo(f"replaced {written.path} ({written.detail})", err=True)
     counts = Counter(written.status for written in done.values())
-    parts = ", ".join(f"{counts[status]} {status}" for status in (NEW, UNCHANGED, REPLACED)
+    parts = ", ".join(f"{counts[status]} {status}" for status in (NEW, UNCHANGED, DEV_ADDED,
+                                                                    REPLACED)
                       if counts[status])
     plural = "" if len(done) == 1 else "s"
     return f"{len(done)} bucket set{plural} under {out}: {parts or 'none'}"
@@ -179,6 +180,13 @@ def import_published_command(
     task: Annotated[list[str] | None, typer.Option(
         "--task", "-t", help="Only these tasks (repeatable).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+    data_dir: Annotated[str | None, typer.Option(
+        "--data-dir", "-d", help="The tasks' dev files ({task} is the task name, e.g. "
+        "data/{task}): XNLI's and PAWS-X's sets get their remaining dev set from them.")] = None,
+    max_unlocated: Annotated[int, typer.Option(
+        "--max-unlocated", help="Accept a set with up to this many bucket examples that "
+        "are not found in its dev file (recorded in its manifest); more refuse the import.",
+    )] = 0,
 ) -> None:
     """Convert the buckets published with the original study into fsxlt bucket sets.
 
@@ -191,15 +199,23 @@ def import_published_command(
     A set already in OUT with the same files is left as it is (unchanged);
     one with other files is refused, naming what differs, unless --replace.
 
-    Example:
+    XNLI and PAWS-X select models on the dev examples in none of a K's buckets,
+    which the release does not hold: with --data-dir each of their sets gets
+    that remaining dev set, every bucket example found in dev-<lang>.tsv by its
+    text (whitespace and control characters ignored, docs/sampling.md). A set
+    already imported without one gets it added; its buckets stay as they are.
+
+    Examples:
 
       fsxlt buckets import-published published_buckets/ --out buckets/published
+
+      fsxlt buckets import-published published_buckets/ -o buckets -d 'data/{task}'
     """
     from fsxlt.sampling.published import import_published
 
     _check_store(out)
-    summary = import_published(src, out, tasks=task, replace=replace,
-                               progress=bar("importing", "set"))
+    summary = import_published(src, out, tasks=task, replace=replace, data_dir=data_dir,
+                               max_unlocated=max_unlocated, progress=bar("importing", "set"))
     per_task = Counter(s.task for s in summary.sets)
     for name, count in sorted(per_task.items()):
         langs = sorted({s.language for s in summary.sets if s.task == name})
@@ -211,6 +227,7 @@ def import_published_command(
     broken = [m for m in summary.missing if m not in empty]
     for missing in broken:
         typer.echo(f"not imported: {missing}", err=True)
+    _say_dev_sets(summary, src, out)
     typer.echo(f"{_written(summary.sets, out)}; run 'fsxlt buckets check {out}' to verify them")
     if empty:  # a property of the study's release (panx jv, my), not an error
         names = ", ".join(m.removesuffix(": file is empty") for m in empty)
@@ -220,6 +237,33 @@ def import_published_command(
         typer.echo(f"{len(broken)} published buckets could not be read (listed above); "
                    "their sets hold the others and record the gap", err=True)
         raise typer.Exit(1)
+
+
+def _say_dev_sets(summary, src: Path, out: Path) -> None:
+    """The remaining dev sets an import made, the dev lines that match alike, the accepted
+    unlocated examples, and, in one line, the sets left without one and the cure."""
+    with_dev = [s for s in summary.sets if s.dev_provenance is not None]
+    if with_dev:
+        located = sum(s.dev_provenance["located"] for s in with_dev)
+        unlocated = sum(len(s.dev_provenance["unlocated"]) for s in with_dev)
+        sizes = [len(s.dev_remaining) for s in with_dev]
+        typer.echo(f"remaining dev sets: {len(with_dev)} sets, {located} bucket examples "
+                   f"located in their dev files, {unlocated} not; {min(sizes)}-{max(sizes)} "
+                   "dev examples left per set")
+    for path, groups in summary.alike.items():
+        shown = "; ".join(" = ".join(group) for group in groups[:3])
+        typer.echo(f"note: {path}: {len(groups)} groups of lines that differ as written "
+                   f"match alike ({shown}); a bucket holding one leaves all out", err=True)
+    for name, examples in summary.unlocated.items():
+        typer.echo(f"{name}: {len(examples)} bucket examples not located, accepted "
+                   f"(--max-unlocated): {'; '.join(examples[:3])}", err=True)
+    if summary.no_dev:
+        names = sorted({f"{s.task}/{s.language}" for s in summary.no_dev})
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        typer.echo(f"{len(summary.no_dev)} sets ({shown}) have no remaining dev set, which "
+                   "their runs select models on; add it: fsxlt buckets import-published "
+                   f"{src} --out {out} --data-dir DIR (DIR holding dev-<lang>.tsv; "
+                   "'data/{task}' for several tasks)")
 
 
 @buckets_app.command("import-fewclue")

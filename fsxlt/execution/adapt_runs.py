@@ -200,7 +200,7 @@ def _adapt_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> Pa
     if files.remaining is not None:
         return files.remaining
     if spec.selects_on_remaining:
-        raise FsxltError(f"{files.directory}: no dev-remaining.jsonl beside the bucket; task "
-                         f"{spec.name} selects models on the examples of its sampled split "
-                         "that are in no bucket, so pass --dev FILE explicitly")
+        refusal = files.no_remaining(spec.name)
+        raise FsxltError(f"{refusal}; or pass --dev FILE, a dev set that holds no bucket "
+                         "example")
     raise FsxltError("no target dev set: pass --dev FILE or --data-dir DIR")

@@ -168,8 +168,6 @@ def _shared_dev(spec: TaskSpec, plan: TaskPlan, lang: str, files: SetFiles) -> P
     """The dev set of buckets without their own: the remaining dev set, or the task's file."""
     if spec.selects_on_remaining:
         if files.remaining is None:
-            raise FsxltError(f"{files.directory}: no remaining dev set (dev-remaining.jsonl); "
-                             f"{plan.task} selects models on the examples of its sampled "
-                             "split that are in no bucket")
+            raise files.no_remaining(plan.task)
         return files.remaining
     return data_file(spec, plan.data_dir, "dev", lang)

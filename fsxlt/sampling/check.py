@@ -51,9 +51,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsxlt.data import Example, GenerationExample, QAExample, TaggedSentence, read_examples
+from fsxlt.data import (
+    Example,
+    GenerationExample,
+    QAExample,
+    TaggedSentence,
+    TextExample,
+    read_examples,
+)
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
+from fsxlt.sampling.locate import bucket_key, dev_keys, locate
 from fsxlt.sampling.samplers import (
     bucket_label_counts,
     present_labels,
@@ -235,12 +243,24 @@ def _dev_leak(buckets: list[Bucket], remaining: list[Example] | None) -> list[Vi
     """The remaining dev set (what selects models) must share nothing with the buckets."""
     if remaining is None:
         return []
-    used = {ex.id for bucket in buckets for ex in bucket.examples}
-    leaked = [ex.id for ex in remaining if ex.id in used]
+    if _published(buckets):  # their ids are the release's: compare the texts
+        from fsxlt.sampling.locate import leaked as text_leaks
+
+        examples = [ex for bucket in buckets for ex in bucket.examples
+                    if isinstance(ex, TextExample)]
+        leaked = [ex.id for ex in text_leaks(examples, remaining)]
+    else:
+        used = {ex.id for bucket in buckets for ex in bucket.examples}
+        leaked = [ex.id for ex in remaining if ex.id in used]
     if not leaked:
         return []
     return [Violation(None, "dev-leak", f"{len(leaked)} remaining-dev examples are also in "
                       f"buckets (e.g. {leaked[0]})")]
+
+
+def _published(buckets: list[Bucket]) -> bool:
+    """Whether the buckets are the study's published ones (their ids are the release's)."""
+    return any(bucket.meta.get("sampler") == "published" for bucket in buckets)
 
 
 def _contexts(examples: list[Example] | None) -> set[str]:
@@ -434,10 +454,13 @@ def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
                                "from (sha256 mismatch)"))
     by_id = {ex.id: ex for ex in pool}
     contents = {loose_key(ex) for ex in pool}
+    texts = {key for ex in pool if isinstance(ex, TextExample) for key in dev_keys(ex)}
     for bucket in buckets:
         for ex in bucket.examples:
             if published:
-                if loose_key(ex) not in contents:
+                present = (bucket_key(ex) in texts if isinstance(ex, TextExample)
+                           else loose_key(ex) in contents)
+                if not present:
                     found.append(Violation(bucket.index, "not-in-source",
                                            f"example {ex.id} does not occur in {source.name}"))
             elif ex.id not in by_id:
@@ -446,6 +469,14 @@ def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
             elif by_id[ex.id].content_key() != ex.content_key():
                 found.append(Violation(bucket.index, "content",
                                        f"example {ex.id} differs from {source.name}"))
+    if remaining is not None and published:
+        drawn = [(bucket.index, [ex for ex in bucket.examples if isinstance(ex, TextExample)])
+                 for bucket in buckets]
+        expected = [ex.id for ex in locate(drawn, pool).remaining]
+        if [ex.id for ex in remaining] != expected:
+            found.append(Violation(None, "dev-remaining",
+                                   f"the remaining dev set is not {source.name} less the lines "
+                                   "holding the buckets' texts"))
     if remaining is not None and not published:
         qa = any(isinstance(ex, QAExample) for ex in pool)
         if (not _qa_remaining_ok(pool, buckets, remaining) if qa

@@ -13,6 +13,14 @@ published bucket that cannot be read (the study's panx set has empty files
 for jv and my, where its sampler ran out of sentences) does not stop the
 import: the others are imported, and the unreadable one is listed with its
 reason in the summary and in the set's manifest (``missing_buckets``).
+
+XNLI's and PAWS-X's buckets were drawn from the target dev split, and runs
+select models on the rest of it, which the release does not hold. Given the
+user's dev files (``data_dir``), each such set gets its ``dev-remaining.jsonl``:
+the dev file minus every line holding one of *this K's* buckets' examples,
+found by content (:mod:`fsxlt.sampling.locate`). A set with bucket examples
+that cannot be found there is refused, unless ``max_unlocated`` accepts that
+many; what was not found is recorded in the manifest (``dev_remaining``).
 """
 
 from __future__ import annotations
@@ -22,9 +30,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsxlt.data import TextExample, example_from_dict, read_conll
+from fsxlt.data import TextExample, example_from_dict, read_conll, read_examples
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.fileio import read_json, sha256_text
+from fsxlt.fileio import read_json, sha256_file, sha256_text
+from fsxlt.sampling.locate import Location, alike_lines, locate
 from fsxlt.sampling.store import BucketSet, write_sets
 from fsxlt.tasks import builtin_tasks, get_task
 from fsxlt.tasks.languages import language_code
@@ -40,12 +49,95 @@ class ImportSummary:
     ``sets``: the bucket sets written; ``missing``: published buckets that
     could not be read, as ``path: reason`` (their sets are imported without
     them); ``skipped``: folders and files that are not buckets (unknown
-    tasks, stray files), ignored.
+    tasks, stray files), ignored. ``no_dev``: sets that select models on a
+    remaining dev set and have none (imported without ``data_dir``); ``alike``:
+    per dev file, groups of its lines that differ as written but match alike
+    (their ids); ``unlocated``: per set (``task/lang/kK``) its accepted
+    unlocated examples.
     """
 
     sets: list[BucketSet] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    no_dev: list[BucketSet] = field(default_factory=list)
+    alike: dict[str, list[list[str]]] = field(default_factory=dict)
+    unlocated: dict[str, list[str]] = field(default_factory=dict)
+
+
+def selects_on_remaining(bucket_set: BucketSet) -> bool:
+    """Whether runs on a published set select models on its remaining dev set (a
+    classification task drawn from dev: XNLI, PAWS-X)."""
+    task = get_task(bucket_set.task)
+    return task.selects_on_remaining and not (task.is_tagging or task.is_qa)
+
+
+def set_name(bucket_set: BucketSet) -> str:
+    return f"{bucket_set.task}/{bucket_set.language}/k{bucket_set.k}"
+
+
+def dev_path(data_dir: str | Path, task_name: str, language: str) -> Path:
+    """The dev file of ``task_name``/``language`` under ``data_dir`` ({task} filled in)."""
+    task = get_task(task_name)
+    return Path(task.data.locate(str(data_dir).replace("{task}", task.name), "dev", language))
+
+
+def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: int = 0) -> None:
+    """Give every set of ``summary`` that selects on a remaining dev set its remaining set,
+    computed from its dev file under ``data_dir``; refuse, in one line, a missing dev file
+    or a set with more than ``max_unlocated`` bucket examples not found in it."""
+    dev_files: dict[Path, list[TextExample]] = {}
+    refusals = []
+    for bucket_set in summary.sets:
+        if not selects_on_remaining(bucket_set):
+            continue
+        path = dev_path(data_dir, bucket_set.task, bucket_set.language)
+        if path not in dev_files:
+            if not path.is_file():
+                raise FsxltError(f"{path}: dev file of {bucket_set.task}/{bucket_set.language} "
+                                 "not found (--data-dir: the remaining dev sets are computed "
+                                 "from it); nothing was written")
+            dev_files[path] = read_examples(path, get_task(bucket_set.task),
+                                            language=bucket_set.language, split="dev")
+            alike = alike_lines(dev_files[path])
+            if alike:
+                summary.alike[str(path)] = [[ex.id for ex in group] for group in alike]
+        found = locate(zip(bucket_set.bucket_indices(), bucket_set.buckets, strict=True),
+                       dev_files[path])
+        if len(found.unlocated) > max_unlocated:
+            refusals.append(_unlocated_refusal(bucket_set, path, found, max_unlocated))
+            continue
+        if not found.remaining:
+            raise FsxltError(f"{set_name(bucket_set)}: its buckets hold every line of {path}, "
+                             "leaving no dev examples for model selection; nothing was written")
+        _keep_remaining(bucket_set, path, found, summary)
+    if refusals:
+        more = f" ({len(refusals) - 1} more sets refused)" if len(refusals) > 1 else ""
+        raise FsxltError(refusals[0] + more)
+
+
+def _unlocated_refusal(bucket_set: BucketSet, path: Path, found: Location,
+                       allowed: int) -> str:
+    shown = "; ".join(u.describe() for u in found.unlocated[:3])
+    more = f" and {len(found.unlocated) - 3} more" if len(found.unlocated) > 3 else ""
+    n = len(found.unlocated)
+    return (f"{set_name(bucket_set)}: {n} bucket example{'s' if n > 1 else ''} not located in "
+            f"{path} ({shown}{more}); nothing was written: is this the dev file the buckets "
+            f"were drawn from? --max-unlocated {n} accepts them "
+            f"(now {allowed}), recorded in the set's manifest")
+
+
+def _keep_remaining(bucket_set: BucketSet, path: Path, found: Location,
+                    summary: ImportSummary) -> None:
+    bucket_set.dev_remaining = found.remaining
+    bucket_set.dev_provenance = {
+        "source": {"file": path.name, "sha256": sha256_file(path)},
+        "rule": "the dev file less every line holding the text of an example of this K's "
+                "buckets (docs/sampling.md)",
+        "located": found.located, "removed": found.removed,
+        "unlocated": [u.to_dict() for u in found.unlocated],
+    }
+    if found.unlocated:
+        summary.unlocated[set_name(bucket_set)] = [u.describe() for u in found.unlocated]
 
 
 def _read_sampled_json(path: Path, task_name: str) -> list[TextExample]:
@@ -136,7 +228,8 @@ def _import_language(task_name: str, k: int, lang_dir: Path, root: Path,
 
 
 def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] | None = None,
-                     replace: bool = False,
+                     replace: bool = False, data_dir: str | Path | None = None,
+                     max_unlocated: int = 0,
                      progress: Callable[[Iterable], Iterable] = lambda it: it) -> ImportSummary:
     """Convert every published (task, K, language) under ``src`` into bucket sets under ``out``.
 
@@ -146,7 +239,14 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     written, by the store's write-once rule (:func:`write_sets`: a set already
     there unchanged is left alone, another one is refused unless ``replace``;
     each set's ``written`` says what happened).
+
+    ``data_dir`` (``{task}`` is filled in): the task's dev files, from which every set
+    drawn from dev gets its remaining dev set (:func:`add_remaining`); a set already in
+    the store without one gets it added, its buckets untouched. Without it, such sets
+    are imported without one and listed in the summary's ``no_dev``.
     """
+    if max_unlocated < 0:
+        raise FsxltError(f"--max-unlocated must be 0 or more, got {max_unlocated}")
     src = Path(src)
     if not src.is_dir():
         raise FsxltError(f"{src}: no such directory")
@@ -172,5 +272,16 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     if not summary.sets:
         raise FsxltError(f"{src}: no published buckets found "
                          "(expected <task>/<K>-shots/<language>/<i>-th/)")
+    if data_dir is not None:
+        add_remaining(summary, data_dir, max_unlocated)
     write_sets(out, summary.sets, replace=replace)
+    summary.no_dev = [s for s in summary.sets if selects_on_remaining(s)
+                      and s.dev_remaining is None and not _store_has_dev(s)]
     return summary
+
+
+def _store_has_dev(bucket_set: BucketSet) -> bool:
+    """Whether the store's copy of a set imported without a dev set holds one (added by an
+    earlier import with --data-dir, and kept)."""
+    written = bucket_set.written
+    return written is not None and (written.path / "dev-remaining.jsonl").is_file()

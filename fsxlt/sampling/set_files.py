@@ -52,6 +52,23 @@ class SetFiles:
     remaining: Path | None = None  # dev examples in no bucket (sets drawn from dev)
     coordinates: tuple[str, str, int] = ("", "", 0)  # task, language, K of the set
     source_sha256: str | None = None  # the file its buckets were drawn from (its manifest's)
+    sampler: str = ""  # what drew the buckets (its manifest's): ``published`` for the study's
+    dev_source_sha256: str | None = None  # the dev file a published set's remaining came from
+
+    def no_remaining(self, task: str) -> FsxltError:
+        """The refusal of a run that selects on the set's remaining dev set, which it lacks,
+        with the command that adds it."""
+        if self.sampler == "published":
+            store = self.directory.parents[2] if len(self.directory.parents) > 2 else "STORE"
+            return FsxltError(
+                f"{self.directory}: no remaining dev set (dev-remaining.jsonl), which {task} "
+                "selects models on; the release does not hold it: add it with 'fsxlt buckets "
+                f"import-published RELEASE --out {store} --task {task} --data-dir DIR' (DIR "
+                "holding the task's dev-<lang>.tsv; the buckets stay as they are)")
+        return FsxltError(
+            f"{self.directory}: no remaining dev set (dev-remaining.jsonl), which {task} "
+            "selects models on (the examples of its sampled split that are in no bucket); "
+            "draw the set again with 'fsxlt sample' into a new store")
 
     def check_test(self, test: str | Path | None, task: Any, what: str = "the test file",
                    whole: bool = False) -> None:
@@ -60,10 +77,15 @@ class SetFiles:
         the transfer. Tasks that hold parts of one file out (XQuAD's paragraphs: ``data.
         holdout``) score on their own held-out part of it, and pass, unless the file is
         read ``whole`` (a file the user named to ``fsxlt adapt``)."""
-        if test is None or self.source_sha256 is None or not Path(test).is_file():
+        if test is None or not Path(test).is_file() or (
+                self.source_sha256 is None and self.dev_source_sha256 is None):
             return
         if task.data.holdout_paragraphs and (task.is_generation or not whole):
             return  # its held-out part of the source file (QG cuts its own, even named)
+        if self.dev_source_sha256 is not None and sha256_file(test) == self.dev_source_sha256:
+            raise FsxltError(f"{test}: {what} is the dev file the buckets of {self.directory} "
+                             "were found in (the same sha256), so its examples include the "
+                             "demonstrations; give a test file of its own")
         if sha256_file(test) == self.source_sha256:
             raise FsxltError(f"{test}: {what} is the file the buckets of {self.directory} were "
                              "drawn from (the same sha256), so its examples include the "
@@ -94,7 +116,9 @@ def set_files(directory: Path, digest: Digest = text_digest, n_buckets: int | No
         remaining = directory / DEV_REMAINING
     return SetFiles(directory, buckets, test, str(strategy), remaining,
                     (str(manifest.get("task")), str(manifest.get("language")),
-                     int(manifest.get("k") or 0)), _source_sha256(manifest))
+                     int(manifest.get("k") or 0)), _source_sha256(manifest),
+                    str(manifest.get("sampler") or ""),
+                    _source_sha256(manifest.get("dev_remaining") or {}))
 
 
 def _source_sha256(meta: dict[str, Any]) -> str | None:

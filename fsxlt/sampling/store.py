@@ -72,7 +72,9 @@ class BucketSet:
     ``indices`` numbers the buckets (default 0, 1, ...); an imported set keeps
     the published numbers, and ``missing_buckets`` lists the published
     buckets that could not be read (``index``, ``file``, ``reason``), so the
-    gap stays visible in ``buckets check`` and in reports. ``written`` is
+    gap stays visible in ``buckets check`` and in reports. ``dev_provenance``: what
+    the manifest's ``dev_remaining`` entry records beside the file (a published set's
+    dev file, and what of its buckets was located there). ``written`` is
     what :func:`write_sets` did with the set (None until it is written).
     """
 
@@ -88,6 +90,7 @@ class BucketSet:
     buckets: list[list[Example]]
     missing_labels: list[str] = field(default_factory=list)
     dev_remaining: list[Example] | None = None
+    dev_provenance: dict[str, Any] | None = None  # where a published set's dev set came from
     notes: dict[str, Any] = field(default_factory=dict)
     indices: list[int] | None = None
     missing_buckets: list[dict[str, Any]] = field(default_factory=list)
@@ -216,13 +219,14 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
                             "source": bucket_set.test_source}
     if bucket_set.dev_remaining is not None:
         files[DEV_REMAINING] = dumps_jsonl(ex.to_dict() for ex in bucket_set.dev_remaining)
-        manifest["dev_remaining"] = {"file": DEV_REMAINING, "n": len(bucket_set.dev_remaining),
+        manifest["dev_remaining"] = {**(bucket_set.dev_provenance or {}),
+                                     "file": DEV_REMAINING, "n": len(bucket_set.dev_remaining),
                                      "sha256": sha256_text(files[DEV_REMAINING])}
     files[MANIFEST] = dumps_json(manifest)
     return files
 
 
-NEW, UNCHANGED, REPLACED = "new", "unchanged", "replaced"
+NEW, UNCHANGED, REPLACED, DEV_ADDED = "new", "unchanged", "replaced", "dev set added"
 # the manifest fields a refusal names when they differ
 PROVENANCE = ("sampler", "seed", "split", "source", "strategy", "n_buckets", "labels",
               "missing_labels", "missing_buckets", "test", "dev_remaining", "notes")
@@ -231,8 +235,10 @@ PROVENANCE = ("sampler", "seed", "split", "source", "strategy", "n_buckets", "la
 @dataclass(frozen=True)
 class WrittenSet:
     """What :func:`write_sets` did with one set: its directory, ``new``, ``unchanged``
-    (byte-identical files already there; nothing written) or ``replaced``; ``detail``
-    says what differed from the replaced set."""
+    (byte-identical files already there, or the same set with a remaining dev set the new
+    one lacks; nothing written), ``dev set added`` (the same set, which lacked the
+    remaining dev set the new one brings: its buckets stay byte for byte) or
+    ``replaced``; ``detail`` says what differed from the replaced set."""
 
     path: Path
     status: str
@@ -336,11 +342,39 @@ def plan_write(root: Path, target: Path, files: dict[str, str], replace: bool) -
     if foreign:
         raise FsxltError(f"{target}: holds {_listing(target, foreign)} besides its bucket set; "
                          "nothing was written, and --replace replaces bucket sets only")
+    dev_only = _dev_only_change(target, old, files)
+    if dev_only is not None:
+        return WrittenSet(target, dev_only)
     difference = describe_difference(target, old, files)
     if not replace:
         raise FsxltError(f"{target}: holds another bucket set ({difference}); nothing was "
                          "written (--replace replaces it)")
     return WrittenSet(target, REPLACED, difference)
+
+
+def _dev_only_change(directory: Path, old: dict[str, Any] | None,
+                     files: dict[str, str]) -> str | None:
+    """``dev set added`` where ``files`` are the set in ``directory`` plus the remaining dev
+    set it lacks, ``unchanged`` where they are that set less the remaining dev set it
+    has, else None. Every other file must be there byte for byte, and the manifests
+    agree but for ``dev_remaining`` (and who wrote them): a bucket's file and hash stay."""
+    if old is None:
+        return None
+    new = json.loads(files[MANIFEST])
+    had, brings = bool(old.get("dev_remaining")), bool(new.get("dev_remaining"))
+    if had == brings:
+        return None
+    ignored = ("dev_remaining", "fsxlt_version")
+    if ({k: v for k, v in old.items() if k not in ignored}
+            != {k: v for k, v in new.items() if k not in ignored}):
+        return None
+    others = [name for name in files if name not in (MANIFEST, DEV_REMAINING)]
+    if not all(_same_file(directory / name, files[name]) for name in others):
+        return None
+    if (had and not (directory / DEV_REMAINING).is_file()) or (
+            not had and (directory / DEV_REMAINING).exists()):
+        return None
+    return DEV_ADDED if brings else UNCHANGED
 
 
 def same_files(directory: Path, files: dict[str, str]) -> bool:

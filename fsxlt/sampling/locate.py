@@ -1,0 +1,171 @@
+"""Finding the examples of published buckets in the dev file they were drawn from.
+
+The study drew XNLI's and PAWS-X's buckets from each target language's dev
+split and selected models on the rest of it; its release holds the buckets
+but not the rest. fsxlt rebuilds the rest from the user's dev file: every
+bucket example is looked up in it by content, and the remaining dev set is
+the dev file minus every line that holds a bucket example's text.
+
+The release's ids (``german-7053-val``) are not lines of that file, and its
+text was re-tokenized, so content is compared under a **match key**
+(docs/sampling.md, "Remaining dev sets for published buckets"):
+
+* whitespace is ignored (the release's XNLI reads ``erklärt , die`` where the
+  dev file reads ``erklärt, die``; its Chinese is cut into words);
+* control characters (Unicode category Cc) are ignored (XNLI's Chinese dev
+  file holds a backspace, U+0008, that the release's tokenizer dropped);
+* a dev field written with CSV quoting (wrapped in ``"`` with every inner
+  ``"`` doubled, as the PAWS-X dev files have it wherever a sentence holds a
+  quote) is matched both as written and unquoted.
+
+Nothing else is ignored: letters, digits, punctuation and their order stay,
+and so does the label (a bucket example is *located* where a dev line has its
+texts and its label). Ignoring whitespace could in principle make two
+different lines alike (``ab c`` and ``a bc``); :func:`alike_lines` finds every
+such pair in a dev file, and an import reports them. A dev line with the text
+of a bucket example is left out of the remaining set whatever its label and
+however often it occurs (the dev files hold exact duplicates), so no text a
+bucket trains on selects a model.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+
+from fsxlt.data import TextExample
+
+Key = tuple[str, str]
+
+
+def squeezed(text: str | None) -> str:
+    """``text`` without whitespace and control characters (the match key's part)."""
+    if not text:
+        return ""
+    return "".join(ch for ch in text
+                   if not ch.isspace() and unicodedata.category(ch) != "Cc")
+
+
+def csv_unquoted(text: str | None) -> str | None:
+    """The value of a field written with CSV quoting (wrapped in double quotes, each
+    inner double quote doubled), or None when ``text`` is not such a field."""
+    if not text or len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return None
+    inner = text[1:-1]
+    if '"' in inner.replace('""', ""):
+        return None
+    return inner.replace('""', '"')
+
+
+def _variants(text: str | None) -> set[str]:
+    found = {squeezed(text)}
+    unquoted = csv_unquoted(text)
+    if unquoted is not None:
+        found.add(squeezed(unquoted))
+    return found
+
+
+def bucket_key(example: TextExample) -> Key:
+    """A bucket example's match key: its texts without whitespace and control characters."""
+    return squeezed(example.text_a), squeezed(example.text_b)
+
+
+def dev_keys(example: TextExample) -> set[Key]:
+    """The match keys of a dev line: as written, and with CSV quoting undone."""
+    return set(product(_variants(example.text_a), _variants(example.text_b)))
+
+
+@dataclass(frozen=True)
+class Unlocated:
+    """A bucket example not found in the dev file: its bucket, the example, and why."""
+
+    bucket: int
+    example: TextExample
+    reason: str
+
+    def describe(self, width: int = 50) -> str:
+        text = self.example.text_a if not self.example.text_b else \
+            f"{self.example.text_a} | {self.example.text_b}"
+        text = text if len(text) <= width else text[:width - 3] + "..."
+        return f"bucket {self.bucket:02d}: {self.example.id} {text!r} ({self.reason})"
+
+    def to_dict(self) -> dict:
+        return {"bucket": self.bucket, "id": self.example.id, "reason": self.reason,
+                "text_a": self.example.text_a, "text_b": self.example.text_b,
+                "label": self.example.label}
+
+
+@dataclass
+class Location:
+    """Where a set's bucket examples are in a dev file.
+
+    ``located``: bucket examples found (texts and label); ``unlocated``: the
+    others, in bucket order; ``removed``: dev lines left out of the remaining
+    set (every line holding a bucket example's text); ``remaining``: the dev
+    lines kept, in file order.
+    """
+
+    located: int
+    unlocated: list[Unlocated]
+    removed: int
+    remaining: list[TextExample] = field(repr=False)
+
+
+def _index(dev: Sequence[TextExample]) -> dict[Key, list[int]]:
+    index: dict[Key, list[int]] = defaultdict(list)
+    for position, example in enumerate(dev):
+        for key in dev_keys(example):
+            index[key].append(position)
+    return index
+
+
+def locate(buckets: Iterable[tuple[int, Sequence[TextExample]]],
+           dev: Sequence[TextExample]) -> Location:
+    """Find every example of ``buckets`` ((index, examples) pairs) in ``dev``, and the dev
+    lines that remain (module docstring)."""
+    index = _index(dev)
+    located, unlocated, dropped = 0, [], set()
+    for bucket, examples in buckets:
+        for example in examples:
+            lines = index.get(bucket_key(example), [])
+            dropped.update(lines)
+            if any(dev[line].label == example.label for line in lines):
+                located += 1
+            elif lines:
+                labels = sorted({str(dev[line].label) for line in lines})
+                unlocated.append(Unlocated(bucket, example,
+                                           f"in the dev file with label {', '.join(labels)}"))
+            else:
+                unlocated.append(Unlocated(bucket, example, "not in the dev file"))
+    remaining = [example for position, example in enumerate(dev) if position not in dropped]
+    return Location(located, unlocated, len(dropped), remaining)
+
+
+def alike_lines(dev: Sequence[TextExample]) -> list[list[TextExample]]:
+    """Groups of dev lines that differ as written (texts or label) but share a match key:
+    the pairs the match key could merge. Exact duplicates are not listed (they are one
+    example written twice), nor lines whose texts agree and labels differ (the label
+    keeps them apart when locating)."""
+    groups = []
+    for lines in _index(dev).values():
+        if len(lines) < 2:
+            continue
+        written = {(dev[line].text_a, dev[line].text_b) for line in lines}
+        if len(written) > 1:
+            groups.append(lines)
+    unique = {tuple(sorted(set(lines))) for lines in groups}
+    return [[dev[line] for line in lines] for lines in sorted(unique)]
+
+
+def leaked(bucket_examples: Iterable[TextExample],
+           remaining: Iterable[TextExample]) -> list[TextExample]:
+    """The remaining dev examples that hold a bucket example's text under the match key."""
+    keys = {bucket_key(example) for example in bucket_examples}
+    return [example for example in remaining if dev_keys(example) & keys]
+
+
+__all__ = ["Location", "Unlocated", "alike_lines", "bucket_key", "csv_unquoted", "dev_keys",
+           "leaked", "locate", "squeezed"]
