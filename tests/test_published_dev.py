@@ -401,3 +401,58 @@ def test_the_published_sweep_config_runs_every_set_of_the_release(tmp_path, monk
     assert {(run.task, run.language, run.k) for run in runs} == expected
     assert {run.method for run in runs if run.task == "marc"} == {
         "full", "fc", "fc-pooler", "cos-pooler", "fc-reset-pooler"}
+
+
+def test_check_notes_a_set_without_its_dev_set_and_accepted_unlocated_examples(tmp_path):
+    src, out = tmp_path / "release", tmp_path / "store"
+    write_release(src, extra={"uid": "german-9999-val", "text_a": "Nirgends .",
+                              "text_b": "Nie .", "label": "neutral"})
+    data = write_data(tmp_path / "data")
+    run_app(["buckets", "import-published", str(src), "--out", str(out)])
+    report = check_set(out / "xnli" / "de" / "k1")
+    assert report.ok and report.notes == [
+        "no remaining dev set, which its runs select models on: add it with fsxlt buckets "
+        "import-published RELEASE --out STORE --data-dir DIR"]
+    run_app(["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
+             str(data / "xnli"), "--max-unlocated", "1"])
+    report = check_set(out / "xnli" / "de" / "k1")
+    assert report.ok and report.notes == [
+        "1 bucket examples were not located in the dev file at import (accepted with "
+        "--max-unlocated): the remaining dev set may hold them"]
+    assert check_set(out / "xnli" / "de" / "k2").notes == []
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("located", "12", "dev_remaining.located is '12', not a whole number"),
+    ("unlocated", "none", "dev_remaining.unlocated is 'none', not a list of examples"),
+    ("source", {"file": "dev-de.tsv"}, "dev_remaining.source is {'file': 'dev-de.tsv'}"),
+])
+def test_a_forged_dev_record_in_a_manifest_is_one_line(release, field, value, message):
+    src, data, out = release
+    run_app(["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
+             str(data / "xnli")])
+    path = out / "xnli" / "de" / "k1" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["dev_remaining"][field] = value
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(FsxltError, match=re_escape(message)):
+        read_set(path.parent)
+
+
+def re_escape(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def test_a_published_set_with_its_dev_set_round_trips_through_a_dataset(release, tmp_path):
+    src, data, out = release
+    run_app(["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
+             str(data / "xnli")])
+    assert run_app(["buckets", "export", str(out), str(tmp_path / "hf"), "--format", "hf"]) == 0
+    assert run_app(["buckets", "import-hf", str(tmp_path / "hf"), "--out",
+                    str(tmp_path / "back")]) == 0
+    for k in (1, 2):
+        here, there = out / "xnli" / "de" / f"k{k}", tmp_path / "back" / "xnli" / "de" / f"k{k}"
+        assert {p.name: p.read_bytes() for p in here.iterdir()} == \
+            {p.name: p.read_bytes() for p in there.iterdir()}

@@ -526,6 +526,7 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
         violations += _check_strategy_set(directory, manifest, buckets, pool)
     if source is not None:
         violations += _check_source(manifest, buckets, remaining, source, pool)
+    notes += _dev_notes(task, manifest, remaining)
     sizes = [len(b.examples) for b in buckets]
     return SetReport(directory=str(directory), task=task.name, language=manifest["language"],
                      k=manifest["k"], sampler=manifest["sampler"], n_buckets=len(buckets),
@@ -533,6 +534,22 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
                      violations=violations,
                      missing_buckets=list(manifest.get("missing_buckets") or []),
                      label_counts=label_counts, notes=notes)
+
+
+def _dev_notes(task: Any, manifest: dict[str, Any], remaining: list[Example] | None,
+               ) -> list[str]:
+    """A published set's remaining dev set, as its import left it: none (its runs are
+    refused until it is added), or bucket examples its dev file did not hold (accepted)."""
+    if manifest.get("sampler") != "published" or not task.selects_on_remaining:
+        return []
+    if remaining is None:
+        return ["no remaining dev set, which its runs select models on: add it with fsxlt "
+                "buckets import-published RELEASE --out STORE --data-dir DIR"]
+    unlocated = (manifest.get("dev_remaining") or {}).get("unlocated") or []
+    if not unlocated:
+        return []
+    return [f"{len(unlocated)} bucket examples were not located in the dev file at import "
+            "(accepted with --max-unlocated): the remaining dev set may hold them"]
 
 
 def check_store(root: str | Path, source: str | Path | None = None) -> list[SetReport]:

@@ -407,7 +407,8 @@ def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
         split=manifest.get("split"), source_file=source.get("file"),
         source_sha256=source.get("sha256"), labels=list(manifest.get("labels") or []),
         buckets=buckets, missing_labels=list(manifest.get("missing_labels") or []),
-        dev_remaining=remaining, notes=dict(manifest.get("notes") or {}),
+        dev_remaining=remaining, dev_provenance=_dev_provenance(manifest),
+        notes=dict(manifest.get("notes") or {}),
         indices=[int(e["index"]) for e in entries],
         missing_buckets=list(manifest.get("missing_buckets") or []),
         names=[str(e["name"]) for e in entries] if named else None, devs=devs,
@@ -415,6 +416,16 @@ def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
         test_source=(manifest.get("test") or {}).get("source"),
         strategy=manifest.get("strategy"))
     return bucket_set
+
+
+def _dev_provenance(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """What the manifest's remaining dev set entry records beside its file (a published
+    set's dev file and what of its buckets was located there), or None."""
+    entry = manifest.get("dev_remaining")
+    if not isinstance(entry, dict):
+        return None
+    kept = {key: value for key, value in entry.items() if key not in ("file", "n", "sha256")}
+    return kept or None
 
 
 def _verify_splits(manifest: dict[str, Any], bucket_set: BucketSet, where: str) -> None:

@@ -93,6 +93,27 @@ def _manifest_problem(manifest: dict[str, Any]) -> str | None:
         problem = entry_problem(key, manifest.get(key), False)
         if problem is not None:
             return problem
+    return _dev_provenance_problem(manifest.get("dev_remaining"))
+
+
+def _dev_provenance_problem(entry: Any) -> str | None:
+    """The first field of a published set's remaining dev set record (its dev file, what was
+    located there) without the type fsxlt writes, or None."""
+    if not isinstance(entry, dict):
+        return None
+    for key in ("located", "removed"):
+        value = entry.get(key)
+        if key in entry and not (isinstance(value, int) and not isinstance(value, bool)
+                                 and value >= 0):
+            return f"dev_remaining.{key} is {_brief(value)}, not a whole number"
+    unlocated = entry.get("unlocated")
+    if "unlocated" in entry and not (isinstance(unlocated, list)
+                                     and all(isinstance(u, dict) for u in unlocated)):
+        return f"dev_remaining.unlocated is {_brief(unlocated)}, not a list of examples"
+    source = entry.get("source")
+    if "source" in entry and not (isinstance(source, dict)
+                                  and isinstance(source.get("sha256"), str)):
+        return f"dev_remaining.source is {_brief(source)}, not a file with its sha256"
     return None
 
 
