@@ -456,3 +456,20 @@ def test_a_published_set_with_its_dev_set_round_trips_through_a_dataset(release,
         here, there = out / "xnli" / "de" / f"k{k}", tmp_path / "back" / "xnli" / "de" / f"k{k}"
         assert {p.name: p.read_bytes() for p in here.iterdir()} == \
             {p.name: p.read_bytes() for p in there.iterdir()}
+
+
+def test_lang_keeps_the_import_to_the_languages_whose_dev_files_one_has(tmp_path, capsys):
+    src, out = tmp_path / "release", tmp_path / "store"
+    write_release(src)
+    folder = src / "xnli" / "1-shots" / "french" / "0-th"
+    folder.mkdir(parents=True)
+    (folder / "sampled.json").write_text(json.dumps(
+        {label: [{"uid": f"french-{i}-val", "text_a": "x", "text_b": "y", "label": label}]
+         for i, label in enumerate(LABELS)}))
+    data = write_data(tmp_path / "data")
+    args = ["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
+            str(data / "xnli")]
+    assert run_app(args) == 2
+    assert "dev-fr.tsv: dev file of xnli/fr not found" in capsys.readouterr().err
+    assert run_app([*args, "--lang", "de"]) == 0
+    assert sorted(p.name for p in (out / "xnli").iterdir()) == ["de"]

@@ -179,6 +179,8 @@ def import_published_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Bucket store root.")] = Path("buckets"),
     task: Annotated[list[str] | None, typer.Option(
         "--task", "-t", help="Only these tasks (repeatable).")] = None,
+    lang: Annotated[list[str] | None, typer.Option(
+        "--lang", "-l", help="Only these languages (repeatable; codes, e.g. de).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
     data_dir: Annotated[str | None, typer.Option(
         "--data-dir", "-d", help="The tasks' dev files ({task} is the task name, e.g. "
@@ -214,7 +216,8 @@ def import_published_command(
     from fsxlt.sampling.published import import_published
 
     _check_store(out)
-    summary = import_published(src, out, tasks=task, replace=replace, data_dir=data_dir,
+    summary = import_published(src, out, tasks=task, languages=lang, replace=replace,
+                               data_dir=data_dir,
                                max_unlocated=max_unlocated, progress=bar("importing", "set"))
     per_task = Counter(s.task for s in summary.sets)
     for name, count in sorted(per_task.items()):

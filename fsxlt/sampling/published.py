@@ -228,6 +228,7 @@ def _import_language(task_name: str, k: int, lang_dir: Path, root: Path,
 
 
 def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] | None = None,
+                     languages: Iterable[str] | None = None,
                      replace: bool = False, data_dir: str | Path | None = None,
                      max_unlocated: int = 0,
                      progress: Callable[[Iterable], Iterable] = lambda it: it) -> ImportSummary:
@@ -240,7 +241,8 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     there unchanged is left alone, another one is refused unless ``replace``;
     each set's ``written`` says what happened).
 
-    ``data_dir`` (``{task}`` is filled in): the task's dev files, from which every set
+    ``languages``: only these (codes or the release's names). ``data_dir`` (``{task}`` is
+    filled in): the task's dev files, from which every set
     drawn from dev gets its remaining dev set (:func:`add_remaining`); a set already in
     the store without one gets it added, its buckets untouched. Without it, such sets
     are imported without one and listed in the summary's ``no_dev``.
@@ -251,6 +253,7 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     if not src.is_dir():
         raise FsxltError(f"{src}: no such directory")
     wanted = set(tasks) if tasks else set(builtin_tasks())
+    chosen = {language_code(name) for name in languages} if languages else None
     summary = ImportSummary()
     jobs = []
     for task_dir in sorted(p for p in src.iterdir() if p.is_dir()):
@@ -264,7 +267,8 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
                 summary.skipped.append(f"{shots_dir.relative_to(src)}/ (not '<K>-shots')")
                 continue
             for lang_dir in sorted(p for p in shots_dir.iterdir() if p.is_dir()):
-                jobs.append((task_dir.name, int(match.group(1)), lang_dir))
+                if chosen is None or language_code(lang_dir.name) in chosen:
+                    jobs.append((task_dir.name, int(match.group(1)), lang_dir))
     for task_name, k, lang_dir in progress(jobs):
         bucket_set = _import_language(task_name, k, lang_dir, src, summary)
         if bucket_set is not None:
