@@ -15,6 +15,23 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"fsxlt {__version__}"
 
 
+def test_the_version_pyproject_and_changelog_agree():
+    """Issue 63, item 4: one version, named alike by the command, the package's metadata
+    and the newest CHANGELOG.md entry (semantic: MAJOR.MINOR.PATCH)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    project = dict(re.findall(r'^(version) = "([^"]+)"$',
+                              (root / "pyproject.toml").read_text(encoding="utf-8"), re.M))
+    entries = re.findall(r"^## (\d+\.\d+\.\d+) — (\d{4}-\d{2}-\d{2})$",
+                         (root / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
+    assert project["version"] == __version__ == entries[0][0]
+    numbers = [tuple(int(x) for x in version.split(".")) for version, _ in entries]
+    assert numbers == sorted(numbers, reverse=True) and len(set(numbers)) == len(numbers)
+    assert [date for _, date in entries] == sorted((d for _, d in entries), reverse=True)
+
+
 def test_source_train_help_names_the_tasks_own_defaults(capsys):
     assert run_app(["source-train", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
