@@ -38,6 +38,24 @@ if _ROOT:
             if path == _ROOT or path.startswith(_ROOT + os.sep):
                 raise PermissionError(f"no shared disk: {path} is on the driver's disk")
     sys.addaudithook(_refuse)
+
+# a node-loss point the test controls: while FSXLT_TEST_GATE does not exist, a worker
+# about to place a record other than a group's first (k1/full/00) says so and waits
+_GATE = os.environ.get("FSXLT_TEST_GATE")
+if _GATE:
+    import time
+
+    def _hold(event, args):
+        if event != "os.rename" or len(args) < 2 or os.path.exists(_GATE):
+            return
+        target = os.fsdecode(args[1]).replace(os.sep, "/")
+        if target.endswith(".json") and "/full/" in target \
+                and not target.endswith("/k1/full/00.json"):
+            with open(_GATE + ".held", "w"):
+                pass
+            while not os.path.exists(_GATE):
+                time.sleep(0.05)
+    sys.addaudithook(_hold)
 """
 ADAPT = {"n_buckets": 5, "max_epochs": 2}
 ADAPT_RUNS = 2 * 2 * 5  # de and fr, K 1 and 2, five buckets: two groups of ten runs
@@ -61,8 +79,11 @@ def cluster(driver_disk, tmp_path_factory) -> Any:
     site = tmp_path_factory.mktemp("node-site")
     (site / "sitecustomize.py").write_text(NO_SHARED_DISK, encoding="utf-8")
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    gate = tmp_path_factory.mktemp("node-gate") / "open"
+    gate.write_text("")  # open: no worker waits (the node-loss test closes it)
     env = {"PYTHONPATH": path, "FSXLT_TEST_DRIVER_DISK": str(driver_disk[0]),
-           "FSXLT_RAY_CACHE": str(tmp_path_factory.mktemp("node-cache"))}
+           "FSXLT_RAY_CACHE": str(tmp_path_factory.mktemp("node-cache")),
+           "FSXLT_TEST_GATE": str(gate)}
     made = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "_system_config": {
         "health_check_period_ms": 500, "health_check_failure_threshold": 2}})
     made.env = env
@@ -169,8 +190,9 @@ def test_icl_and_lora_arms_without_a_shared_disk(cluster, driver_disk):
 
 def test_a_node_lost_mid_sweep_reruns_its_group(cluster, driver_disk, adapt_reference,
                                                 monkeypatch):
-    """One worker node runs a group; once a record of it is written, the node is lost and
-    a new one joins: the group's unfinished runs run on the new node, every record
+    """One worker node runs a group; once its first record is written, and while the node
+    waits to place its second (a point the test controls), the node is lost and a new
+    one joins: the group's unfinished runs run on the new node, every record
     is the local sweep's, and no record is written twice. (Last in this file: it changes
     the cluster.)"""
     import ray
@@ -188,21 +210,27 @@ def test_a_node_lost_mid_sweep_reruns_its_group(cluster, driver_disk, adapt_refe
 
     monkeypatch.setattr(ray_executor, "write_outputs", counted)
     cluster.remove_node(cluster.workers.pop())  # one node of one CPU: one group at a time
+    gate = Path(cluster.env["FSXLT_TEST_GATE"])
+    held = Path(f"{gate}.held")
     notes: list[str] = []
     done: dict[str, Any] = {}
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+    gate.unlink()  # the worker places its group's first record, then waits at the second
     try:
         sweep = threading.Thread(target=lambda: done.update(result=run_sweep(
             parse_config(sweep_config(study, runs, **ADAPT)), executor="ray",
             save_predictions=True, note=notes.append)))
         sweep.start()
         deadline = time.monotonic() + 240
-        while not any(runs.glob("xnli/*/k[12]/full/*.json")) and time.monotonic() < deadline:
+        while not (held.exists() and any(runs.glob("xnli/*/k1/full/00.json"))):
+            assert time.monotonic() < deadline and sweep.is_alive(), notes
             time.sleep(0.02)
         cluster.remove_node(cluster.workers.pop(0), allow_graceful=False)  # preempted
+        gate.write_text("")  # the new node's worker does not wait
         cluster.workers.append(cluster.add_node(num_cpus=1, env_vars=cluster.env))
         sweep.join(timeout=300)
     finally:
+        gate.write_text("")
         ray.shutdown()
     result = done["result"]
     assert not result.failed and not result.not_run and len(result.completed) == ADAPT_RUNS
