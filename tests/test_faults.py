@@ -612,33 +612,56 @@ def test_sweep_interrupted_between_records_then_rerun(action, world, tmp_path, c
 # The micro demo's 48 atomic writes: its folder's marker (1), corpora and data (2-31),
 # encoder (32-33), the bucket store's marker and buckets (34-36), checkpoint (37-38), the
 # runs directory's marker, zero-shot and run records (39-45), report and summary.
-@pytest.mark.parametrize(("action", "nth"), [("SIGKILL", 38), ("SIGINT", 44)])
-def test_demo_interrupted_then_rerun(action, nth, tmp_path):
-    config = tmp_path / "micro.yaml"
-    config.write_text(MICRO_DEMO)
-    out = tmp_path / "demo"
-    argv = ["demo", "--out", str(out), "--config", str(config)]
-    kept = ("buckets/", "ckpt/synth-topic/fsxlt_checkpoint.json", "report/report.md",
-            "report/cells.csv")
+_DEMO_KEPT = ("buckets/", "ckpt/synth-topic/fsxlt_checkpoint.json", "report/report.md",
+              "report/cells.csv")
 
-    def outputs() -> dict[str, bytes]:  # the writer lock names its last holder: not an output
-        return {name: data for name, data in snapshot(out).items()
-                if name.startswith(kept) and not name.endswith(".fsxlt-writer.lock")}
 
-    def fresh_run() -> None:  # a process of its own, as the interrupted one is: what a
-        # checkpoint holds cannot depend on what this test process ran before (issue 63)
-        done = with_fault("os.replace", 10**6, "SIGKILL", *argv)
+@dataclass
+class MicroDemo:
+    """Where the micro demo runs (one folder for every test: what it writes names it) and
+    what an uninterrupted run there writes."""
+
+    argv: list[str]
+    out: Path
+    reference: dict[str, bytes]
+
+    def outputs(self) -> dict[str, bytes]:  # the writer lock names its last holder
+        return {name: data for name, data in snapshot(self.out).items()
+                if name.startswith(_DEMO_KEPT) and not name.endswith(".fsxlt-writer.lock")}
+
+    def fresh_run(self) -> None:
+        """The demo in a process of its own, as the interrupted one is: what a checkpoint
+        holds cannot depend on what this test process ran before (issue 63)."""
+        done = with_fault("os.replace", 10**6, "SIGKILL", *self.argv)
         assert done.returncode == 0, done.stderr
 
-    fresh_run()
-    reference = outputs()
-    assert len(reference) > 5
+
+@pytest.fixture(scope="module")
+def micro_demo(tmp_path_factory) -> MicroDemo:
+    """The micro demo run once, uninterrupted: the reference every interrupted run of it
+    must come back to."""
+    root = tmp_path_factory.mktemp("micro-demo")
+    (root / "micro.yaml").write_text(MICRO_DEMO)
+    out = root / "demo"
+    demo = MicroDemo(["demo", "--out", str(out), "--config", str(root / "micro.yaml")], out, {})
+    demo.fresh_run()
+    demo.reference = demo.outputs()
+    assert len(demo.reference) > 5
     shutil.rmtree(out)
-    assert_interrupted(with_fault("os.replace", nth, action, *argv), action)
-    assert not (out / "report").exists()
-    fresh_run()
-    no_temporaries(out)
-    assert outputs() == reference
+    return demo
+
+
+@pytest.mark.parametrize(("action", "nth"), [("SIGKILL", 38), ("SIGINT", 44)])
+def test_demo_interrupted_then_rerun(action, nth, micro_demo):
+    out = micro_demo.out
+    try:
+        assert_interrupted(with_fault("os.replace", nth, action, *micro_demo.argv), action)
+        assert not (out / "report").exists()
+        micro_demo.fresh_run()
+        no_temporaries(out)
+        assert micro_demo.outputs() == micro_demo.reference
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- concurrency

@@ -335,7 +335,7 @@ def test_sweep_runs_both_arms_and_report_shows_fewclue_table(store, fewclue, enc
     }
     path = tmp_path / "fewclue.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    assert run_app(["sweep", str(path), "--device", "cpu"]) == 0
+    assert run_app(["sweep", str(path), "--device", "cpu", "--workers", "0"]) == 0
     runs = tmp_path / "runs"
     ocnli = runs / "ocnli" / "zh" / f"k{TRAIN_SIZE}"
     assert sorted(p.name for p in (ocnli / "full").glob("*.json")) == \

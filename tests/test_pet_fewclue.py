@@ -227,7 +227,7 @@ def test_the_no_source_pet_arm_writes_a_k0_record_that_the_report_shows(mlm, few
               "tasks": {task: {"k": [TRAIN_SIZE]} for task in SWEEP_TASKS}}
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    assert run_app(["sweep", str(path), "--device", "cpu"]) == 0
+    assert run_app(["sweep", str(path), "--device", "cpu", "--workers", "0"]) == 0
     for task in SWEEP_TASKS:
         k0 = runs / task / "zh" / "k0"
         assert sorted(p.relative_to(k0).as_posix() for p in k0.rglob("*.json")) == \

@@ -40,19 +40,23 @@ if _ROOT:
     sys.addaudithook(_refuse)
 
 # a node-loss point the test controls: while FSXLT_TEST_GATE does not exist, a worker
-# about to place a record other than a group's first (k1/full/00) says so and waits
+# places one record, says so when it is about to place the next, and waits
 _GATE = os.environ.get("FSXLT_TEST_GATE")
 if _GATE:
     import time
+
+    _placed = []
 
     def _hold(event, args):
         if event != "os.rename" or len(args) < 2 or os.path.exists(_GATE):
             return
         target = os.fsdecode(args[1]).replace(os.sep, "/")
-        if target.endswith(".json") and "/full/" in target \
-                and not target.endswith("/k1/full/00.json"):
-            with open(_GATE + ".held", "w"):
-                pass
+        if not (target.endswith(".json") and "/full/" in target):
+            return
+        _placed.append(target)
+        if len(_placed) > 1:
+            with open(_GATE + ".held", "w") as held:
+                held.write(target)
             while not os.path.exists(_GATE):
                 time.sleep(0.05)
     sys.addaudithook(_hold)
@@ -190,9 +194,9 @@ def test_icl_and_lora_arms_without_a_shared_disk(cluster, driver_disk):
 
 def test_a_node_lost_mid_sweep_reruns_its_group(cluster, driver_disk, adapt_reference,
                                                 monkeypatch):
-    """One worker node runs a group; once its first record is written, and while the node
-    waits to place its second (a point the test controls), the node is lost and a new
-    one joins: the group's unfinished runs run on the new node, every record
+    """One worker node runs a group; once a record of it is written, and while the node
+    waits to place the next (a point the test controls), the node is lost and a new one
+    joins: the group's unfinished runs run on the new node, every record
     is the local sweep's, and no record is written twice. (Last in this file: it changes
     the cluster.)"""
     import ray
@@ -215,14 +219,14 @@ def test_a_node_lost_mid_sweep_reruns_its_group(cluster, driver_disk, adapt_refe
     notes: list[str] = []
     done: dict[str, Any] = {}
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-    gate.unlink()  # the worker places its group's first record, then waits at the second
+    gate.unlink()  # the worker places a record of its group, then waits at the next
     try:
         sweep = threading.Thread(target=lambda: done.update(result=run_sweep(
             parse_config(sweep_config(study, runs, **ADAPT)), executor="ray",
-            save_predictions=True, note=notes.append)))
+            save_predictions=True, note=notes.append)), daemon=True)
         sweep.start()
         deadline = time.monotonic() + 240
-        while not (held.exists() and any(runs.glob("xnli/*/k1/full/00.json"))):
+        while not (held.exists() and any(runs.glob("xnli/*/k*/full/*.json"))):
             assert time.monotonic() < deadline and sweep.is_alive(), notes
             time.sleep(0.02)
         cluster.remove_node(cluster.workers.pop(0), allow_graceful=False)  # preempted

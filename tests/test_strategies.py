@@ -158,7 +158,7 @@ def pipeline(tmp_path_factory) -> dict[str, Path]:
                   "tasks": {"panx": {"languages": ["de"], "k": [1]}}}
         path = root / f"{strategy}.yaml"
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
-        assert run_app(["sweep", str(path), "--device", "cpu"]) == 0
+        assert run_app(["sweep", str(path), "--device", "cpu", "--workers", "0"]) == 0
     return {"root": root, "data": data}
 
 
