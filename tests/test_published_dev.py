@@ -473,3 +473,24 @@ def test_lang_keeps_the_import_to_the_languages_whose_dev_files_one_has(tmp_path
     assert "dev-fr.tsv: dev file of xnli/fr not found" in capsys.readouterr().err
     assert run_app([*args, "--lang", "de"]) == 0
     assert sorted(p.name for p in (out / "xnli").iterdir()) == ["de"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fsxlt_s_own_sets_follow_the_same_rule_this_k_s_buckets(tmp_path, seed):
+    """fsxlt sample's remaining dev set of (language, K) is the dev split less that K's
+    buckets only, as the published sets' are: K=1's holds examples K=2 drew."""
+    from tests.conftest import write_pair_tsv
+
+    dev = write_pair_tsv(tmp_path / "dev-de.tsv", {label: 100 for label in LABELS}, seed=seed)
+    out = tmp_path / "store"
+    assert run_app(["sample", "--task", "xnli", "--lang", "de", "-k", "1", "-k", "2",
+                    "--data", str(dev), "--out", str(out), "--seed", str(seed)]) == 0
+    ids = {}
+    for k in (1, 2):
+        _, buckets, remaining = read_set(out / "xnli" / "de" / f"k{k}")
+        drawn = {ex.id for bucket in buckets for ex in bucket.examples}
+        ids[k] = drawn
+        pool = [f"dev-de.tsv:{line}" for line in range(1, 301)]
+        assert [ex.id for ex in remaining] == [i for i in pool if i not in drawn]
+    _, _, remaining1 = read_set(out / "xnli" / "de" / "k1")
+    assert {ex.id for ex in remaining1} & ids[2]
