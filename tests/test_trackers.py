@@ -48,8 +48,11 @@ def uri(kind: str, folder: Path) -> str:
 def read_mlflow(where: str, project: str) -> dict[str, dict[str, Any]]:
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=where)
-    experiment = client.get_experiment_by_name(project)
+    from fsxlt.report.trackers import quiet_store_setup
+
+    with quiet_store_setup():
+        client = MlflowClient(tracking_uri=where)
+        experiment = client.get_experiment_by_name(project)
     runs = {}
     for run in client.search_runs([experiment.experiment_id]):
         curve = sorted((m.step, m.value) for m in

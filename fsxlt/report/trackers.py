@@ -35,11 +35,13 @@ log`` sends the records later.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,14 +102,24 @@ def entry_of(path: Path) -> Entry | None:
 
 # --------------------------------------------------------------------------- the trackers
 
+@contextlib.contextmanager
+def quiet_store_setup() -> Iterator[None]:
+    """MLflow's SQL store setting itself up without SQLAlchemy's deprecation warning about
+    MLflow's own mappings (``noload``): nothing a user of fsxlt can act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"The ``noload`` loader strategy is deprecated")
+        yield
+
+
 class _Mlflow:
     def __init__(self, where: str | None, project: str | None):
         from mlflow.tracking import MlflowClient
 
         uri = where or os.environ.get("MLFLOW_TRACKING_URI") or None
-        self.client = MlflowClient(tracking_uri=uri)
         name = project or "fsxlt"
-        found = self.client.get_experiment_by_name(name)
+        with quiet_store_setup():  # the client's store is imported and opened here
+            self.client = MlflowClient(tracking_uri=uri)
+            found = self.client.get_experiment_by_name(name)
         self.experiment = found.experiment_id if found else self.client.create_experiment(
             name, artifact_location=_beside_sqlite(uri))
 
