@@ -473,6 +473,12 @@ def test_lang_keeps_the_import_to_the_languages_whose_dev_files_one_has(tmp_path
     assert "dev-fr.tsv: dev file of xnli/fr not found" in capsys.readouterr().err
     assert run_app([*args, "--lang", "de"]) == 0
     assert sorted(p.name for p in (out / "xnli").iterdir()) == ["de"]
+    capsys.readouterr()
+    other = tmp_path / "other"  # without the dev files: the cure keeps the filters given
+    assert run_app(["buckets", "import-published", str(src), "--out", str(other), "--task",
+                    "xnli", "--lang", "fr"]) == 0
+    assert (f"add it: fsxlt buckets import-published {src} --out {other} --task xnli "
+            "--lang fr --data-dir DIR") in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -230,7 +230,9 @@ def import_published_command(
     broken = [m for m in summary.missing if m not in empty]
     for missing in broken:
         typer.echo(f"not imported: {missing}", err=True)
-    _say_dev_sets(summary, src, out)
+    filters = "".join(f" --task {name}" for name in task or []) + "".join(
+        f" --lang {code}" for code in lang or [])
+    _say_dev_sets(summary, src, out, filters)
     typer.echo(f"{_written(summary.sets, out)}; run 'fsxlt buckets check {out}' to verify them")
     if empty:  # a property of the study's release (panx jv, my), not an error
         names = ", ".join(m.removesuffix(": file is empty") for m in empty)
@@ -242,7 +244,7 @@ def import_published_command(
         raise typer.Exit(1)
 
 
-def _say_dev_sets(summary, src: Path, out: Path) -> None:
+def _say_dev_sets(summary, src: Path, out: Path, filters: str = "") -> None:
     """The remaining dev sets an import made, the dev lines that match alike, the accepted
     unlocated examples, and, in one line, the sets left without one and the cure."""
     with_dev = [s for s in summary.sets if s.dev_provenance is not None]
@@ -265,7 +267,7 @@ def _say_dev_sets(summary, src: Path, out: Path) -> None:
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         typer.echo(f"{len(summary.no_dev)} sets ({shown}) have no remaining dev set, which "
                    "their runs select models on; add it: fsxlt buckets import-published "
-                   f"{src} --out {out} --data-dir DIR (DIR holding dev-<lang>.tsv; "
+                   f"{src} --out {out}{filters} --data-dir DIR (DIR holding dev-<lang>.tsv; "
                    "'data/{task}' for several tasks)")
 
 
