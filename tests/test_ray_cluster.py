@@ -56,7 +56,7 @@ if _GATE:
         _placed.append(target)
         if len(_placed) > 1:
             with open(_GATE + ".held", "w") as held:
-                held.write(target)
+                held.write(str(os.getpid()))
             while not os.path.exists(_GATE):
                 time.sleep(0.05)
     sys.addaudithook(_hold)
@@ -192,6 +192,31 @@ def test_icl_and_lora_arms_without_a_shared_disk(cluster, driver_disk):
     assert arms == {"icl", "icl-similarity", "lm-lora"}
 
 
+def _kill(pid: int, limit: float = 30) -> None:
+    """SIGKILL a process and wait until it is gone (a raylet killed leaves its workers
+    running a moment: one let go on would finish its group on a node already lost)."""
+    import signal
+
+    def alive() -> bool:  # a zombie (killed, not yet reaped) runs nothing
+        try:
+            os.kill(pid, 0)
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (ProcessLookupError, FileNotFoundError):
+            return False
+        except OSError:
+            return True
+        return stat.rpartition(")")[2].split()[0] != "Z"
+
+    deadline = time.monotonic() + limit
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    while alive():
+        assert time.monotonic() < deadline, f"worker {pid} alive {limit} s after SIGKILL"
+        time.sleep(0.02)
+
+
 def test_a_node_lost_mid_sweep_reruns_its_group(cluster, driver_disk, adapt_reference,
                                                 monkeypatch):
     """One worker node runs a group; once a record of it is written, and while the node
@@ -229,7 +254,8 @@ def test_a_node_lost_mid_sweep_reruns_its_group(cluster, driver_disk, adapt_refe
         while not (held.exists() and any(runs.glob("xnli/*/k*/full/*.json"))):
             assert time.monotonic() < deadline and sweep.is_alive(), notes
             time.sleep(0.02)
-        cluster.remove_node(cluster.workers.pop(0), allow_graceful=False)  # preempted
+        cluster.remove_node(cluster.workers.pop(0), allow_graceful=False)  # preempted:
+        _kill(int(held.read_text()))  # every process of the node goes, its held worker too
         gate.write_text("")  # the new node's worker does not wait
         cluster.workers.append(cluster.add_node(num_cpus=1, env_vars=cluster.env))
         sweep.join(timeout=300)
