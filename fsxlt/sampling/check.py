@@ -61,7 +61,7 @@ from fsxlt.data import (
 )
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
-from fsxlt.sampling.locate import bucket_key, dev_keys, locate
+from fsxlt.sampling.locate import bucket_key, dev_keys, leaked, locate
 from fsxlt.sampling.samplers import (
     bucket_label_counts,
     present_labels,
@@ -244,18 +244,16 @@ def _dev_leak(buckets: list[Bucket], remaining: list[Example] | None) -> list[Vi
     if remaining is None:
         return []
     if _published(buckets):  # their ids are the release's: compare the texts
-        from fsxlt.sampling.locate import leaked as text_leaks
-
         examples = [ex for bucket in buckets for ex in bucket.examples
                     if isinstance(ex, TextExample)]
-        leaked = [ex.id for ex in text_leaks(examples, remaining)]
+        shared = [ex.id for ex in leaked(examples, remaining)]
     else:
         used = {ex.id for bucket in buckets for ex in bucket.examples}
-        leaked = [ex.id for ex in remaining if ex.id in used]
-    if not leaked:
+        shared = [ex.id for ex in remaining if ex.id in used]
+    if not shared:
         return []
-    return [Violation(None, "dev-leak", f"{len(leaked)} remaining-dev examples are also in "
-                      f"buckets (e.g. {leaked[0]})")]
+    return [Violation(None, "dev-leak", f"{len(shared)} remaining-dev examples are also in "
+                      f"buckets (e.g. {shared[0]})")]
 
 
 def _published(buckets: list[Bucket]) -> bool:
@@ -454,7 +452,8 @@ def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
                                "from (sha256 mismatch)"))
     by_id = {ex.id: ex for ex in pool}
     contents = {loose_key(ex) for ex in pool}
-    texts = {key for ex in pool if isinstance(ex, TextExample) for key in dev_keys(ex)}
+    texts = {key for ex in pool if isinstance(ex, TextExample) for key in dev_keys(ex)} \
+        if published else set()
     for bucket in buckets:
         for ex in bucket.examples:
             if published:

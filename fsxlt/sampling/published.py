@@ -34,7 +34,7 @@ from fsxlt.data import TextExample, example_from_dict, read_conll, read_examples
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import read_json, sha256_file, sha256_text
 from fsxlt.sampling.locate import Location, alike_lines, locate
-from fsxlt.sampling.store import BucketSet, write_sets
+from fsxlt.sampling.store import DEV_REMAINING, BucketSet, write_sets
 from fsxlt.tasks import builtin_tasks, get_task
 from fsxlt.tasks.languages import language_code
 
@@ -288,4 +288,4 @@ def _store_has_dev(bucket_set: BucketSet) -> bool:
     """Whether the store's copy of a set imported without a dev set holds one (added by an
     earlier import with --data-dir, and kept)."""
     written = bucket_set.written
-    return written is not None and (written.path / "dev-remaining.jsonl").is_file()
+    return written is not None and (written.path / DEV_REMAINING).is_file()
