@@ -43,9 +43,10 @@ The encoder's dropout is 0 by default: with dropout, padding to 128 changes
 the shapes of the random masks, so the two loops would draw different
 (equally valid) masks and could not be compared run for run. ``--model``
 source-trains another Hugging Face encoder instead (classification needs
-one with a pooler, as BERT and XLM-R have). On CUDA the engine runs in bf16
-autocast, which changes the last bits of the scores; use ``--no-amp`` for the
-identity check there and the default for the timings.
+one with a pooler, as BERT and XLM-R have). ``--precision`` is the engine's
+(``auto``: bf16 autocast on a GPU that runs it natively, fp32 elsewhere); bf16
+changes the last bits of the scores, so use ``--precision fp32`` for the
+identity check on a GPU and the default for the timings.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from torch.nn import functional as F
 from fsxlt.data import Example, TaggedSentence, TextExample
 from fsxlt.errors import FsxltError
 from fsxlt.methods import METHODS, get_method
+from fsxlt.models.precision import PRECISIONS, resolve_precision
 from fsxlt.models.prediction import score
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -116,8 +118,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-batch", type=int, default=32, help="the naive loop's eval batch")
     p.add_argument("--tolerance", type=float, default=1e-6, help="on dev and test scores")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--no-amp", dest="amp", action="store_false",
-                   help="no bf16 autocast in the engine on CUDA (for an exact comparison)")
+    p.add_argument("--precision", default="auto", choices=PRECISIONS,
+                   help="the engine's precision (fp32 for an exact comparison on a GPU)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (0: torch's default). One thread by default: on a "
                         "shared machine more threads than free cores make both loops erratic")
@@ -447,7 +449,8 @@ def make_engine(checkpoint: Path, task: TaskSpec, data: Data, args: argparse.Nam
 
     start = load_start(checkpoint, task, seed=args.seed)
     return AdaptEngine(task, "xx", start, dev=data.dev, test=data.test, device=args.device,
-                       max_seq_length=args.max_seq_length, feature_cache=cache, amp=args.amp)
+                       max_seq_length=args.max_seq_length, feature_cache=cache,
+                       precision=args.precision)
 
 
 def engine_adapt(engine: Any, method: str, bucket: list[Example],
@@ -517,12 +520,12 @@ def eval_throughput(checkpoint: Path, task: TaskSpec, data: Data,
     naive = best_time(lambda: naive_score(model, dev_x, dev_y, task, args.eval_batch))
     engine = make_engine(checkpoint, task, data, args)
     engine.features.activate(None)
-    tokens = best_time(lambda: score(engine.model, engine.dev, task, amp=args.amp))
+    tokens = best_time(lambda: score(engine.model, engine.dev, task, precision=engine.precision))
     began = time.perf_counter()
     engine.model.requires_grad_(False)
     engine.features.activate(ENCODER)
     build = time.perf_counter() - began
-    cached = best_time(lambda: score(engine.model, engine.dev, task, amp=args.amp))
+    cached = best_time(lambda: score(engine.model, engine.dev, task, precision=engine.precision))
     return {"naive": n / naive, "fsxlt": n / tokens, "fsxlt_cached_head": n / cached,
             "feature_cache_build_s": round(build, 3)}
 
@@ -643,7 +646,7 @@ def setting(args: argparse.Namespace, data: Data) -> dict[str, Any]:
             "dev": len(data.dev), "test": len(data.test), "epochs": args.epochs,
             "patience": args.patience, "max_seq_length": args.max_seq_length,
             "naive_eval_batch": args.eval_batch, "device": args.device,
-            "engine_bf16": bool(args.amp and args.device.startswith("cuda")),
+            "engine_precision": resolve_precision(args.precision, args.device),
             "threads": torch.get_num_threads(), "torch": torch.__version__,
             "transformers": transformers.__version__, "seed": args.seed}
 

@@ -173,7 +173,7 @@ def scripted(monkeypatch, scores: list[float]) -> None:
     """Make the engine's dev scores follow ``scores`` (the engine has no test set)."""
     left = list(scores)
 
-    def fake(model, eval_set, task, amp=True):
+    def fake(model, eval_set, task, precision="auto"):
         return {"score": left.pop(0)}
 
     monkeypatch.setattr(adapt_module, "score", fake)

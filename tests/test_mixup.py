@@ -75,7 +75,7 @@ def test_mixup_loss_and_gradients_equal_the_definition(encoder, task):
         model.zero_grad(set_to_none=True)
         if path == "engine":
             loss = mixup_loss(model, engine._micro_batches(source),
-                              engine._micro_batches(target), pairing, amp=False)
+                              engine._micro_batches(target), pairing, precision="fp32")
         else:
             loss = by_definition(model, source, target, pairing, engine.featurizer.pad_id)
         loss.backward()

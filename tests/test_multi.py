@@ -175,7 +175,7 @@ def test_a_multi_step_s_loss_is_the_mean_of_each_language_s_mean(tmp_path):
     state = {k: v.clone() for k, v in engine.model.state_dict().items()}
     torch.manual_seed(0)
     optimizer = torch.optim.SGD(engine.model.parameters(), lr=0.0)
-    loss = weighted_step(engine.model, step, optimizer, amp=False)
+    loss = weighted_step(engine.model, step, optimizer, precision="fp32")
     engine.model.load_state_dict(state)
     torch.manual_seed(0)  # the same dropout masks: the same forward passes in the same order
     engine.model.train()

@@ -126,7 +126,7 @@ def test_early_stopping_on_a_scripted_dev_curve(xnli_source, monkeypatch):
     seen: list[torch.Tensor] = []
     at_test: list[torch.Tensor] = []
 
-    def scripted(model, eval_set, task, amp=True):
+    def scripted(model, eval_set, task, precision="auto"):
         weights = model.classifier.weight.detach().clone()
         if eval_set is engine.dev:
             seen.append(weights)

@@ -5,7 +5,8 @@ thousands of times: a split is tokenized once into an :class:`EvalSet`
 whose batches are sorted by length, padded per batch (dynamic padding), cut
 by a token budget (large batches of short inputs) and moved to the device
 once. :func:`predict` then only runs forward passes, under
-``torch.inference_mode`` and, on CUDA, bf16 autocast.
+``torch.inference_mode`` and the run's precision (:mod:`fsxlt.models.precision`:
+bf16 autocast on a GPU that runs it natively by default, fp32 on CPU).
 
 Tagging evaluation scores **every word**: a sentence longer than
 ``max_seq_length`` wordpieces is split at word boundaries into consecutive
@@ -17,7 +18,6 @@ to no wordpiece at all are fed as the unknown token, so they are scored too.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from fsxlt.data import Example
 from fsxlt.metrics.scores import check_rankable, compute_scores, entity_set
 from fsxlt.models.encoding import EncodedSplit, Featurizer, collate
 from fsxlt.models.model import FsxltModel
+from fsxlt.models.precision import autocast_context
 from fsxlt.tasks import TaskSpec
 
 DEFAULT_EVAL_TOKENS = 32768
@@ -128,14 +129,7 @@ def make_eval_set(encoded: EncodedSplit, pad_id: int, device: torch.device | str
     return EvalSet(encoded, batches, batch_rows, device, name)
 
 
-def autocast_context(device: torch.device, enabled: bool = True):
-    """bf16 autocast on CUDA; nothing elsewhere (CPU runs stay exact and deterministic)."""
-    if enabled and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return nullcontext()
-
-
-def _forward_all(model: FsxltModel, eval_set: EvalSet, amp: bool,
+def _forward_all(model: FsxltModel, eval_set: EvalSet, precision: str,
                  grades: Sequence[float] | None = None) -> tuple[list[int], list[float] | None]:
     """One pass: the argmax id of every output, and with ``grades`` (ranking) each
     example's expected grade under the model's distribution."""
@@ -144,7 +138,7 @@ def _forward_all(model: FsxltModel, eval_set: EvalSet, amp: bool,
     model.eval()
     expected = None
     try:
-        with torch.inference_mode(), autocast_context(eval_set.device, amp):
+        with torch.inference_mode(), autocast_context(eval_set.device, precision):
             flat = torch.full((eval_set.n_outputs,), -1, dtype=torch.long,
                               device=eval_set.device)
             if grades is not None:
@@ -163,10 +157,10 @@ def _forward_all(model: FsxltModel, eval_set: EvalSet, amp: bool,
     return ids, expected.tolist() if expected is not None else None
 
 
-def predict_ids(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> list[Any]:
+def predict_ids(model: FsxltModel, eval_set: EvalSet, *, precision: str = "auto") -> list[Any]:
     """Predicted label ids: one per example, or one list (every word) per sentence."""
     encoded = eval_set.encoded
-    ids, _ = _forward_all(model, eval_set, amp)
+    ids, _ = _forward_all(model, eval_set, precision)
     if encoded.kind != "tagging":
         return ids
     out, start = [], 0
@@ -177,17 +171,17 @@ def predict_ids(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> li
 
 
 def predict_labels(model: FsxltModel, eval_set: EvalSet, labels: Sequence[str], *,
-                   amp: bool = True) -> list[Any]:
+                   precision: str = "auto") -> list[Any]:
     """Like :func:`predict_ids` but with label names (extractive QA: answer texts)."""
     if eval_set.encoded.kind == "extractive_qa":
-        return predict_answers(model, eval_set, amp=amp)
-    ids = predict_ids(model, eval_set, amp=amp)
+        return predict_answers(model, eval_set, precision=precision)
+    ids = predict_ids(model, eval_set, precision=precision)
     if eval_set.encoded.kind != "tagging":
         return [labels[i] for i in ids]
     return [[labels[i] for i in sentence] for sentence in ids]
 
 
-def predict_answers(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -> list[str]:
+def predict_answers(model: FsxltModel, eval_set: EvalSet, *, precision: str = "auto") -> list[str]:
     """Each question's answer text: the best span over its windows (:mod:`fsxlt.models.spans`)."""
     from fsxlt.models.spans import answers_of, best_spans
 
@@ -196,7 +190,7 @@ def predict_answers(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -
     n = len(eval_set.encoded.rows)
     scores, starts, ends = [0.0] * n, [0] * n, [0] * n
     try:
-        with torch.inference_mode(), autocast_context(eval_set.device, amp):
+        with torch.inference_mode(), autocast_context(eval_set.device, precision):
             for batch, rows in zip(eval_set.batches, eval_set.batch_rows, strict=True):
                 owned = batch["max_context"] if eval_set.encoded.qa_decoding == "max-context" \
                     else None  # any-window: every window's starts count
@@ -209,27 +203,27 @@ def predict_answers(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True) -
 
 
 def score_and_predict(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *,
-                      amp: bool = True) -> tuple[dict[str, Any], list[Any]]:
+                      precision: str = "auto") -> tuple[dict[str, Any], list[Any]]:
     """Predict ``eval_set`` once; the task's scores and the predicted labels.
 
     Ranking: the predicted labels are the most probable grades, the ones a
     prediction file holds and the reported nDCG ranks by.
     """
     if not task.is_ranking:  # extractive QA too: predict_labels gives its answer texts
-        predicted = predict_labels(model, eval_set, task.labels, amp=amp)
+        predicted = predict_labels(model, eval_set, task.labels, precision=precision)
         return compute_scores(task, eval_set.encoded.gold, predicted,
                               gold_entities=eval_set.gold_entities()), predicted
     require_scorable(task, eval_set)  # before any forward pass
-    ids, relevance = _forward_all(model, eval_set, amp, [float(g) for g in task.labels])
+    ids, relevance = _forward_all(model, eval_set, precision, [float(g) for g in task.labels])
     predicted = [task.labels[i] for i in ids]
     return compute_scores(task, eval_set.encoded.gold, predicted, relevance=relevance,
                           groups=eval_set.encoded.groups, what=eval_set.name), predicted
 
 
-def score(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *, amp: bool = True,
+def score(model: FsxltModel, eval_set: EvalSet, task: TaskSpec, *, precision: str = "auto",
           ) -> dict[str, Any]:
     """Predict ``eval_set`` and compute the task's scores."""
-    return score_and_predict(model, eval_set, task, amp=amp)[0]
+    return score_and_predict(model, eval_set, task, precision=precision)[0]
 
 
 def describe_examples(examples: Sequence[Example]) -> str:
@@ -252,14 +246,14 @@ def prepare_eval(featurizer: Featurizer, examples: Sequence[Example],
 
 
 def evaluate_examples(model: FsxltModel, featurizer: Featurizer, examples: Sequence[Example],
-                      device: torch.device | str = "cpu", *, amp: bool = True,
+                      device: torch.device | str = "cpu", *, precision: str = "auto",
                       ) -> dict[str, Any]:
     """Score ``model`` on a list of examples (one-off; loops should keep the EvalSet)."""
     eval_set = prepare_eval(featurizer, examples, device)
-    return score(model, eval_set, featurizer.task, amp=amp)
+    return score(model, eval_set, featurizer.task, precision=precision)
 
 
-def example_signals(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True,
+def example_signals(model: FsxltModel, eval_set: EvalSet, *, precision: str = "auto",
                     ) -> tuple[Any, Any]:
     """What a model makes of each example, in one batched pass (for shot selection).
 
@@ -277,7 +271,7 @@ def example_signals(model: FsxltModel, eval_set: EvalSet, *, amp: bool = True,
     model.eval()
     features, entropy = None, None
     try:
-        with torch.inference_mode(), autocast_context(eval_set.device, amp):
+        with torch.inference_mode(), autocast_context(eval_set.device, precision):
             for batch, where in zip(eval_set.batches, slots, strict=True):
                 pooled, logits = model.represent(batch)
                 log_p = logits.float().log_softmax(dim=-1)

@@ -70,6 +70,7 @@ from fsxlt.data.buckets import Bucket
 from fsxlt.errors import FsxltError
 from fsxlt.methods import Method, get_method
 from fsxlt.models.encoding import Featurizer, check_label_all_tokens, check_long_sentences, collate
+from fsxlt.models.precision import resolve_precision
 from fsxlt.models.prediction import (
     EvalSet,
     eval_token_budget,
@@ -124,12 +125,13 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
                  dev: Sequence[Example], test: Sequence[Example] | None = None,
                  dev_source: str | None = None, test_source: str | None = None,
                  device: str | torch.device | None = None, max_seq_length: int | None = None,
-                 amp: bool = True, micro_batch: int = 64, eval_max_tokens: int | None = None,
+                 precision: str = "auto", micro_batch: int = 64,
+                 eval_max_tokens: int | None = None,
                  feature_cache: bool = True, qa_decoding: str = DEFAULT_QA_DECODING):
         self.task = get_task(task)
         self.language = language
         self.device = resolve_device(device)
-        self.amp = amp
+        self.precision = resolve_precision(precision, self.device)
         self.micro_batch = max(1, int(micro_batch))
         self.start = start
         self.model = start.model.to(self.device)
@@ -145,7 +147,8 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
         self.test_examples = list(test) if test else None
         self.custom: dict[tuple[str, str], EvalSet | None] = {}  # a method's own eval inputs
         self.start_state = snapshot(self.model)
-        self.features = FeatureCache(self.model, self.device, amp=amp, enabled=feature_cache)
+        self.features = FeatureCache(self.model, self.device, precision=self.precision,
+                                     enabled=feature_cache)
         self.features.register("test", self.test)
         self.method: Method | None = None  # the method of the last run (its teardown is due)
         self.dev: EvalSet
@@ -309,7 +312,8 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
                                    next_epoch.steps_per_epoch * max_epochs)
         for follower in followers:
             follower.start(self.model, trainable, score(
-                self.model, follower.dev_set, self.task, amp=self.amp) if select_start else None)
+                self.model, follower.dev_set, self.task, precision=self.precision)
+                if select_start else None)
         n_steps = 0
         for epoch in range(1, max_epochs + 1):
             steps = next_epoch()
@@ -319,7 +323,7 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
             for follower in followers:
                 if not follower.stopped:
                     follower.after_epoch(self.model, trainable, epoch, loss, score(
-                        self.model, follower.dev_set, self.task, amp=self.amp), n_steps)
+                        self.model, follower.dev_set, self.task, precision=self.precision), n_steps)
             if all(follower.stopped for follower in followers):
                 break
         n_trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
@@ -416,13 +420,14 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
         test_set = self._eval_set(method, "test")
         test, predicted = None, None
         if test_set and predictions:  # the same as score(), keeping the labels
-            test, predicted = score_and_predict(self.model, test_set, task, amp=self.amp)
+            test, predicted = score_and_predict(self.model, test_set, task,
+                                                precision=self.precision)
         elif test_set:
-            test = score(self.model, test_set, task, amp=self.amp)
+            test = score(self.model, test_set, task, precision=self.precision)
         predicted_extra = None
         if predict is not None:
             predicted_extra = predict_labels(self.model, self._extra_set(method, predict),
-                                             task.labels, amp=self.amp)
+                                             task.labels, precision=self.precision)
         record = self._adapt_record(settings, bucket_info, n_rows, runs, runs[selected],
                                     test, began)
         if predictions:
@@ -470,8 +475,8 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
                     "test": record["test_score"]}
 
         def evaluate() -> tuple[float, float | None]:
-            dev = score(self.model, dev_set, self.task, amp=self.amp)["score"]
-            test = score(self.model, test_set, self.task, amp=self.amp)["score"] \
+            dev = score(self.model, dev_set, self.task, precision=self.precision)["score"]
+            test = score(self.model, test_set, self.task, precision=self.precision)["score"] \
                 if test_set is not None else None
             return dev, test
 
@@ -501,12 +506,13 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
         bind_to_start(method, task, self.language, self.start)
         dev_set, test_set = self._eval_set(method, "dev"), self._eval_set(method, "test")
         self._reset(method, seed)
-        dev = score(self.model, dev_set, task, amp=self.amp)
+        dev = score(self.model, dev_set, task, precision=self.precision)
         test, predicted = None, None
         if test_set and predictions:
-            test, predicted = score_and_predict(self.model, test_set, task, amp=self.amp)
+            test, predicted = score_and_predict(self.model, test_set, task,
+                                                precision=self.precision)
         elif test_set:
-            test = score(self.model, test_set, task, amp=self.amp)
+            test = score(self.model, test_set, task, precision=self.precision)
         config = {"task": task.name, "labels": list(task.labels), "metric": task.metric,
                   "language": self.language, "method": method.describe(), "k": 0,
                   "seed": seed, "max_seq_length": self.featurizer.max_len,
@@ -531,7 +537,7 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
             record["test_predictions"] = predicted
         if predict is not None:
             record["predict"] = predict_labels(self.model, self._extra_set(method, predict),
-                                               task.labels, amp=self.amp)
+                                               task.labels, precision=self.precision)
         return record
 
     def _extra_set(self, method: Method, examples: Sequence[Example]) -> EvalSet:

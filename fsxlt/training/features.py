@@ -57,7 +57,8 @@ import torch
 from fsxlt.errors import FsxltError
 from fsxlt.methods import Method, get_method
 from fsxlt.models.model import FsxltModel
-from fsxlt.models.prediction import EvalSet, autocast_context
+from fsxlt.models.precision import autocast_context
+from fsxlt.models.prediction import EvalSet
 
 ENCODER = "encoder"
 POOLED = "pooled"
@@ -90,12 +91,12 @@ def pooler_digest(model: FsxltModel) -> str:
 
 
 @contextmanager
-def _frozen_forward(model: FsxltModel, device: torch.device, amp: bool):
+def _frozen_forward(model: FsxltModel, device: torch.device, precision: str):
     """Eval mode (no dropout), no autograd, and the same autocast as training/prediction."""
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad(), autocast_context(device, amp):
+        with torch.no_grad(), autocast_context(device, precision):
             yield
     finally:
         model.train(was_training)
@@ -120,11 +121,11 @@ class FeatureCache:
     reference path; the benchmark and the tests compare the two).
     """
 
-    def __init__(self, model: FsxltModel, device: torch.device, *, amp: bool = True,
+    def __init__(self, model: FsxltModel, device: torch.device, *, precision: str = "auto",
                  enabled: bool = True):
         self.model = model
         self.device = device
-        self.amp = amp
+        self.precision = precision
         self.enabled = enabled
         self.splits: dict[str, _Split] = {}
         self.active: str | None = None
@@ -170,7 +171,7 @@ class FeatureCache:
 
     def _encode(self, batches: Sequence[Batch]) -> list[Batch]:
         out = []
-        with _frozen_forward(self.model, self.device, self.amp):
+        with _frozen_forward(self.model, self.device, self.precision):
             for batch in batches:
                 kept = {k: batch[k] for k in ("attention_mask", "context_mask", "max_context")
                         if k in batch and self.model.kind == "extractive_qa"}  # span masks
@@ -180,7 +181,7 @@ class FeatureCache:
 
     def _pool(self, encoded: Sequence[Batch]) -> list[Batch]:
         out = []
-        with _frozen_forward(self.model, self.device, self.amp):
+        with _frozen_forward(self.model, self.device, self.precision):
             for batch in encoded:
                 out.append({"pooled": self.model.pool(batch["features"]),
                             "labels": batch["labels"]})

@@ -17,7 +17,7 @@ from fsxlt.data import Example
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_text
 from fsxlt.models.model import FsxltModel
-from fsxlt.models.prediction import autocast_context
+from fsxlt.models.precision import autocast_context, loss_scaler
 from fsxlt.training.optim import OptimizerSettings, build_optimizer
 
 
@@ -39,7 +39,7 @@ def summed_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Te
 
 
 def train_step(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]],
-               optimizer: torch.optim.Optimizer, *, amp: bool = True,
+               optimizer: torch.optim.Optimizer, *, precision: str = "auto",
                loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
                ) -> float:
     """One optimizer step over ``batches`` (micro-batches of one logical batch).
@@ -52,21 +52,20 @@ def train_step(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]],
     model.train()
     total = sum(int(b["labels"].numel()) for b in batches)
     optimizer.zero_grad(set_to_none=True)
-    loss_sum = 0.0
+    loss_sum, scaler = 0.0, None
     for batch in batches:
-        with autocast_context(batch["labels"].device, amp):
+        with autocast_context(batch["labels"].device, precision):
             logits = model(batch)
         loss = loss_fn(logits, batch["labels"]) / max(total, 1)
-        loss.backward()
+        scaler = _backward(loss, optimizer, precision, batch["labels"].device, scaler)
         loss_sum += float(loss.detach())
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    optimizer_step(optimizer, scaler)
     return loss_sum
 
 
 def weighted_step(model: FsxltModel,
                   groups: Sequence[tuple[Sequence[dict[str, torch.Tensor]], float]],
-                  optimizer: torch.optim.Optimizer, *, amp: bool = True,
+                  optimizer: torch.optim.Optimizer, *, precision: str = "auto",
                   loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
                   ) -> float:
     """One optimizer step over groups of micro-batches: the loss is the sum over groups of
@@ -78,18 +77,36 @@ def weighted_step(model: FsxltModel,
     loss_fn = loss_fn or summed_cross_entropy
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    loss_sum = 0.0
+    loss_sum, scaler = 0.0, None
     for batches, weight in groups:
         total = sum(int(b["labels"].numel()) for b in batches)
         for batch in batches:
-            with autocast_context(batch["labels"].device, amp):
+            with autocast_context(batch["labels"].device, precision):
                 logits = model(batch)
             loss = loss_fn(logits, batch["labels"]) * (float(weight) / max(total, 1))
-            loss.backward()
+            scaler = _backward(loss, optimizer, precision, batch["labels"].device, scaler)
             loss_sum += float(loss.detach())
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    optimizer_step(optimizer, scaler)
     return loss_sum
+
+
+def _backward(loss: torch.Tensor, optimizer: torch.optim.Optimizer, precision: str,
+              device: torch.device, scaler: Any) -> Any:
+    """``loss.backward()``, scaled by fp16's loss scaler (which it returns) where it runs."""
+    scaler = scaler or loss_scaler(optimizer, precision, device)
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    return scaler
+
+
+def optimizer_step(optimizer: torch.optim.Optimizer, scaler: Any = None) -> None:
+    """The optimizer's step, through fp16's loss scaler where there is one (a step whose
+    gradients overflowed is skipped and the scale lowered), then the gradients cleared."""
+    if scaler is None:
+        optimizer.step()
+    else:
+        scaler.step(optimizer)
+        scaler.update()
+    optimizer.zero_grad(set_to_none=True)
 
 
 def snapshot(model: FsxltModel, names: Sequence[str] | None = None, *,

@@ -31,7 +31,8 @@ import torch
 from torch.nn import functional as F
 
 from fsxlt.models.model import FsxltModel
-from fsxlt.models.prediction import autocast_context
+from fsxlt.models.precision import autocast_context, loss_scaler
+from fsxlt.training.loop import optimizer_step
 
 MIXUP_KINDS = ("classification", "tagging")
 
@@ -71,7 +72,7 @@ def soft_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Ten
     return -(targets * F.log_softmax(logits.float(), dim=-1)).sum(dim=-1).mean()
 
 
-def _vectors(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]], amp: bool,
+def _vectors(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]], precision: str,
              ) -> tuple[torch.Tensor, torch.Tensor, bool]:
     """The units' vectors and labels over micro-batches; whether they are pooled already."""
     vectors, labels, pooled = [], [], False
@@ -82,7 +83,7 @@ def _vectors(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]], amp:
         elif "features" in batch:
             vectors.append(batch["features"])
         else:
-            with autocast_context(batch["labels"].device, amp):
+            with autocast_context(batch["labels"].device, precision):
                 vectors.append(model.encode(batch))
         labels.append(batch["labels"])
     return torch.cat(vectors).float(), torch.cat(labels), pooled
@@ -90,10 +91,10 @@ def _vectors(model: FsxltModel, batches: Sequence[dict[str, torch.Tensor]], amp:
 
 def mixup_loss(model: FsxltModel, source: Sequence[dict[str, torch.Tensor]],
                target: Sequence[dict[str, torch.Tensor]], pairing: Pairing, *,
-               amp: bool = True) -> torch.Tensor:
+               precision: str = "auto") -> torch.Tensor:
     """The soft cross-entropy of the mixed pairs (module docstring)."""
-    xs, ys, pooled = _vectors(model, source, amp)
-    xt, yt, _ = _vectors(model, target, amp)
+    xs, ys, pooled = _vectors(model, source, precision)
+    xt, yt, _ = _vectors(model, target, precision)
     device = xs.device
     lam = torch.as_tensor(pairing.lam, dtype=torch.float32, device=device).unsqueeze(-1)
     at_s = torch.as_tensor(pairing.source, dtype=torch.long, device=device)
@@ -102,21 +103,21 @@ def mixup_loss(model: FsxltModel, source: Sequence[dict[str, torch.Tensor]],
     n_labels = model.n_outputs
     labels = (lam * F.one_hot(ys[at_s], n_labels).float()
               + (1 - lam) * F.one_hot(yt[at_t], n_labels).float())
-    with autocast_context(device, amp):
+    with autocast_context(device, precision):
         logits = model.classify(mixed) if pooled else model.head(mixed)
     return soft_cross_entropy(logits, labels)
 
 
 def mixup_step(model: FsxltModel, source: Sequence[dict[str, torch.Tensor]],
                target: Sequence[dict[str, torch.Tensor]], pairing: Pairing,
-               optimizer: Any, *, amp: bool = True) -> float:
+               optimizer: Any, *, precision: str = "auto") -> float:
     """One optimizer step on the mixed pairs; returns the loss."""
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    loss = mixup_loss(model, source, target, pairing, amp=amp)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    loss = mixup_loss(model, source, target, pairing, precision=precision)
+    scaler = loss_scaler(optimizer, precision, loss.device)
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    optimizer_step(optimizer, scaler)
     return float(loss.detach())
 
 

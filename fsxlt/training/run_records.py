@@ -6,7 +6,7 @@ result (task, language, method, grid, protocol, start, dev and test data, regime
 candidates). :meth:`RunRecords._record_context` is what every record of the engine says
 of its start, data and machine. The class reads the engine's ``task``, ``language``,
 ``featurizer``, ``start``, ``dev_info``, ``test_info``, ``source_train_info``,
-``source_dev_info``, ``device`` and ``amp``.
+``source_dev_info``, ``device`` and ``precision``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class RunRecords:
     source_train_info: dict[str, Any] | None
     source_dev_info: dict[str, Any] | None
     device: torch.device
-    amp: bool
+    precision: str
 
     def _adapt_record(self, settings: dict[str, Any], bucket_info: dict[str, Any],
                       n_rows: int, runs: list[dict[str, Any]], selected: dict[str, Any],
@@ -89,5 +89,5 @@ class RunRecords:
                           "source_training": not self.start.fresh_head},
                 "source_languages": self.start.info.get("source_languages"),
                 "data": {"dev": self.dev_info, "test": self.test_info},
-                "device": self.device.type, "amp": bool(self.amp and self.device.type == "cuda"),
+                "device": self.device.type, "precision": self.precision,
                 "torch_threads": torch.get_num_threads(), "versions": versions()}

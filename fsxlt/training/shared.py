@@ -170,8 +170,10 @@ class SharedRuns:
                 ) -> EpochKeeper | None:
         if average_last is None:
             return None
-        return EpochKeeper(average_last, None if source_dev is None else
-                           lambda: score(self.model, source_dev, self.task, amp=self.amp)["score"])
+        if source_dev is None:
+            return EpochKeeper(average_last, None)
+        return EpochKeeper(average_last, lambda: score(
+            self.model, source_dev, self.task, precision=self.precision)["score"])
 
     def _finish_language(self, language: str, settings: dict[str, Any], bucket: Bucket,
                          every: dict[str, Bucket], trained: tuple[list, list, int, dict],

@@ -47,6 +47,7 @@ from fsxlt.models.encoding import (
     collate,
 )
 from fsxlt.models.model import DEFAULT_HEAD, FsxltModel, check_head
+from fsxlt.models.precision import DEFAULT_RESOLVED, resolve_precision
 from fsxlt.models.prediction import describe_examples, make_eval_set, require_scorable, score
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import CandidateCollector, check_averaging
@@ -150,7 +151,7 @@ class _Training:
     trainer: Any
     featurizer: Featurizer
     device: torch.device
-    amp: bool
+    precision: str
     schedule: _Schedule
     sets: _EvalSets
     test_every_checkpoint: bool
@@ -180,7 +181,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
                  lrs: Sequence[float] | None = None, epochs: int | None = None,
                  batch_size: int | None = None, seed: int | None = None,
                  max_seq_length: int | None = None, device: str | torch.device | None = None,
-                 amp: bool = True, checkpoint_test_scores: bool = False,
+                 precision: str = "auto", checkpoint_test_scores: bool = False,
                  progress: bool = False, method: str = "full",
                  average_last: int | None = None, keep: str = "selected",
                  long_sentences: str = DEFAULT_LONG_SENTENCES,
@@ -231,7 +232,7 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     data = _Data(train, _source_dev(train, dev, sources_langs, select), dict(target_dev or {}),
                  dict(target_test or {}), dict(sources or {}), sources_langs, select)
     check_oracle(keep, data.target_dev)
-    request = _Request(task, data, model_name, schedule, max_seq_length, device, amp,
+    request = _Request(task, data, model_name, schedule, max_seq_length, device, precision,
                        checkpoint_test_scores, progress, method, average_last, keep)
     if plan is None:
         return _run(request).result
@@ -248,7 +249,7 @@ class _Request:
     schedule: _Schedule
     max_seq_length: int | None
     device: str | torch.device | None
-    amp: bool
+    precision: str
     checkpoint_test_scores: bool
     progress: bool
     method: str
@@ -282,7 +283,8 @@ def _run(request: _Request) -> _Run:
     steps_per_epoch = (len(rows) + schedule.batch_size - 1) // schedule.batch_size
     bar = tqdm(total=len(schedule.lrs) * schedule.epochs * steps_per_epoch,
                disable=not request.progress, desc=f"source-train {task.name}", unit="step")
-    training = _Training(task, model, trainer, featurizer, device, request.amp, schedule, sets,
+    precision = resolve_precision(request.precision, device)
+    training = _Training(task, model, trainer, featurizer, device, precision, schedule, sets,
                          request.checkpoint_test_scores, bar, request.progress)
     training.collector = CandidateCollector(averaging, lambda: _scores(training))
     if request.keep == "oracle":
@@ -437,7 +439,7 @@ def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tu
         for i in range(0, len(order), schedule.batch_size):
             batch = collate([rows[j] for j in order[i:i + schedule.batch_size]],
                             training.featurizer.pad_id, training.device)
-            losses.append(train_step(model, [batch], optimizer, amp=training.amp,
+            losses.append(train_step(model, [batch], optimizer, precision=training.precision,
                                      loss_fn=training.trainer.loss))
             training.bar.update(1)
         entry = _checkpoint_entry(training, lr, epoch, losses)
@@ -459,12 +461,14 @@ def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tu
 def _checkpoint_entry(training: _Training, lr: float, epoch: int,
                       losses: list[float]) -> dict[str, Any]:
     """An epoch's checkpoint: its loss, dev scores (test scores if asked), selection score."""
-    task, model, amp, sets = training.task, training.model, training.amp, training.sets
-    dev_scores = {lang: score(model, es, task, amp=amp)["score"] for lang, es in sets.dev.items()}
+    task, model, sets = training.task, training.model, training.sets
+    precision = training.precision
+    dev_scores = {lang: score(model, es, task, precision=precision)["score"]
+                  for lang, es in sets.dev.items()}
     entry: dict[str, Any] = {"lr": lr, "epoch": epoch,
                              "train_loss": sum(losses) / len(losses), "dev": dev_scores}
     if training.test_every_checkpoint and sets.test:
-        entry["test"] = {lang: score(model, es, task, amp=amp)["score"]
+        entry["test"] = {lang: score(model, es, task, precision=precision)["score"]
                          for lang, es in sets.test.items()}
     entry["selection_score"] = sets.selection_score(dev_scores)
     return entry
@@ -472,9 +476,14 @@ def _checkpoint_entry(training: _Training, lr: float, epoch: int,
 
 def _scores(training: _Training) -> tuple[dict[str, float], dict[str, float]]:
     """The model's score (0-1) on every dev set and every test set, as it is now."""
-    task, model, amp, sets = training.task, training.model, training.amp, training.sets
-    return ({lang: score(model, es, task, amp=amp)["score"] for lang, es in sets.dev.items()},
-            {lang: score(model, es, task, amp=amp)["score"] for lang, es in sets.test.items()})
+    task, model, sets = training.task, training.model, training.sets
+    precision = training.precision
+
+    def scores(sets_of: dict[str, Any]) -> dict[str, float]:
+        return {lang: score(model, es, task, precision=precision)["score"]
+                for lang, es in sets_of.items()}
+
+    return scores(sets.dev), scores(sets.test)
 
 
 def _protocol(data: _Data) -> str:
@@ -538,6 +547,8 @@ def _config(training: _Training, model_name: str, data: _Data, read: dict[str, A
               **({"optimizer": schedule.optimizer.changes()} if schedule.optimizer.changes()
                  else {}), **({"label_all_tokens": True} if schedule.label_all_tokens else {}),
               **({"head": schedule.head} if schedule.head != DEFAULT_HEAD else {}),
+              **({"precision": training.precision}
+                 if training.precision != DEFAULT_RESOLVED else {}),
               "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
                            {lang: d["sha256"] for lang, d in v.items()})
                        for k, v in read.items() if k != "source_dev"}}
@@ -566,12 +577,13 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
             config_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The source-run record of the weights the model holds (its metadata; the selected
     checkpoint's unless ``config_extra`` says what else they are)."""
-    task, model, amp, sets = training.task, training.model, training.amp, training.sets
+    task, model, sets = training.task, training.model, training.sets
+    precision = training.precision
     schedule, best, languages = training.schedule, search.best, data.languages
     assert best is not None
-    source_scores = {lang: score(model, sets.dev[lang], task, amp=amp)
+    source_scores = {lang: score(model, sets.dev[lang], task, precision=precision)
                      for lang in data.source_dev}
-    zero_shot = {lang: score(model, es, task, amp=amp) for lang, es in tqdm(
+    zero_shot = {lang: score(model, es, task, precision=precision) for lang, es in tqdm(
         sets.test.items(), disable=not training.progress, unit="language",
         desc=f"source-train {task.name}: zero-shot test")}  # minutes for QA: a bar says so
     for lang in set(zero_shot) & set(languages):
@@ -594,7 +606,7 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
                       "lr": best[1], "epoch": best[2], "dev_score": best[0]},
         "english_dev": source_scores[languages[0]], "source_dev": source_scores,
         "zero_shot": zero_shot, "oracle": _oracle(search.checkpoints, data.target_dev),
-        "device": training.device.type, "torch_threads": torch.get_num_threads(),
-        "versions": versions(),
+        "device": training.device.type, "precision": training.precision,
+        "torch_threads": torch.get_num_threads(), "versions": versions(),
         "config_hash": config_hash(_config(training, model_name, data, read, config_extra)),
     }

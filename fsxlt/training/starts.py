@@ -102,19 +102,20 @@ class OpenStart:
                              self.featurizer.pad_id, self.device,
                              name=describe_examples(examples))
 
-    def score(self, examples: Sequence[Example], *, amp: bool = True) -> dict[str, Any]:
+    def score(self, examples: Sequence[Example], *, precision: str = "auto") -> dict[str, Any]:
         """The task's scores of the start on ``examples``."""
-        return score(self.model, self.eval_set(examples), self.task, amp=amp)
+        return score(self.model, self.eval_set(examples), self.task, precision=precision)
 
-    def score_and_predict(self, examples: Sequence[Example], *, amp: bool = True,
+    def score_and_predict(self, examples: Sequence[Example], *, precision: str = "auto",
                           ) -> tuple[dict[str, Any], list[Any]]:
         """Scores and predicted labels from one pass."""
-        return score_and_predict(self.model, self.eval_set(examples), self.task, amp=amp)
+        return score_and_predict(self.model, self.eval_set(examples), self.task,
+                                 precision=precision)
 
-    def signals(self, examples: Sequence[Example], *, amp: bool = True) -> tuple[Any, Any]:
+    def signals(self, examples: Sequence[Example], *, precision: str = "auto") -> tuple[Any, Any]:
         """Embeddings and prediction entropies (:func:`~fsxlt.models.prediction.example_signals`)
         from the head the start was trained with."""
-        return example_signals(self.model, self.eval_set(examples), amp=amp)
+        return example_signals(self.model, self.eval_set(examples), precision=precision)
 
 
 def open_start(start: str | Path, task: str | TaskSpec, *, device: Any = None,
@@ -139,11 +140,11 @@ def open_start(start: str | Path, task: str | TaskSpec, *, device: Any = None,
 
 
 def evaluate_checkpoint(checkpoint: str | Path, task: TaskSpec | str,
-                        examples: Sequence[Example], *, device: Any = None, amp: bool = True,
+                        examples: Sequence[Example], *, device: Any = None, precision: str = "auto",
                         max_seq_length: int | None = None) -> dict[str, Any]:
     """Load a checkpoint (or an encoder with a fresh, seeded head) and score ``examples``."""
     opened = open_start(checkpoint, task, device=device, max_seq_length=max_seq_length)
-    return opened.score(examples, amp=amp)
+    return opened.score(examples, precision=precision)
 
 
 def checkpoint_predictions(checkpoint: str | Path, task: TaskSpec | str,

@@ -6,7 +6,7 @@ protocol one step per ``batch_size`` rows; a training regime
 engine, kept per method encoding) and, for ``multi``, other target languages' buckets;
 ``mixup`` steps are mixed (:mod:`fsxlt.training.mixup`). :class:`RunSteps` holds these
 methods of the engine; it reads the engine's ``featurizer``, ``features``, ``model``,
-``amp``, ``language``, ``source_train`` and ``source_rows`` and its ``_bucket_rows`` and
+``precision``, ``language``, ``source_train`` and ``source_rows`` and its ``_bucket_rows`` and
 ``_as_batches``.
 """
 
@@ -34,7 +34,7 @@ class RunSteps:
     task: Any
     language: str
     model: Any
-    amp: bool
+    precision: str
     source_train: Any
     source_rows: dict[str, list]
 
@@ -121,11 +121,12 @@ class RunSteps:
         """One optimizer step; one group of weight 1 is the study's :func:`train_step`."""
         if isinstance(step, MixStep):
             return mixup_step(self.model, step.source, step.target, step.pairing, optimizer,
-                              amp=self.amp)
+                              precision=self.precision)
         if len(step) == 1 and step[0][1] == 1.0:
-            return train_step(self.model, step[0][0], optimizer, amp=self.amp,
+            return train_step(self.model, step[0][0], optimizer, precision=self.precision,
                               loss_fn=method.loss)
-        return weighted_step(self.model, step, optimizer, amp=self.amp, loss_fn=method.loss)
+        return weighted_step(self.model, step, optimizer, precision=self.precision,
+                             loss_fn=method.loss)
 
 
 def method_key(method: Method) -> str:
