@@ -12,6 +12,7 @@ from fsxlt.cli.app import app
 from fsxlt.cli.inputs import limit_examples, read_split
 from fsxlt.cli.options import (
     Device,
+    Precision,
 )
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, check_output_file
@@ -37,6 +38,7 @@ def evaluate_cmd(
         Path | None, typer.Option("--out", help="Also write the scores as JSON.")
     ] = None,
     device: Device = "auto",
+    precision: Precision = "auto",
     save_predictions: Annotated[
         bool,
         typer.Option(
@@ -81,15 +83,21 @@ def evaluate_cmd(
 
         check_apart_from_models(Path(out).parent, [("the checkpoint", checkpoint)],
                                 holding=False)
+    from fsxlt.models.precision import DEFAULT_RESOLVED, resolve_precision
+    from fsxlt.training.checkpoint import resolve_device
+
+    precision = resolve_precision(precision, resolve_device(device))
     examples, source = read_split(spec, lang, split, file, data_dir)
     examples = limit_examples(examples, limit)
     identity = {"start": start_fingerprint(checkpoint), "task": spec.name, "language": lang,
                 "split": split, "data_sha256": examples_digest(examples),
-                "predictions": save_predictions}
+                "predictions": save_predictions,
+                **({} if precision == DEFAULT_RESOLVED else {"precision": precision})}
     if out is not None and _evaluation_found(out, identity, replace):
         return
     quiet_transformers()
-    scores, predicted = checkpoint_predictions(checkpoint, spec, examples, device=device)
+    scores, predicted = checkpoint_predictions(checkpoint, spec, examples, device=device,
+                                                precision=precision)
     result = {
         "format": EVALUATION_FORMAT,
         "checkpoint": checkpoint,
@@ -99,6 +107,7 @@ def evaluate_cmd(
         "data": source,
         "data_sha256": examples_digest(examples),
         "n_examples": len(examples),
+        "precision": precision,
         "scores": scores,
         "versions": versions(),
         "identity": identity,

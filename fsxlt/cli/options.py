@@ -39,6 +39,19 @@ def task_default(field: str, section: str = "training") -> str:
 Device = Annotated[
     str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
 ]
+PRECISION_HELP = ("auto (bf16 autocast on a GPU that runs it natively, compute capability "
+                  "8.0+; fp32 elsewhere, CPU included), bf16, fp16 (CUDA; training with a "
+                  "loss scaler) or fp32. Records name the precision used; a run's identity "
+                  "holds it unless fp32.")
+Precision = Annotated[str, typer.Option("--precision", help=PRECISION_HELP)]
+SweepPrecision = Annotated[str | None, typer.Option(
+    "--precision", help=PRECISION_HELP + " Default: the config's precision (auto).")]
+EvalMaxTokens = Annotated[int | None, typer.Option(
+    "--eval-max-tokens", min=1, help="Wordpieces per evaluation batch (default: 32768 on a "
+    "GPU, 4096 on CPU); lower it when a run runs out of memory.")]
+MicroBatch = Annotated[int | None, typer.Option(
+    "--micro-batch", min=1, help="Encoder inputs per forward pass in training (default: 64; "
+    "the step's loss and gradient are the same); lower it when a run runs out of memory.")]
 Lrs = Annotated[
     list[float] | None,
     typer.Option("--lr", help="Learning rate (repeatable); default: the task's grid."),

@@ -10,13 +10,16 @@ import typer
 from fsxlt.cli.app import app
 from fsxlt.cli.options import (
     Device,
+    EvalMaxTokens,
     LogProject,
     LogTo,
     LogUri,
     MaxEpochs,
+    MicroBatch,
     Patience,
     Replace,
     SelectStart,
+    SweepPrecision,
 )
 
 if TYPE_CHECKING:
@@ -71,6 +74,9 @@ def sweep_cmd(
         typer.Option("--devices", help="GPU ids for local workers, e.g. 0,1 (worker i: i-th)."),
     ] = None,
     device: Device = "auto",
+    precision: SweepPrecision = None,
+    eval_max_tokens: EvalMaxTokens = None,
+    micro_batch: MicroBatch = None,
     threads: Annotated[
         int | None, typer.Option("--threads", help="Torch threads per local worker.")
     ] = None,
@@ -122,10 +128,15 @@ def sweep_cmd(
     overrides = {"out": str(out) if out else None, "buckets": str(buckets) if buckets else None,
                  "data_dir": data_dir, "start": start, "n_buckets": n_buckets,
                  "lrs": list(lrs) if lrs else None, "max_epochs": max_epochs,
-                 "patience": patience, "select_start": True if select_start else None}
+                 "patience": patience, "select_start": True if select_start else None,
+                 "precision": precision, "eval_max_tokens": eval_max_tokens,
+                 "micro_batch": micro_batch}
     cfg = load_config(config, overrides).restrict(tasks, langs, ks, methods, regimes)
     if dry_run:
-        _list_runs(cfg, save_predictions, replace)
+        from fsxlt.execution.executors import resolve_precisions
+
+        _list_runs(resolve_precisions(cfg, executor, device, gpus_per_task), save_predictions,
+                   replace)
         return
     from fsxlt.report.trackers import tracker_logger
 

@@ -13,6 +13,7 @@ from fsxlt.cli.options import (
     BatchSize,
     DataDir,
     Device,
+    EvalMaxTokens,
     FractionalWarmup,
     LabelAllTokens,
     LogProject,
@@ -24,9 +25,11 @@ from fsxlt.cli.options import (
     MaxSeqLength,
     MethodName,
     MethodOpts,
+    MicroBatch,
     OptimizerName,
     Patience,
     PatienceFrom,
+    Precision,
     QaDecoding,
     Replace,
     Schedule,
@@ -137,6 +140,7 @@ def source_train_cmd(
     seed: Seed = None,
     max_seq_length: MaxSeqLength = None,
     device: Device = "auto",
+    precision: Precision = "auto",
     checkpoint_test_scores: Annotated[
         bool,
         typer.Option(
@@ -253,6 +257,10 @@ def source_train_cmd(
     check_head(head, spec.kind, "--head")
     check_source_training(method_class(method))
     get_method(method, spec.kind).check_start(spec, model)  # before any model loads
+    from fsxlt.models.precision import resolve_precision
+    from fsxlt.training.checkpoint import resolve_device
+
+    precision = resolve_precision(precision, resolve_device(device))  # refused: one line
     out = _checkpoint_out(out, model, overwrite)
     train, source_dev, sources = source_data(spec, source_langs, train_file, dev_file,
                                               data_dir, train_limit)
@@ -263,7 +271,8 @@ def source_train_cmd(
         spec, train, source_dev, model_name=model, source_languages=source_langs,
         select=select, target_dev=tdev, target_test=ttest, sources=sources, lrs=lrs,
         epochs=epochs, batch_size=batch_size, seed=seed, max_seq_length=max_seq_length,
-        device=device, checkpoint_test_scores=checkpoint_test_scores, progress=True,
+        device=device, precision=precision, checkpoint_test_scores=checkpoint_test_scores,
+        progress=True,
         method=method, average_last=average_last, keep=keep, long_sentences=long_sentences,
         optimizer=settings, label_all_tokens=label_all_tokens, head=head,
         seeds=seeds, seed_weights=seed_weights)
@@ -400,6 +409,9 @@ def adapt_cmd(
     qa_decoding: QaDecoding = None,
     max_seq_length: MaxSeqLength = None,
     device: Device = "auto",
+    precision: Precision = "auto",
+    eval_max_tokens: EvalMaxTokens = None,
+    micro_batch: MicroBatch = None,
     save_predictions: Annotated[
         bool,
         typer.Option(
@@ -495,6 +507,8 @@ def adapt_cmd(
           --out runs
     """
     from fsxlt.execution import adapt_plan
+    from fsxlt.models.precision import resolve_precision
+    from fsxlt.training.checkpoint import resolve_device
     from fsxlt.training.optim import flag_settings
 
     if save_predictions and no_test:
@@ -513,6 +527,8 @@ def adapt_cmd(
                                               fractional_warmup),
                       label_all_tokens=label_all_tokens, dev_limit=dev_limit,
                       test_limit=test_limit, qa_decoding=qa_decoding,
+                      precision=resolve_precision(precision, resolve_device(device)),
+                      eval_max_tokens=eval_max_tokens, micro_batch=micro_batch,
                       regime_options={
                           "batch_size": joint_batch_size, "steps_per_epoch": joint_steps,
                           "target_repeat": target_repeat, "epoch": joint_epoch,

@@ -32,7 +32,9 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
                average_last: int | None = None, long_sentences: str | None = None,
                optimizer: OptimizerSettings | None = None, label_all_tokens: bool = False,
                dev_limit: int | None = None, test_limit: int | None = None,
-               qa_decoding: str | None = None) -> list[RunSpec]:
+               qa_decoding: str | None = None, precision: str = "fp32",
+               eval_max_tokens: int | None = None,
+               micro_batch: int | None = None) -> list[RunSpec]:
     """The runs of ``fsxlt adapt``: one per bucket of ``bucket`` (a set directory or one
     bucket file), built as a sweep builds them, so both write the same records.
 
@@ -47,6 +49,8 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
     train) or the set's remaining dev examples (sampled from dev). ``dev``, ``test`` given
     are read whole (not cut into the task's parts); ``dev_limit``, ``test_limit`` keep a
     seeded sample (:meth:`RunSpec.read_eval`). Both are read here: unusable, refused.
+    ``precision``: as resolved for the run's device (:mod:`fsxlt.models.precision`);
+    ``eval_max_tokens`` and ``micro_batch``: the engine's memory knobs (None: its defaults).
     """
     spec = get_task(task)
     spec.check_language(language)
@@ -73,6 +77,7 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
         dev_limit=dev_limit, test_limit=test_limit, whole_dev=dev is not None,
         whole_test=test is not None,
         qa_decoding=parse_qa_decoding(qa_decoding, spec, "--qa-decoding"),
+        precision=precision, eval_max_tokens=eval_max_tokens, micro_batch=micro_batch,
         **_protocol_fields(spec, batch_size, patience_from, long_sentences, optimizer,
                            label_all_tokens),
         **_regime_fields(regime, regime_options or {}, source_train, source_dev, average_last))

@@ -31,6 +31,16 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
     label_all_tokens: false         # true (tagging): train on every wordpiece of a word
     qa_decoding: max-context        # extractive QA: BERT's max-context rule, or any-window
                                     # (fsxlt 0.4's)
+    precision: auto                 # auto (bf16 on a GPU with native bf16, fp32 elsewhere),
+                                    # bf16, fp16 (CUDA) or fp32 (fsxlt.models.precision);
+                                    # resolved when the sweep starts, in every run's identity
+                                    # unless fp32
+    eval_max_tokens: null           # wordpieces per evaluation batch (null: 32768 on a GPU,
+                                    # 4096 on CPU); lower it when a run runs out of memory
+    micro_batch: null               # encoder inputs per forward pass in training (null: 64);
+                                    # lower it when a run runs out of memory. Neither enters
+                                    # the identity: they change how much memory a run needs,
+                                    # its scores only in the last bits
     no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
                                     # it may set its own lrs, max_epochs, patience,
                                     # batch_size, patience_from, long_sentences,
@@ -88,7 +98,7 @@ source-trained, anything else (a pretrained encoder, as in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +118,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.execution.icl_config import IclPlan, parse_icl
 from fsxlt.execution.lm_config import LmPlan, parse_lm_lora
 from fsxlt.fileio import parse_yaml
+from fsxlt.models.precision import check_precision
 from fsxlt.study.runs import DEFAULT_REGIME
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -118,7 +129,8 @@ SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed
             "max_epochs", "patience", "max_seq_length", "no_source_training",
             "method_options", "select_start", "predict", "batch_size", "patience_from",
             "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences",
-            "optimizer", "label_all_tokens", "qa_decoding", "lm_lora", "shared_multi")
+            "optimizer", "label_all_tokens", "qa_decoding", "lm_lora", "shared_multi",
+            "precision", "eval_max_tokens", "micro_batch")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
                       "long_sentences", "optimizer", "label_all_tokens")
@@ -167,6 +179,9 @@ class TaskPlan:
     test_limit: int | None = None    # a seeded sample of N test examples (fsxlt adapt)
     whole_dev: bool = False          # a dev file the user named: read whole, never cut into
     whole_test: bool = False         # the task's parts (XQuAD's holdout); the same for test
+    precision: str = "auto"          # as asked; resolve_precisions makes it the one used
+    eval_max_tokens: int | None = None  # wordpieces per evaluation batch (None: the device's)
+    micro_batch: int | None = None   # encoder inputs per training forward pass (None: 64)
 
     @property
     def spec(self) -> TaskSpec:
@@ -215,6 +230,12 @@ class SweepConfig:
                                              if not methods or m in methods])))
             plans.append(plan)
         return replace(self, tasks=tuple(plans))
+
+    def with_precision(self, resolve: Callable[[str], str]) -> SweepConfig:
+        """Every task's precision as ``resolve`` makes it: the one its runs use (records
+        and identities name it), from the one the config asks for."""
+        return replace(self, tasks=tuple(replace(plan, precision=resolve(plan.precision))
+                                         for plan in self.tasks))
 
     def _check_filters(self, tasks: Sequence[str] | None, languages: Sequence[str] | None,
                        ks: Sequence[int] | None, methods: Sequence[str] | None,
@@ -272,6 +293,10 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         predict=_path(merged, "predict", where, name), icl=icl, lm_lora=lm_lora,
         shared_multi=merged["shared_multi"] is None or flag(merged["shared_multi"], where,
                                                             "shared_multi"),
+        precision=check_precision(text(merged["precision"], where, "precision") or "auto",
+                                  f"{where}: precision"),
+        **{key: None if merged[key] is None else number(merged[key], where, key, int, 1)
+           for key in ("eval_max_tokens", "micro_batch")},
         **_protocol(merged, spec, where), **_regimes(merged, where, name))
 
 

@@ -267,6 +267,49 @@ def _models(task: Any) -> list[tuple[str, Any]]:
     return found
 
 
+def sweep_device(executor: str, device: str, gpus_per_task: float) -> str:
+    """The device type the sweep's runs will run on: ``device`` as given, or for ``auto``
+    a visible GPU (local) or the GPUs each Ray task asks for."""
+    import torch
+
+    if device != "auto":
+        try:
+            return torch.device(device).type
+        except RuntimeError as err:
+            raise FsxltError(f"invalid device {device!r}: {err}") from None
+    if executor == "ray":
+        return "cuda" if gpus_per_task > 0 else "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_precisions(config: SweepConfig, executor: str = "local", device: str = "auto",
+                       gpus_per_task: float = 0.0) -> SweepConfig:
+    """``config`` with every task's precision the one its runs use (records and
+    identities name it), resolved for the device the runs will get
+    (:func:`fsxlt.models.precision.resolve_precision`; a precision that device cannot run
+    is refused here, in one line, before anything is written). ``auto`` for Ray tasks on
+    GPUs that this machine cannot see is refused too: the driver cannot tell whether
+    they run bf16, so the config or ``--precision`` must say."""
+    import torch
+
+    from fsxlt.models.precision import resolve_precision
+
+    kind = sweep_device(executor, device, gpus_per_task)
+    visible = kind != "cuda" or torch.cuda.is_available()
+
+    def resolve(asked: str) -> str:
+        if asked == "auto" and not visible:
+            raise FsxltError("precision auto: this machine sees no GPU, so it cannot tell "
+                             "whether the Ray workers' GPUs run bf16; say --precision bf16 "
+                             "(A100, H100, L4 and newer) or fp32 (any GPU), or set "
+                             "precision: in the sweep config")
+        if not visible:  # bf16/fp16/fp32 asked for GPUs the workers have: checked there
+            return asked
+        return resolve_precision(asked, kind if device == "auto" else device)
+
+    return config.with_precision(resolve)
+
+
 def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
               devices: Sequence[str] | None = None, device: str = "auto",
               threads: int | None = None, address: str | None = None,
@@ -295,6 +338,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     if executor == "ray":
         ray_module()  # refused before anything is written, not after the K=0 records
     check_out(config)
+    config = resolve_precisions(config, executor, device, gpus_per_task)
     plan = expand(config)  # every input checked before anything is written
     status = sweep_status(config, save_predictions, plan, replace)  # refusals: nothing written
     for zero in plan.zero_shot:

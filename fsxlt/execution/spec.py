@@ -21,6 +21,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.execution.config import TaskPlan
 from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.identity import pinned
+from fsxlt.models.precision import DEFAULT_RESOLVED
 from fsxlt.sampling.store import bucket_name
 from fsxlt.study.runs import (
     ADAPT_WRITER,
@@ -88,6 +89,9 @@ class RunSpec:
     test_split: str = "test"       # the part of test_path read ("": the whole file)
     dev_limit: int | None = None   # a seeded sample of N dev examples (read_eval)
     test_limit: int | None = None  # a seeded sample of N test examples
+    precision: str = "fp32"        # the precision the run uses (fsxlt.models.precision)
+    eval_max_tokens: int | None = None  # memory knobs, not in the identity (the engine's
+    micro_batch: int | None = None      # defaults where None)
 
     def read_eval(self, which: str) -> list[Any]:
         """The run's dev or test examples, read as planned: the task's part of the file
@@ -370,6 +374,15 @@ def _check_regime_here(plan: TaskPlan, regime: str, method: Any) -> None:
                  plan.spec, method)
 
 
+def plan_precision(plan: TaskPlan) -> str:
+    """The precision a plan's runs use: as resolved for the sweep's device
+    (:func:`fsxlt.execution.executors.resolve_precisions`), else ``auto`` on this machine."""
+    from fsxlt.models.precision import concrete
+    from fsxlt.training.checkpoint import resolve_device
+
+    return concrete(plan.precision, resolve_device(None))
+
+
 def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str,
               start: str, source_training: bool, bucket: Path | None, dev: Path,
               test: Path | None, out: Path, hashes: Hashes, sweep: str | None,
@@ -404,6 +417,9 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
     if plan.spec.is_qa:  # the decoding rule changes every QA score (fsxlt 0.4 had one rule)
         identity["qa_decoding"] = plan.qa_decoding
     identity.update(_reading(plan, test is not None))
+    precision = plan_precision(plan)
+    if precision != DEFAULT_RESOLVED:  # fp32 runs keep the identity of fsxlt < 0.8's
+        identity["precision"] = precision
     predict = Path(plan.predict.replace("{lang}", lang)) if plan.predict else None
     if predict is not None:
         if not predict.is_file():
@@ -442,7 +458,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    identity_json=json.dumps(identity, sort_keys=True),
                    dev_split="" if plan.whole_dev and plan.spec.reads_parts else "dev",
                    test_split="" if plan.whole_test and plan.spec.reads_parts else "test",
-                   dev_limit=plan.dev_limit, test_limit=plan.test_limit,
+                   dev_limit=plan.dev_limit, test_limit=plan.test_limit, precision=precision,
+                   eval_max_tokens=plan.eval_max_tokens, micro_batch=plan.micro_batch,
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
                    batch_size=plan.batch_size, patience_from=plan.patience_from,
                    long_sentences=plan.long_sentences, task_ref=plan.task_ref,

@@ -55,17 +55,45 @@ def _error_text(err: BaseException) -> str:
     return f"{err.__class__.__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def write_error(run: RunSpec, err: BaseException, stage: str) -> Outcome:
-    """Write the error record of a failed run."""
+def write_error(run: RunSpec, err: BaseException, stage: str, device: Any = None) -> Outcome:
+    """Write the error record of a failed run. Out of memory (CUDA's, or a ``MemoryError``)
+    on ``device``: the record names the device's memory and the settings that lower the
+    need, and what the run held is given back, so the group's next run starts clean."""
+    text = _error_text(err)
+    lines = traceback.format_exception(type(err), err, err.__traceback__)[-6:]
+    if device is not None and is_out_of_memory(err):
+        from fsxlt.models.precision import free_memory
+        from fsxlt.training.checkpoint import resolve_device
+
+        device = resolve_device(device)
+        text = out_of_memory_text(err, device)
+        traceback.clear_frames(err.__traceback__)  # the failed run's tensors, let go
+        free_memory(device)
     atomic_write_json(run.record_path, error_record(
         identity=run.identity, arm=run.arm, writer=run.writer, sweep=run.sweep_name,
-        stage=stage, error=_error_text(err),
-        traceback=traceback.format_exception(type(err), err, err.__traceback__)[-6:],
+        stage=stage, error=text, traceback=lines,
         coordinates={"task": run.task, "language": run.language, "k": run.k,
                      "method": run.method,
                      "bucket": {"index": run.index, "name": run.bucket_name,
                                 "path": run.bucket_path}}))
-    return Outcome(run.id, False, _error_text(err))
+    return Outcome(run.id, False, text)
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is a device or host running out of memory."""
+    import torch
+
+    return isinstance(err, (MemoryError, torch.OutOfMemoryError))
+
+
+def out_of_memory_text(err: BaseException, device: Any) -> str:
+    """The error line of a run that ran out of memory: where, and what lowers the need."""
+    from fsxlt.models.precision import memory_facts
+
+    return (f"out of memory ({err.__class__.__name__}) on {memory_facts(device)}; lower "
+            "eval_max_tokens (--eval-max-tokens: wordpieces per evaluation batch) or "
+            "micro_batch (--micro-batch: inputs per training forward pass), or run fewer "
+            "workers per device")
 
 
 def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
@@ -180,13 +208,11 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
     engine, engine_setup = None, None
     to_predict: dict[str, tuple[list, list]] = {}  # unlabelled files, read once per group
     sources = SourceSets(task, task.source_language)
-    ordered = sorted(runs, key=lambda r: (r.dev_path, r.max_seq_length, r.qa_decoding,
-                                          r.source_train_path, r.source_dev_path, r.k, r.arm,
-                                          r.index))
-    for (dev_path, *setup), batch in groupby(ordered, key=lambda r: (
-            r.dev_path, r.max_seq_length, r.qa_decoding)):
+    ordered = sorted(runs, key=lambda r: (r.dev_path, _engine_setup(r), r.source_train_path,
+                                          r.source_dev_path, r.k, r.arm, r.index))
+    for (dev_path, setup), batch in groupby(ordered, key=lambda r: (
+            r.dev_path, _engine_setup(r))):
         batch = list(batch)
-        max_len, decoding = setup
         try:
             dev = batch[0].read_eval("dev")  # the runs of a group read their dev alike
             if engine is not None and engine_setup == setup:
@@ -198,13 +224,12 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                 engine = None
                 engine = AdaptEngine(task, first.language, start, dev=dev, test=test,
                                      dev_source=dev_path, test_source=first.test_path or None,
-                                     device=device, max_seq_length=max_len,
-                                     qa_decoding=decoding)
+                                     device=device, **engine_options(batch[0]))
                 engine_setup = setup
                 sources.held = ("", "")  # a new engine holds no source data
         except Exception as err:
             for run in batch:
-                report(write_error(run, err, "engine"))
+                report(write_error(run, err, "engine", device))
             continue
         for run in batch:
             if should_stop is not None and should_stop():
@@ -214,8 +239,25 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
                 sources.give(engine, run)
                 report(_adapt_one(engine, run, test if save_predictions else None, unlabelled))
             except Exception as err:
-                report(write_error(run, err, "adapt"))
+                report(write_error(run, err, "adapt", engine.device))
     return outcomes
+
+
+def _engine_setup(run: RunSpec) -> tuple:
+    """What the engine of a run is built with (:func:`engine_options`), as a sort key."""
+    return tuple(str(value) for value in engine_options(run).values())
+
+
+def engine_options(run: RunSpec) -> dict[str, Any]:
+    """What :class:`~fsxlt.training.AdaptEngine` takes of a run's settings (runs that
+    differ in one of them need engines of their own)."""
+    options: dict[str, Any] = {"max_seq_length": run.max_seq_length,
+                               "qa_decoding": run.qa_decoding, "precision": run.precision}
+    if run.eval_max_tokens is not None:
+        options["eval_max_tokens"] = run.eval_max_tokens
+    if run.micro_batch is not None:
+        options["micro_batch"] = run.micro_batch
+    return options
 
 
 def _run_shared_group(runs: Sequence[RunSpec], device: str,
@@ -233,7 +275,7 @@ def _run_shared_group(runs: Sequence[RunSpec], device: str,
         start = start if start is not None else load_start(first.start, task, seed=first.seed)
         engine = AdaptEngine(task, first.language, start, dev=first.read_eval("dev"),
                              dev_source=first.dev_path, device=device,
-                             max_seq_length=first.max_seq_length, qa_decoding=first.qa_decoding)
+                             **engine_options(first))
     except Exception as err:  # every run of the group fails the same way
         for run in runs:
             report(write_error(run, err, "load"))
@@ -275,7 +317,7 @@ def _run_shared_group(runs: Sequence[RunSpec], device: str,
                                      unlabelled[run.language]))
         except Exception as err:
             for run in members:
-                report(write_error(run, err, "adapt"))
+                report(write_error(run, err, "adapt", engine.device))
 
 
 class SourceSets:
@@ -352,7 +394,7 @@ def _run_icl_group(runs: Sequence[IclSweepRun], device: str,
                     sweep=run.sweep_name)
             report(Outcome(run.id, True))
         except Exception as err:
-            report(write_error(run, err, "icl"))
+            report(write_error(run, err, "icl", lm.model.device))
 
 
 def _run_lm_group(runs: Sequence[LmSweepRun], device: str,
@@ -391,7 +433,7 @@ def _run_lm_group(runs: Sequence[LmSweepRun], device: str,
                     sweep=run.sweep_name)
             report(Outcome(run.id, True))
         except Exception as err:
-            report(write_error(run, err, "lm-adapt"))
+            report(write_error(run, err, "lm-adapt", lm.model.device))
 
 
 def _sentence_encoder(name: str | None, cache: dict[str, Any]) -> Any:

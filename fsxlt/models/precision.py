@@ -40,7 +40,8 @@ DEFAULT_RESOLVED = "fp32"
 def check_precision(precision: str, option: str = "--precision") -> str:
     """``precision`` if it is one of :data:`PRECISIONS`, else a one-line refusal."""
     if precision not in PRECISIONS:
-        raise FsxltError(f"unknown {option} {precision!r}; valid: {', '.join(PRECISIONS)}")
+        raise FsxltError(f"{option} {precision!r} is not a precision; valid: "
+                         f"{', '.join(PRECISIONS)}")
     return precision
 
 

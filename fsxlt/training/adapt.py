@@ -519,7 +519,7 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
                   "start": self.start.info["id"],
                   "dev": self.dev_info["sha256"] if self.dev_info else None,
                   "test": self.test_info["sha256"] if self.test_info else None,
-                  **self._decoding()}
+                  **self._decoding(), **self._precision_identity()}
         record = {
             "format": RUN_FORMAT, "task": task.name, "language": self.language, "k": 0,
             "bucket": {"id": f"{task.name}/{self.language}/k0/{ZERO_SHOT_RUN}", "index": 0,

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from fsxlt.models.precision import DEFAULT_RESOLVED
 from fsxlt.study.runs import RUN_FORMAT
 from fsxlt.training.loop import config_hash, versions
 from fsxlt.training.protocol import regime_facts, regime_identity
@@ -53,7 +54,7 @@ class RunRecords:
             "test": self.test_info["sha256"] if self.test_info else None,
             "batch": protocol.batch_size or "bucket", "optimizer": protocol.optimizer.name,
             **({} if protocol.is_default else {"protocol": protocol.changes()}),
-            **self._decoding(),
+            **self._decoding(), **self._precision_identity(),
             **regime_identity(settings["regime"], settings["average_last"], self.source_train_info,
                               self.source_dev_info, settings["companion_info"]),
         }
@@ -80,6 +81,11 @@ class RunRecords:
     def _decoding(self) -> dict[str, Any]:
         """How answers are decoded (extractive QA only, whose scores it changes)."""
         return {"qa_decoding": self.featurizer.qa_decoding} if self.task.is_qa else {}
+
+    def _precision_identity(self) -> dict[str, Any]:
+        """The precision, where it is not fp32 (so fp32 runs keep the identity they had
+        before precisions were named: every CPU run of fsxlt < 0.8 was fp32)."""
+        return {} if self.precision == DEFAULT_RESOLVED else {"precision": self.precision}
 
     def _record_context(self) -> dict[str, Any]:
         """What every record of the engine says of its start, data and machine (threads too)."""

@@ -149,15 +149,16 @@ def evaluate_checkpoint(checkpoint: str | Path, task: TaskSpec | str,
 
 def checkpoint_predictions(checkpoint: str | Path, task: TaskSpec | str,
                            examples: Sequence[Example], *, device: Any = None,
-                           max_seq_length: int | None = None,
+                           max_seq_length: int | None = None, precision: str = "auto",
                            ) -> tuple[dict[str, Any], list[Any]]:
-    """Scores and predicted labels of a checkpoint on ``examples`` (one pass).
+    """Scores and predicted labels of a checkpoint on ``examples`` (one pass, in
+    ``precision``: :mod:`fsxlt.models.precision`).
 
     What ``fsxlt evaluate --save-predictions`` uses, so the scores it prints
     and the predictions it saves come from the same forward passes.
     """
     opened = open_start(checkpoint, task, device=device, max_seq_length=max_seq_length)
-    return opened.score_and_predict(examples)
+    return opened.score_and_predict(examples, precision=precision)
 
 
 __all__ = ["OpenStart", "bind_to_start", "checkpoint_predictions", "evaluate_checkpoint",
