@@ -103,8 +103,7 @@ def icl_cmd(
                            normalize="char" if normalize_chars else normalize,
                            order=order, seed=seed, test_limit=test_limit, arm=arm,
                            encoder=encoder, max_new_tokens=o.max_new_tokens, stop=o.stop,
-                           batching=o.batching,
-                           preset=preset)
+                           batching=o.batching, preset=preset, precision=o.precision)
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--model", model), ("--encoder", encoder)])
     runs = icl_plan(task, lang, bucket, out, settings, test=o.test_file, data_dir=o.data_dir,

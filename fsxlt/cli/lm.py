@@ -107,7 +107,7 @@ def lm_adapt_cmd(
                           test_limit=test_limit, dev_limit=dev_limit,
                           max_new_tokens=o.max_new_tokens, stop=o.stop, arm=arm,
                           batching=o.batching,
-                          select_on=select_on,
+                          select_on=select_on, precision=o.precision,
                           prompt=PromptSettings(o.template_lang, o.words_lang))
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--model", model)])

@@ -234,6 +234,7 @@ class LmRunOptions:
     log_to: str | None = None
     log_uri: str | None = None
     log_project: str | None = None
+    precision: str = "auto"  # resolved for --device by lm_run_options
 
 
 # name, alias, default: declared once for both commands (lm_run_options)
@@ -245,6 +246,7 @@ _LM_RUN_OPTIONS = (
     ("threads", Threads, None), ("device", Device, "auto"), ("predict", PredictFile, None),
     ("save_predictions", SavePredictions, False), ("replace", Replace, False),
     ("log_to", LogTo, None), ("log_uri", LogUri, None), ("log_project", LogProject, None),
+    ("precision", Precision, "auto"),
 )
 
 
@@ -268,6 +270,11 @@ def lm_run_options(command: Callable[..., Any]) -> Callable[..., Any]:
         from fsxlt.icl.generation import BATCHING
 
         one_of(values["batching"], BATCHING, "--batching", "value")
+        from fsxlt.models.precision import resolve_precision
+        from fsxlt.training.checkpoint import resolve_device
+
+        values["precision"] = resolve_precision(values["precision"],
+                                                resolve_device(values["device"]))
         return command(lm_options=LmRunOptions(**values), **kwargs)
 
     wrapper.__signature__ = inspect.Signature([*own, *shared], return_annotation=None)

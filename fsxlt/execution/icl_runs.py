@@ -14,12 +14,12 @@ hash-checked against its manifest): the adapting arms' buckets, bucket for bucke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from fsxlt.execution.config import TaskPlan
-from fsxlt.execution.spec import Hashes, sweep_writer
+from fsxlt.execution.spec import Hashes, plan_precision, sweep_writer
 from fsxlt.sampling.set_files import SetFiles
 from fsxlt.sampling.store import bucket_name
 
@@ -147,9 +147,13 @@ def _arm_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes: Hashes, 
         return []
     spec = plan.spec  # a task YAML's own icl prompts, not a built-in namesake's
     writer = sweep_writer(sweep)
-    return [IclSweepRun(run, arm.settings, arm.batch_size, writer, sweep)
-            for arm in plan.icl.arms
-            for run in icl_runs(spec, lang, arm.settings, out, test, refs, digest=hashes.file)]
+    precision = plan_precision(plan)
+    runs = []
+    for arm in plan.icl.arms:
+        settings = replace(arm.settings, precision=precision)
+        runs += [IclSweepRun(run, settings, arm.batch_size, writer, sweep)
+                 for run in icl_runs(spec, lang, settings, out, test, refs, digest=hashes.file)]
+    return runs
 
 
 def lm_cell_runs(plan: TaskPlan, lang: str, files: SetFiles, out: Path, hashes: Hashes,
@@ -167,6 +171,7 @@ def lm_cell_runs(plan: TaskPlan, lang: str, files: SetFiles, out: Path, hashes: 
     data_dir = Path(plan.data_dir) if plan.data_dir else None
     return [LmSweepRun(run, run.settings, arm.batch_size, writer, sweep)  # resolved settings
             for arm in plan.lm_lora.arms
-            for run in lm_plan(plan.spec, lang, files.directory, out, arm.settings,
+            for run in lm_plan(plan.spec, lang, files.directory, out,
+                               replace(arm.settings, precision=plan_precision(plan)),
                                data_dir=data_dir, predict=predict, digest=hashes.file)
             if run.bucket_path in wanted]

@@ -167,17 +167,22 @@ def mean_token_nll(model: Any, rows: Sequence[TrainRow], batch: int = 8) -> floa
 
 
 def train_step(model: Any, rows: Sequence[TrainRow], optimizer: torch.optim.Optimizer, *,
-               forward_batch: int = 8) -> float:
+               forward_batch: int = 8, precision: str = "fp32") -> float:
     """One optimizer step on ``rows``: the mean over the rows of each one's summed negative
-    log-likelihood (its scored tokens), gradients added up over chunks of rows."""
+    log-likelihood (its scored tokens), gradients added up over chunks of rows. The
+    forward passes run under the caller's autocast; ``precision`` fp16 scales the loss
+    (:func:`fsxlt.models.precision.loss_scaler`)."""
+    from fsxlt.models.precision import loss_scaler
+    from fsxlt.training.loop import optimizer_step
+
     model.train()
     optimizer.zero_grad(set_to_none=True)
+    scaler = loss_scaler(optimizer, precision, next(model.parameters()).device)
     total = 0.0
     for first in range(0, len(rows), forward_batch):
         loss = rows_nll(model, rows[first: first + forward_batch]) / len(rows)
-        loss.backward()
+        (scaler.scale(loss) if scaler is not None else loss).backward()
         total += float(loss.detach())
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    optimizer_step(optimizer, scaler)
     model.eval()
     return total

@@ -159,7 +159,10 @@ def forward_inputs(model: Any, batch: Sequence[Packed], cached: int,
         ids[b, :n] = torch.tensor(packed.ids)
         segments[b, :n] = torch.tensor(packed.segments)
         positions[b, :n] = torch.tensor(packed.positions)
-    masks = {kind: _tree_mask(segments, positions, cached, view, parameter.dtype)
+    kind_of_device = parameter.device.type
+    dtype = torch.get_autocast_dtype(kind_of_device) if torch.is_autocast_enabled(
+        kind_of_device) else parameter.dtype  # the dtype the attention scores are added in
+    masks = {kind: _tree_mask(segments, positions, cached, view, dtype)
              .to(parameter.device) for kind, view in kinds.items()}
     return {"input_ids": ids.to(parameter.device),
             "position_ids": (positions + cached).to(parameter.device),

@@ -53,6 +53,7 @@ from fsxlt.icl.scoring import (
     tokenize_prompt,
 )
 from fsxlt.identity import fingerprint
+from fsxlt.models.precision import autocast_context, precision_identity
 from fsxlt.study.runs import RUN_FORMAT, ZERO_SHOT_RUN, record_path
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.tasks.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
@@ -88,6 +89,7 @@ class IclSettings:
     stop: tuple[str, ...] = DEFAULT_STOP   # generative tasks: where an output ends
     batching: str = BATCHING[0]     # generative tasks: how queries share a batch
     preset: str | None = None       # a prompt preset (fsxlt.icl.presets) instead of the YAML's
+    precision: str = "fp32"         # the forward passes' precision, resolved for the device
 
     def check(self) -> None:
         for what, value in (("template", self.template_language),
@@ -259,7 +261,8 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
               "prompt": {**settings.describe(), "icl": repr(spec.icl), **decoding},
               "test": (digest or sha256_file)(Path(test_path)),
               **({"predict": sha256_file(predict)} if predict is not None else {}),
-              **({"test_part": "whole"} if whole_test and spec.reads_parts else {})}
+              **({"test_part": "whole"} if whole_test and spec.reads_parts else {}),
+              **precision_identity(settings.precision)}
     to_predict = str(predict) if predict is not None else ""
     split = "" if whole_test and spec.reads_parts else "test"
     if buckets is None:
@@ -564,7 +567,9 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
 
     run, began = prepared.run, time.perf_counter()
     spec = run.task_spec
-    predicted, gold, icl_block, details = _predict(prepared, lm, settings, batch_size)
+    device = next(lm.model.parameters()).device
+    with autocast_context(device, settings.precision):
+        predicted, gold, icl_block, details = _predict(prepared, lm, settings, batch_size)
     test = compute_scores(spec, gold, predicted)
     elapsed = time.perf_counter() - began
     arm = Path(run.record_path).parent.name
@@ -578,13 +583,14 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
                           "sha256": examples_digest(prepared.test)}},
         "test": test, "test_score": test["score"], "dev_score": None,
         "versions": versions(), "wall_time_s": round(elapsed, 3),
-        "device": str(next(lm.model.parameters()).device.type),
+        "device": device.type, "precision": settings.precision,
         "torch_threads": _torch_threads(),
         "examples_per_s": round(len(prepared.test) / elapsed, 3) if elapsed > 0 else None,
     }
     finish_record(record, identity=run.identity, arm=arm, writer=writer, sweep=sweep)
     if run.predict_path:
-        _predict_file(prepared, lm, settings, batch_size, record)
+        with autocast_context(device, settings.precision):
+            _predict_file(prepared, lm, settings, batch_size, record)
     if save_predictions:
         model_info = {"kind": "icl", "record": Path(run.record_path).name, "method": arm,
                       "k": run.k, "bucket": run.index, "model": lm.name}

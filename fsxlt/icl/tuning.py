@@ -289,7 +289,8 @@ def train_lr(prepared: LmPrepared, tokenizer: Any, adapters: Adapters, lr: float
     best_score, best_epoch, best_dev = float("-inf"), 0, None
     best_state, n_steps = adapters.snapshot(), 0
     for epoch in range(1, settings.max_epochs + 1):
-        losses = [train_step(adapters.model, step, optimizer, forward_batch=batch_size)
+        losses = [train_step(adapters.model, step, optimizer, forward_batch=batch_size,
+                             precision=settings.precision)
                   for step in _epoch_steps(prepared.rows, settings.mini_batch, generator)]
         n_steps += len(losses)
         dev = (dev_loss(adapters.model, dev_rows, batch_size) if dev_rows is not None
@@ -392,7 +393,7 @@ def lm_record(prepared: LmPrepared, lm: Any, adapters: Adapters, runs: list[dict
         "test_score": test["score"], "versions": versions(),
         "wall_time_s": round(time.perf_counter() - began, 3),
         "device": str(next(lm.model.parameters()).device.type),
-        "torch_threads": torch.get_num_threads(),
+        "precision": settings.precision, "torch_threads": torch.get_num_threads(),
     }
 
 
@@ -402,21 +403,23 @@ def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: in
     """Train a prepared run over its lr grid, score the chosen adapters on the test set and
     write its record (and predictions) atomically."""
     from fsxlt.fileio import atomic_write_json
+    from fsxlt.models.precision import autocast_context
     from fsxlt.study.predictions import write_predictions
     from fsxlt.study.runs import finish_record, predictions_path
 
     run, began = prepared.run, time.perf_counter()
-    runs, selected = tune(prepared, lm.tokenizer, adapters, batch_size=batch_size)
-    if run.settings.select_on == "loss":  # the record's dev score is the task's metric
-        dev, _ = evaluate(adapters.model, lm.tokenizer, run, prepared.dev,
-                          batch_size=batch_size)
-        runs[selected]["dev"] = {**dev, "selection_loss": runs[selected]["dev"]["loss"]}
-    test, predicted = evaluate(adapters.model, lm.tokenizer, run, prepared.test,
-                               batch_size=batch_size)
-    record = lm_record(prepared, lm, adapters, runs, selected, test, predicted, began)
-    finish_record(record, identity=run.identity, arm=run.arm, writer=writer, sweep=sweep)
-    if run.predict_path:
-        predict_file(run, adapters.model, lm.tokenizer, record, batch_size=batch_size)
+    with autocast_context(next(lm.model.parameters()).device, run.settings.precision):
+        runs, selected = tune(prepared, lm.tokenizer, adapters, batch_size=batch_size)
+        if run.settings.select_on == "loss":  # the record's dev score is the task's metric
+            dev, _ = evaluate(adapters.model, lm.tokenizer, run, prepared.dev,
+                              batch_size=batch_size)
+            runs[selected]["dev"] = {**dev, "selection_loss": runs[selected]["dev"]["loss"]}
+        test, predicted = evaluate(adapters.model, lm.tokenizer, run, prepared.test,
+                                   batch_size=batch_size)
+        record = lm_record(prepared, lm, adapters, runs, selected, test, predicted, began)
+        finish_record(record, identity=run.identity, arm=run.arm, writer=writer, sweep=sweep)
+        if run.predict_path:
+            predict_file(run, adapters.model, lm.tokenizer, record, batch_size=batch_size)
     if save_predictions:
         model_info = {"kind": "lm-lora", "record": Path(run.record_path).name,
                       "method": run.arm, "k": run.k, "bucket": run.index, "model": lm.name}

@@ -19,6 +19,7 @@ from fsxlt.icl.generation import BATCHING, DEFAULT_STOP, DecodeSettings
 from fsxlt.icl.generative import is_generative
 from fsxlt.icl.lm_lora import LoraSettings
 from fsxlt.icl.planned import CausalLmRun, check_arm_name
+from fsxlt.models.precision import precision_identity
 from fsxlt.study.runs import record_path
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.tasks.prompts import PROMPT_LANGUAGES, PromptSettings, check_languages
@@ -51,6 +52,7 @@ class LmSettings:
     arm: str | None = None
     select_on: str = "metric"        # what dev scores each epoch: the task's metric, or loss
     prompt: PromptSettings = PROMPT  # the template's and label words' language
+    precision: str = "fp32"          # training's and scoring's precision, resolved
 
     def check(self) -> None:
         if not self.lrs or any(not lr > 0 for lr in self.lrs):
@@ -208,7 +210,8 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
               "test": digests.setdefault(test_path, digest(test_path)),
               **({"predict": digest(check_predict_file(spec, predict, language))} if predict
                  else {}),
-              **({"test_part": "whole"} if test is not None and spec.reads_parts else {})}
+              **({"test_part": "whole"} if test is not None and spec.reads_parts else {}),
+              **precision_identity(settings.precision)}
     runs = []
     for _, _, path, own_dev in files.buckets:
         loaded = read_bucket(path)

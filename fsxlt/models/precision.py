@@ -88,6 +88,13 @@ def concrete(precision: str, device: torch.device | str) -> str:
     return resolve_precision(precision, device)
 
 
+def precision_identity(precision: str) -> dict[str, str]:
+    """What a run's identity holds of its (resolved) precision: nothing for fp32, so that
+    fp32 runs keep the identity they had before precisions were named (every CPU run of
+    fsxlt < 0.8 was fp32), else ``{"precision": ...}``."""
+    return {} if precision == DEFAULT_RESOLVED else {"precision": precision}
+
+
 def autocast_context(device: torch.device | str, precision: str = DEFAULT_RESOLVED):
     """The autocast a forward pass on ``device`` runs under: none for fp32."""
     device = torch.device(device)
