@@ -212,8 +212,9 @@ def test_the_feature_cache_gives_the_uncached_path_s_bf16_results(source_runs):
 
 
 def test_pet_adapts_in_bf16_close_to_fp32(tmp_path_factory):
-    import yaml
     from importlib import resources
+
+    import yaml
 
     from fsxlt.tasks import get_task
 
