@@ -66,7 +66,7 @@ def write_error(run: RunSpec, err: BaseException, stage: str, device: Any = None
         from fsxlt.training.checkpoint import resolve_device
 
         device = resolve_device(device)
-        text = out_of_memory_text(err, device)
+        text = out_of_memory_text(err, device, isinstance(run, (IclSweepRun, LmSweepRun)))
         traceback.clear_frames(err.__traceback__)  # the failed run's tensors, let go
         free_memory(device)
     atomic_write_json(run.record_path, error_record(
@@ -86,14 +86,16 @@ def is_out_of_memory(err: BaseException) -> bool:
     return isinstance(err, (MemoryError, torch.OutOfMemoryError))
 
 
-def out_of_memory_text(err: BaseException, device: Any) -> str:
-    """The error line of a run that ran out of memory: where, and what lowers the need."""
+def out_of_memory_text(err: BaseException, device: Any, causal_lm: bool = False) -> str:
+    """The error line of a run that ran out of memory: where, and what lowers the need
+    (a causal LM's run: its arm's batch size)."""
     from fsxlt.models.precision import memory_facts
 
+    knobs = ("the arm's batch_size (--batch-size: prompts per forward pass)" if causal_lm
+             else "eval_max_tokens (--eval-max-tokens: wordpieces per evaluation batch) or "
+             "micro_batch (--micro-batch: inputs per training forward pass)")
     return (f"out of memory ({err.__class__.__name__}) on {memory_facts(device)}; lower "
-            "eval_max_tokens (--eval-max-tokens: wordpieces per evaluation batch) or "
-            "micro_batch (--micro-batch: inputs per training forward pass), or run fewer "
-            "workers per device")
+            f"{knobs}, or run fewer workers per device")
 
 
 def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,
