@@ -422,6 +422,25 @@ def test_a_sweep_names_its_precision_and_reruns_only_when_told(study, tmp_path, 
     assert "0 runs completed" in capsys.readouterr().out
 
 
+def test_a_report_says_when_a_cell_mixes_precisions(study, tmp_path, capsys):
+    import shutil
+
+    out = tmp_path / "runs"
+    assert run_app(["sweep", str(sweep_file(study, out, tmp_path / "sweep.yaml")),
+                    "--workers", "0", "--device", "cpu"]) == 0
+    assert run_app(["report", str(out), "--expected-buckets", "2"]) == 0
+    assert "precision" not in capsys.readouterr().err  # one precision: nothing to say
+    old = tmp_path / "old"  # a record of fsxlt < 0.8 on CUDA: amp true, no precision named
+    shutil.copytree(out, old)
+    path = old / "xnli/de/k1/full/01.json"
+    record = json.loads(path.read_text())
+    del record["precision"]
+    record["amp"] = True
+    path.write_text(json.dumps(record))
+    assert run_app(["report", str(old), "--expected-buckets", "2"]) == 0
+    assert "note: xnli/de/k1/full mix records run in bf16 and fp32" in capsys.readouterr().err
+
+
 def test_a_sweep_config_s_precision_is_checked_and_resolved(study, tmp_path, capsys):
     from fsxlt.execution import load_config
     from fsxlt.execution.executors import resolve_precisions

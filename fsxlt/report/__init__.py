@@ -26,9 +26,9 @@ from fsxlt.study.runs import STRATEGY_MARK
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
 __all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "foreign_metrics",
-           "load_records", "mixed_long_sentences", "mixed_tests", "mixed_threads",
-           "mixed_versions", "other_bucket_sets", "render", "render_compare", "report_text",
-           "sources_text", "strategies_text", "write_report"]
+           "load_records", "mixed_long_sentences", "mixed_precisions", "mixed_tests",
+           "mixed_threads", "mixed_versions", "other_bucket_sets", "render", "render_compare",
+           "report_text", "sources_text", "strategies_text", "write_report"]
 
 
 # what a report writes into its folder: report, cells, records, sources, strategies and
@@ -82,7 +82,7 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
         warn(f"warning: {Path(runs_dir) / path}: unreadable run record, not counted: {problem}")
     for note in (mixed_versions(records), mixed_threads(records), mixed_tests(records),
                  foreign_metrics(records), other_bucket_sets(records),
-                 mixed_long_sentences(records)):
+                 mixed_long_sentences(records), mixed_precisions(records)):
         if note and warn:
             warn(note)
     return records
@@ -186,6 +186,16 @@ def mixed_threads(records: Records) -> str | None:
         return None
     return (f"note: {mixed[0]} mix CPU runs of {', '.join(mixed[1])} torch threads; CPU "
             "numerics depend on the thread count")
+
+
+def mixed_precisions(records: Records) -> str | None:
+    """One line naming the cells whose records ran in different precisions (bf16 and
+    fp32 scores differ in their last digits, and a mean over both is neither)."""
+    mixed = _mixed_cells(records, "precision")
+    if mixed is None:
+        return None
+    return (f"note: {mixed[0]} mix records run in {' and '.join(mixed[1])}; see "
+            "docs/training.md#precision")
 
 
 def mixed_long_sentences(records: Records) -> str | None:

@@ -75,7 +75,7 @@ SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "test_exact_ma
                        "dev_score",
                        "best_epoch", "metric", "fixed", "record", "bucket_sha256",
                        "test_sha256", "fsxlt_version", "torch_threads", "long_sentences",
-                       "unequal_label_tokens", "set_size", "start_path"]
+                       "unequal_label_tokens", "set_size", "start_path", "precision"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -238,7 +238,20 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
                 test_sha256=_test_sha256(record),
                 long_sentences=record_long_sentences(record),
                 unequal_label_tokens=_unequal_label_tokens(record),
-                set_size=_set_size(record["bucket"]), start_path=_start_path(record))
+                set_size=_set_size(record["bucket"]), start_path=_start_path(record),
+                precision=record_precision(record))
+
+
+def record_precision(record: dict[str, Any]) -> str:
+    """The precision a record's run used: as it names it (fsxlt 0.8+); before, ``amp:
+    true`` was bf16 autocast on CUDA and ``amp: false`` fp32, and a causal LM's run of
+    fsxlt (a record with a device, no amp) ran fp32; "" for a record that does not say (an
+    lm-eval import)."""
+    if isinstance(record.get("precision"), str):
+        return record["precision"]
+    if "amp" in record:
+        return "bf16" if record["amp"] is True else "fp32"
+    return "fp32" if record.get("device") else ""
 
 
 def _start_path(record: dict[str, Any]) -> str:
