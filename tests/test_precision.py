@@ -178,6 +178,22 @@ def test_source_training_in_bf16_is_close_to_fp32_and_saves_float32(source_runs)
             assert tensor.dtype == torch.float32, (file.name, name)
 
 
+def test_shot_selection_signals_in_bf16_are_float32_arrays_close_to_fp32(source_runs):
+    """What fsxlt select reads of a model (features and entropies) leaves autocast as
+    float32 numpy arrays."""
+    import numpy as np
+
+    from fsxlt.training.starts import open_start
+
+    opened = open_start(str(source_runs["fp32"][1]), "xnli", device="cpu")
+    examples = nli_data(12, seed=8)
+    (v32, e32), (v16, e16) = (opened.signals(examples, precision=p) for p in ("fp32", "bf16"))
+    assert v16.dtype == e16.dtype == np.float32 and v16.shape == v32.shape
+    assert not np.array_equal(v16, v32)
+    np.testing.assert_allclose(v16, v32, atol=0.05)
+    np.testing.assert_allclose(e16, e32, rtol=LOSS_RTOL)
+
+
 def engine(start: str, precision: str, task: str = "xnli", **kwargs) -> AdaptEngine:
     data = nli_data if task == "xnli" else ner_data
     return AdaptEngine.from_start(task, "de", start, dev=data(16, seed=3),
