@@ -158,7 +158,8 @@ def test_a_kill_between_the_languages_records_resumes_to_the_same_records(study,
 def test_ray_executor_trains_once_too_and_writes_the_same_records(study, both, tmp_path):
     ray = ray_or_fail()
     runs = tmp_path / "shared"
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=1, include_dashboard=False,  # never a cluster
+             log_to_driver=False)  # another test file started (Ray would join one)
     try:
         result = run_sweep(parse_config(multi(study, runs)), executor="ray", cpus_per_task=1,
                            save_predictions=True)
