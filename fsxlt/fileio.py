@@ -14,6 +14,7 @@ exactly as an uninterrupted run would.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -201,6 +202,33 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     except FsxltError as err:
         raise FsxltError(f"{path}: not written: {err}") from None
     atomic_write_text(path, text)
+
+
+def write_all(changes: dict[Path, str | None]) -> None:
+    """Write every path's text (``None``: remove the path), each atomically, all or nothing:
+    where one fails, every path already changed is put back byte for byte, the folders
+    made for them are removed, and the error is raised."""
+    before: list[tuple[Path, bytes | None]] = []
+    made: list[Path] = []
+    try:
+        for path, text in changes.items():
+            before.append((path, path.read_bytes() if path.is_file() else None))
+            made += [parent for parent in reversed(path.parents) if not parent.exists()]
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write_text(path, text)
+    except BaseException:
+        for path, data in reversed(before):
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 def atomic_replace_dir(target: str | Path, files: dict[str, str]) -> None:

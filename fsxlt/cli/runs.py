@@ -93,7 +93,11 @@ def import_hf_command(
     check_output_dir(out, "runs directory")
     done = import_results(source, out, prefix=arm_prefix, replace=replace)
     new = sum(one.state == "new" for one in done)
-    arms = sorted({one.path.parts[3] for one in done})
+    arms = sorted({one.path.parts[3] for one in done if len(one.path.parts) == 5})
+    for one in done:
+        for removed in one.removed:
+            typer.echo(f"removed {removed}: the replaced record's, not {one.path.name}'s",
+                       err=True)
     typer.echo(f"{new} records imported into {out} ({len(done) - new} already done) as arms "
                f"{', '.join(arms)}")
 

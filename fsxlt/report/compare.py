@@ -110,6 +110,18 @@ def paired_by_hash(a: pd.DataFrame, b: pd.DataFrame, arm_a: str, arm_b: str) -> 
     be ours); every cell both arms ran must pair every bucket, on one test set, else the
     cells are refused by name."""
     cell = ["task", "language", "k"]
+    for arm, rows in ((arm_a, a), (arm_b, b)):
+        known = rows[rows["bucket_sha256"] != ""]
+        twice = known[known.duplicated(cell + ["bucket_sha256"], keep=False)]
+        if not twice.empty:
+            row = twice.iloc[0]
+            same = twice[(twice[cell + ["bucket_sha256"]] == row[cell + ["bucket_sha256"]])
+                         .all(axis=1)]
+            raise FsxltError(
+                f"{row['task']}/{row['language']}/k{row['k']}: {arm} ran bucket "
+                f"{row['bucket_sha256'][:16]} twice (buckets "
+                f"{', '.join(f'{int(i):02d}' for i in sorted(same['bucket']))}); a bucket "
+                "pairs once, so these cells do not pair")
     paired = a.merge(b, on=cell + ["bucket_sha256"], suffixes=("_a", "_b"))
     paired = paired.assign(bucket=paired["bucket_a"], bucket_sha256_a=paired["bucket_sha256"],
                            bucket_sha256_b=paired["bucket_sha256"])

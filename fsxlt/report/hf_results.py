@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,17 +39,22 @@ from fsxlt.fileio import (
     read_json,
     sha256_text,
     staged_dir,
+    write_all,
 )
 from fsxlt.sampling.manifest import plain_name
 from fsxlt.study.runs import (
+    ZERO_SHOT_FILE,
+    ZERO_SHOT_FORMAT,
     arm_of,
     bucket_stem,
     is_complete,
+    place_problem,
     predictions_path,
     record_files,
     record_path_of,
     record_problem,
     record_version,
+    zero_shot_record_path,
 )
 
 RESULTS_FORMAT = "fsxlt-results/1"
@@ -82,9 +86,12 @@ def record_row(rel: str, text: str, record: dict[str, Any],
                predictions_sha256: str) -> dict[str, Any]:
     """A record's row (module docstring) but the cell's buckets' hash, from its own facts
     (``predictions_sha256``: its predictions file's, "" when it has none)."""
-    bucket = record["bucket"]
+    zero = _is_zero_shot(record)
+    bucket = {} if zero else record["bucket"]
     model = record.get("model") if isinstance(record.get("model"), dict) else {}
     start = model.get("start") if isinstance(model.get("start"), dict) else {}
+    if zero:  # a K=0 record names its start itself
+        start = record.get("start") if isinstance(record.get("start"), dict) else {}
     run = record.get("run") if isinstance(record.get("run"), dict) else {}
     regime = record.get("regime")
     data = record.get("data") if isinstance(record.get("data"), dict) else {}
@@ -92,9 +99,10 @@ def record_row(rel: str, text: str, record: dict[str, Any],
     return {
         "path": rel, "task": record["task"], "language": record["language"],
         "k": int(record["k"]), "bucket_index": _int(bucket.get("index")),
-        "bucket_name": bucket_stem(bucket) if bucket.get("index") is not None else "",
+        "bucket_name": (ZERO_SHOT_FILE.removesuffix(".json") if zero else bucket_stem(bucket)
+                        if bucket.get("index") is not None else ""),
         "bucket_sha256": str(bucket.get("sha256") or ""), "cell_buckets_sha256": "",
-        "test_sha256": str(test.get("sha256") or ""), "arm": arm_of(record),
+        "test_sha256": str(test.get("sha256") or ""), "arm": "" if zero else arm_of(record),
         "method": str(record.get("method") or ""),
         "regime": str(regime.get("name") if isinstance(regime, dict) else regime or ""),
         "start": str(start.get("id") or start.get("fingerprint") or ""),
@@ -174,7 +182,7 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
         raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
     imported = read_imports(root)
     rows, predictions, left_out = [], [], []
-    for path in record_files(root):
+    for path in sorted(record_files(root) + zero_shot_files(root)):
         rel = path.relative_to(root).as_posix()
         text = path.read_text(encoding="utf-8")
         try:
@@ -184,8 +192,10 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
         if rel in imported or not _finished(record):
             left_out.append(rel)
             continue
+        _check_place(record, rel, path)
         pred_path = predictions_path(path)
-        pred_text = pred_path.read_text(encoding="utf-8") if pred_path.is_file() else ""
+        pred_text = pred_path.read_text(encoding="utf-8") \
+            if pred_path.is_file() and not _is_zero_shot(record) else ""
         rows.append(record_row(rel, text, record, sha256_text(pred_text) if pred_text else ""))
         if pred_text:
             predictions += prediction_rows(rel, pred_text)
@@ -226,8 +236,49 @@ def _apart(path: Path, other: Path, what: str, other_what: str) -> None:
 
 
 def _finished(record: Any) -> bool:
-    return (isinstance(record, dict) and record_problem(record) is None and is_complete(record)
-            and isinstance(record.get("bucket"), dict) and record.get("k") is not None)
+    """A finished adapt record (with its bucket and K) or a K=0 record with its score."""
+    if not isinstance(record, dict) or record_problem(record) is not None:
+        return False
+    if _is_zero_shot(record):
+        return record.get("status") == "ok" and _float(record.get("test_score")) is not None
+    return (is_complete(record) and isinstance(record.get("bucket"), dict)
+            and record.get("k") is not None)
+
+
+def _is_zero_shot(record: dict[str, Any]) -> bool:
+    return record.get("format") == ZERO_SHOT_FORMAT
+
+
+def zero_shot_files(root: Path) -> list[Path]:
+    """The K=0 records a sweep copied from its start (``<task>/<lang>/k0/zero-shot.json``)."""
+    return sorted(root.glob(f"*/*/k0/{ZERO_SHOT_FILE}"))
+
+
+def own_place(record: dict[str, Any]) -> tuple[str | None, str]:
+    """(what in the record's facts is no plain name, or None; where its facts place it
+    under a runs directory, "" when they cannot)."""
+    if _is_zero_shot(record):
+        problem = next((f"{key} is {record.get(key)!r}, not a plain name (letters, digits, "
+                        "_ . + -)" for key in ("task", "language")
+                        if not plain_name(record.get(key))), None)
+        if problem is None and record.get("k") != 0:
+            problem = f"k is {record.get('k')!r}, not 0 (a zero-shot record)"
+        return problem, "" if problem else zero_shot_record_path(
+            "", record["task"], record["language"]).as_posix()
+    problem = place_problem(record)
+    return problem, "" if problem else record_path_of("", record).as_posix()
+
+
+def _check_place(record: dict[str, Any], rel: str, path: Path) -> None:
+    """Refuse a record of the runs directory whose own facts place it elsewhere (a renamed
+    or hand-copied folder): the export is one set of facts, each row where they say."""
+    problem, place = own_place(record)
+    if problem is not None:
+        raise FsxltError(f"{path}: {problem}; not a record fsxlt can place")
+    if place != rel:
+        raise FsxltError(f"{path}: its own facts (task, language, K, arm, bucket) place it "
+                         f"at {place}; move it there (or out of the runs directory) and "
+                         "export again")
 
 
 # --------------------------------------------------------------------------- import
@@ -238,6 +289,7 @@ class ImportedRecord:
     text: str
     predictions: str    # "" when none
     state: str = ""     # new, already done
+    removed: list[str] = field(default_factory=list)  # what --replace removed with it
 
 
 def read_results(source: str | Path) -> tuple[Path, str | None, list[ImportedRecord]]:
@@ -259,6 +311,7 @@ def read_results(source: str | Path) -> tuple[Path, str | None, list[ImportedRec
             else []:
         lines.setdefault(row["record"], []).append(row)
     hashes = cell_hashes([_checked_row(row, manifest, folder) for row in rows])
+    _one_bucket_once(rows, folder)
     found = []
     for row in rows:
         if row["cell_buckets_sha256"] != hashes[_cell(row)]:
@@ -270,6 +323,21 @@ def read_results(source: str | Path) -> tuple[Path, str | None, list[ImportedRec
         raise FsxltError(f"{folder}: predictions of {sorted(lines)[0]}, which is no record "
                          "of the dataset; nothing was written")
     return folder, revision, found
+
+
+def _one_bucket_once(rows: list[dict[str, Any]], folder: Path) -> None:
+    """Refuse a cell (task, language, K, arm) holding two records of one bucket (by its
+    hash): a study runs each bucket of a cell once."""
+    seen: dict[tuple, str] = {}
+    for row in rows:
+        if not row["bucket_sha256"]:
+            continue
+        key = (*_cell(row), row["bucket_sha256"])
+        if key in seen:
+            raise FsxltError(f"{folder}: {row['path']} and {seen[key]} are runs of one "
+                             f"bucket ({row['bucket_sha256'][:16]}) in one cell; a study "
+                             "runs each bucket once; nothing was written")
+        seen[key] = row["path"]
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -329,7 +397,8 @@ def _read_rows(path: Path, config: str) -> list[dict[str, Any]]:
 def _checked_row(row: dict[str, Any], manifest: dict[str, Any], folder: Path) -> dict[str, Any]:
     """A records row whose record is the one the manifest lists, a finished record, and
     whose every column (but the cell's hash) is what its record says."""
-    where = f"{folder}: {row['path']}"
+    shown = row["path"] if row["path"].isprintable() else repr(row["path"])
+    where = f"{folder}: {shown}"
     text = row["record"]
     if sha256_text(text) != manifest["records"].get(row["path"]):
         raise FsxltError(f"{where}: the record's bytes are not those {MANIFEST} lists "
@@ -340,9 +409,12 @@ def _checked_row(row: dict[str, Any], manifest: dict[str, Any], folder: Path) ->
         record = None
     if not _finished(record):
         raise FsxltError(f"{where}: not a finished run record; nothing was written")
-    if record_path_of("", record).as_posix() != row["path"]:
-        raise FsxltError(f"{where}: the record's own facts place it at "
-                         f"{record_path_of('', record).as_posix()}; nothing was written")
+    problem, place = own_place(record)
+    if problem is not None:
+        raise FsxltError(f"{where}: {problem}; nothing was written")
+    if place != row["path"]:
+        raise FsxltError(f"{where}: the record's own facts place it at {place}; nothing "
+                         "was written")
     expected = record_row(row["path"], text, record, row["predictions_sha256"])
     expected["cell_buckets_sha256"] = row["cell_buckets_sha256"]
     differ = sorted(key for key in expected if expected[key] != row[key])
@@ -384,15 +456,26 @@ def default_prefix(source: str | Path) -> str:
 
 
 def import_results(source: str | Path, runs: str | Path, *, prefix: str | None = None,
-                   replace: bool = False,
-                   say: Callable[[str], None] | None = None) -> list[ImportedRecord]:
+                   replace: bool = False) -> list[ImportedRecord]:
     """Bring the study ``source`` into RUNS_DIR ``runs`` (module docstring): byte for byte,
-    under ``<prefix>.<arm>`` (default: the source's own name, :func:`default_prefix`),
-    write-once (``replace``: a record of other bytes is
-    replaced), listed as imported. Everything is verified before anything is written."""
-    from fsxlt.fileio import atomic_write_text
-    from fsxlt.study.directories import RUNS, claim, writer_lock
-    from fsxlt.study.imports import add_imports, imported_arm
+    under ``<prefix>.<arm>`` (default: the source's own name, :func:`default_prefix`; a K=0
+    record as ``<task>/<lang>/k0/<prefix>.zero-shot.json``), write-once (``replace``: a
+    record of other bytes is replaced with everything that belongs to it, its predictions
+    included; what was removed is in ``removed``), listed as imported.
+
+    All or nothing: every record is verified, every place and the runs directory's imports
+    file checked before anything is written, and a failure while writing puts back every
+    file as it was (a runs directory this import created is removed)."""
+    import shutil
+
+    from fsxlt.study.directories import (
+        LOCK_FILE,
+        MARKER,
+        RUNS,
+        check_claim,
+        claim,
+        writer_lock,
+    )
 
     folder, revision, found = read_results(source)
     _apart(Path(runs), folder, "--out", "the dataset folder")
@@ -402,27 +485,67 @@ def import_results(source: str | Path, runs: str | Path, *, prefix: str | None =
                          "digits, _ + -)")
     root = Path(runs)
     for one in found:
-        task, lang, k, arm, name = one.path.parts
-        one.path = Path(task, lang, k, imported_arm(prefix, arm), name)
-    claim(root, RUNS, "--out")
-    with writer_lock(root, RUNS):
-        clashes = []
-        for one in found:
-            target = root / one.path
-            same = target.is_file() and target.read_text(encoding="utf-8") == one.text
-            one.state = "already done" if same else "new"
-            if target.exists() and not same:
-                clashes.append(one.path.as_posix())
-        if clashes and not replace:
-            raise FsxltError(f"{root / clashes[0]}: holds another record"
-                             + (f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else "")
-                             + "; records are written once (--replace replaces them)")
-        for one in found:
-            if one.state == "already done":
-                continue
-            if one.predictions:
-                atomic_write_text(predictions_path(root / one.path), one.predictions)
-            atomic_write_text(root / one.path, one.text)
-        add_imports(root, prefix, str(source), revision,
-                    {one.path.as_posix(): sha256_text(one.text) for one in found})
+        one.path = _imported_place(one.path, prefix)
+    check_claim(root, RUNS, "--out")
+    _import_changes(root, found, prefix, str(source), revision, replace)  # refusals first
+    existed = root.exists()
+    fresh = [path for path in (root / MARKER, root / LOCK_FILE) if not path.exists()]
+    try:
+        claim(root, RUNS, "--out")
+        with writer_lock(root, RUNS):
+            write_all(_import_changes(root, found, prefix, str(source), revision, replace))
+    except BaseException:
+        if not existed:
+            shutil.rmtree(root, ignore_errors=True)
+        for path in fresh:  # what this import made of a runs directory that was there
+            path.unlink(missing_ok=True)
+        raise
     return found
+
+
+def _imported_place(path: Path, prefix: str) -> Path:
+    """Where an exported record goes under RUNS_DIR: its arm behind the import's prefix."""
+    from fsxlt.study.imports import imported_arm
+
+    if len(path.parts) == 4:  # <task>/<lang>/k0/zero-shot.json
+        task, lang, k, name = path.parts
+        return Path(task, lang, k, imported_arm(prefix, name))
+    task, lang, k, arm, name = path.parts
+    return Path(task, lang, k, imported_arm(prefix, arm), name)
+
+
+def _import_changes(root: Path, found: list[ImportedRecord], prefix: str, dataset: str,
+                    revision: str | None, replace: bool) -> dict[Path, str | None]:
+    """Every file the import writes (text) or removes (None), its imports file included;
+    refuses, writing nothing, a clash without ``replace`` or a malformed imports file."""
+    from fsxlt.study.imports import IMPORTS_FILE, imports_after
+
+    clashes = []
+    changes: dict[Path, str | None] = {}
+    for one in found:
+        target = root / one.path
+        same = target.is_file() and target.read_text(encoding="utf-8") == one.text
+        one.state = "already done" if same else "new"
+        if target.exists() and not same:
+            clashes.append(one.path.as_posix())
+        if target.is_dir():
+            raise FsxltError(f"{target}: a folder where a record belongs; nothing was written")
+    if clashes and not replace:
+        raise FsxltError(f"{root / clashes[0]}: holds another record"
+                         + (f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else "")
+                         + "; records are written once (--replace replaces them)")
+    for one in found:
+        if one.state == "already done":
+            continue
+        target = root / one.path
+        predictions = predictions_path(target)
+        if one.predictions:
+            changes[predictions] = one.predictions
+        elif predictions.exists():  # the replaced record's, not this one's
+            changes[predictions] = None
+            one.removed.append(predictions.relative_to(root).as_posix())
+        changes[target] = one.text
+    changes[root / IMPORTS_FILE] = imports_after(
+        root, prefix, dataset, revision,
+        {one.path.as_posix(): sha256_text(one.text) for one in found})
+    return changes

@@ -22,7 +22,8 @@ COLUMNS = {
         ("cell_buckets_sha256", "sha256 of the sorted bucket hashes of the arm's cell"),
         ("test_sha256", "the content hash of the test examples scored"),
         ("arm, method, regime", "what was run: the arm (method and its variants), the "
-         "method, the training regime"),
+         "method, the training regime; a K=0 record (`<task>/<lang>/k0/zero-shot.json`, the "
+         "start's zero-shot score) has no arm and method `zero-shot`"),
         ("start", "the model's identity (a checkpoint's content hash, a causal LM's "
          "files' sha256, or a hub id at its commit)"),
         ("run_hash", "the run's identity: the hash of everything that determines it"),
@@ -69,10 +70,14 @@ def _study(rows: list[dict[str, Any]], config: str | None) -> list[str]:
     sweeps = sorted({str(run.get("sweep") or "") for run in runs} - {""})
     writers = sorted({str(run.get("writer") or "") for run in runs} - {""})
     versions = sorted({row["fsxlt_version"] for row in rows})
+    zero = [r for r in rows if not r["arm"]]
+    rows = [r for r in rows if r["arm"]]
     cells = {(r["task"], r["language"], r["k"]) for r in rows}
     lines = ["## The study", "",
              f"{len(rows)} finished runs in {len(cells)} cells (task, language, K), arms "
-             f"{', '.join(sorted({r['arm'] for r in rows}))}; written by fsxlt "
+             f"{', '.join(sorted({r['arm'] for r in rows}))}"
+             + (f", and {len(zero)} K=0 records (the start's zero-shot score)" if zero
+                else "") + "; written by fsxlt "
              f"{', '.join(versions)}, exported by fsxlt {__version__}."
              + (f" Sweeps: {', '.join(sweeps)}." if sweeps else "")
              + (f" Written by: {', '.join(writers)}." if writers else ""), ""]
@@ -94,8 +99,9 @@ def _buckets(rows: list[dict[str, Any]]) -> list[str]:
              "| task | language | K | buckets | buckets' hash |", "|---|---|---|---|---|"]
     cells: dict[tuple, set[str]] = {}
     for row in rows:
-        cells.setdefault((row["task"], row["language"], row["k"]), set()).add(
-            row["bucket_sha256"])
+        if row["arm"]:  # a K=0 record ran no bucket
+            cells.setdefault((row["task"], row["language"], row["k"]), set()).add(
+                row["bucket_sha256"])
     for (task, lang, k), found in sorted(cells.items()):
         digest = sha256_text("\n".join(sorted(found)))
         lines.append(f"| {task} | {lang} | {k} | {len(found)} | `{digest[:16]}` |")
@@ -109,7 +115,7 @@ def _summary(rows: list[dict[str, Any]]) -> list[str]:
     cells: dict[tuple, list[float]] = {}
     metric = {}
     for row in rows:
-        key = (row["task"], row["language"], row["k"], row["arm"])
+        key = (row["task"], row["language"], row["k"], row["arm"] or "zero-shot (start)")
         cells.setdefault(key, []).append(100 * row["test_score"])
         metric[key] = row["metric"]
     for key, scores in sorted(cells.items()):

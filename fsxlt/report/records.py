@@ -153,8 +153,14 @@ def load_records(runs_dir: str | Path) -> Records:
             failed.append(rel)
         elif fmt == ZERO_SHOT_FORMAT and status == "ok" and _number(record.get("test_score")):
             start = record.get("start") or {}
+            source = source_name(record.get("source_languages"))
+            if rel in imports:  # another study's start: its source behind the prefix
+                if sha256_file(path) != imports[rel].sha256:
+                    unreadable.append((rel, "changed since it was imported"))
+                    continue
+                source = imports[rel].arm(source)
             zero.append({"task": record["task"], "language": record["language"],
-                         "source": source_name(record.get("source_languages")),
+                         "source": source,
                          "start": start.get("fingerprint") or rel,
                          "where": path.parent.relative_to(root).as_posix(),
                          "in_source": bool(record.get("in_source")),

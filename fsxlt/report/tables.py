@@ -36,6 +36,7 @@ import pandas as pd
 from fsxlt.errors import FsxltError
 from fsxlt.methods import METHODS, method_label
 from fsxlt.report.records import Records
+from fsxlt.study.imports import SEPARATOR as IMPORT_SEPARATOR
 from fsxlt.study.runs import (
     DEFAULT_REGIME,
     NOSOURCE_SUFFIX,
@@ -165,7 +166,8 @@ def aggregate(records: Records, *, ddof: int = 1,
         if r.in_source:
             in_source.add((r.task, r.language, r.source))
     source_arms = set(scores.loc[scores["source_training"], "arm"])
-    cells["zero_shot"] = [zero.get((t, lang, arm_source(arm))) if arm in source_arms else None
+    cells["zero_shot"] = [zero.get((t, lang, zero_shot_source(arm, records.imported)))
+                          if arm in source_arms else None
                           for t, arm, lang in zip(cells["task"], cells["arm"],
                                                   cells["language"], strict=True)]
     cells["in_source"] = False
@@ -180,7 +182,7 @@ def aggregate(records: Records, *, ddof: int = 1,
         langs = sorted(set(cells.loc[(cells["task"] == task) & (cells["arm"] == arm),
                                      "language"]))
         for lang in langs:
-            key = (task, lang, arm_source(arm))
+            key = (task, lang, zero_shot_source(arm, records.imported))
             if key in zero:
                 zero_rows.append({"task": task, "arm": arm, "language": lang, "k": 0, "n": 1,
                                   "mean": zero[key], "std": np.nan,
@@ -200,6 +202,17 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["order"] = cells["arm"].map(arm_order)
     cells = cells.sort_values(["task", "order", "language", "k"], ignore_index=True)
     return cells[columns]
+
+
+def zero_shot_source(arm: str, imported: dict[str, str]) -> str | None:
+    """The source under which an arm's start's K=0 score is read: :func:`arm_source`; for an
+    arm imported from another study (``<prefix>.<arm>``), its own source behind the prefix,
+    as the imported K=0 record's (never a local start's)."""
+    if arm in imported:
+        prefix, own = arm.split(IMPORT_SEPARATOR, 1)
+        source = arm_source(own)
+        return None if source is None else f"{prefix}{IMPORT_SEPARATOR}{source}"
+    return arm_source(arm)
 
 
 def _own_zero_shot(cells: pd.DataFrame, source_arms: set[str]) -> pd.Series:

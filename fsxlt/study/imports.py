@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import DataFormatError
-from fsxlt.fileio import atomic_write_json, read_json
+from fsxlt.fileio import atomic_write_text, dumps_json, read_json
 
 IMPORTS_FILE = "fsxlt_imports.json"
 IMPORTS_FORMAT = "fsxlt-imports/1"
@@ -69,15 +69,23 @@ def read_imports(root: str | Path) -> dict[str, Imported]:
     return found
 
 
-def add_imports(root: str | Path, prefix: str, dataset: str, revision: str | None,
-                records: dict[str, str]) -> None:
-    """List ``records`` ({path: sha256}) as imported under ``prefix`` (atomically; the
-    prefix's earlier records stay listed)."""
+def imports_after(root: str | Path, prefix: str, dataset: str, revision: str | None,
+                  records: dict[str, str]) -> str:
+    """The imports file's text once ``records`` ({path: sha256}) are listed as imported under
+    ``prefix`` (the prefix's earlier records stay listed); a malformed file is refused."""
     path = Path(root) / IMPORTS_FILE
+    read_imports(root)  # a malformed file is refused before it is added to
     raw: dict[str, Any] = read_json(path) if path.is_file() else {
         "format": IMPORTS_FORMAT, "imports": {}}
-    read_imports(root)  # a malformed file is refused before it is added to
     entry = raw["imports"].setdefault(prefix, {"records": {}})
     entry.update(dataset=dataset, revision=revision)
     entry["records"] = dict(sorted({**entry["records"], **records}.items()))
-    atomic_write_json(path, raw)
+    return dumps_json(raw)
+
+
+def add_imports(root: str | Path, prefix: str, dataset: str, revision: str | None,
+                records: dict[str, str]) -> None:
+    """List ``records`` ({path: sha256}) as imported under ``prefix``, atomically
+    (:func:`imports_after`)."""
+    atomic_write_text(Path(root) / IMPORTS_FILE,
+                      imports_after(root, prefix, dataset, revision, records))

@@ -42,6 +42,7 @@ any run.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,6 +234,65 @@ def record_path_of(root: str | Path, record: dict[str, Any]) -> Path:
     """Where an adapt record belongs, from its own facts."""
     return record_path(root, record["task"], record["language"], record.get("k"),
                        arm_of(record), bucket_stem(record["bucket"]))
+
+
+# an arm folder's name: what arm_of builds of plain names (method, regime, source, strategy)
+ARM_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+@~-]{0,199}$")
+PLAIN = "a plain name (letters, digits, _ . + -)"
+
+
+def place_problem(record: dict[str, Any]) -> str | None:
+    """The first fact of an adapt record that :func:`record_path_of` makes part of a path
+    (task, language, K, the arm's method, regime, source languages and strategy, the
+    bucket's name, index or hash) and that is no plain name, in words (``task is '..', not
+    a plain name``), or None. The check a record from outside (an imported results
+    dataset) passes before anything is placed by its facts."""
+    from fsxlt.sampling.manifest import plain_name
+
+    def brief(value: Any) -> str:
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    model = record.get("model") if isinstance(record.get("model"), dict) else {}
+    start = model.get("start") if isinstance(model.get("start"), dict) else {}
+    bucket = record.get("bucket")
+    regime = record.get("regime")
+    names: list[tuple[str, Any]] = [("task", record.get("task")),
+                                    ("language", record.get("language")),
+                                    ("method", record.get("method"))]
+    if not whole(record.get("k")):
+        return f"k is {brief(record.get('k'))}, not a whole number"
+    if not isinstance(bucket, dict):
+        return f"bucket is {brief(bucket)}, not a bucket block"
+    if bucket.get("strategy"):
+        names.append(("bucket.strategy", bucket["strategy"]))
+    if bucket.get("name"):
+        names.append(("bucket.name", bucket["name"]))
+    elif bucket.get("index") is not None:
+        if not whole(bucket["index"]):
+            return f"bucket.index is {brief(bucket['index'])}, not a whole number"
+    elif not (isinstance(bucket.get("sha256"), str) and plain_name(bucket["sha256"][:12])):
+        return f"bucket.sha256 is {brief(bucket.get('sha256'))}, not a hash"
+    if isinstance(regime, dict):
+        names.append(("regime.name", regime.get("name") or DEFAULT_REGIME))
+        languages = regime.get("languages") or []
+        if not isinstance(languages, list):
+            return f"regime.languages is {brief(languages)}, not a list of languages"
+        names += [(f"regime.languages[{i}]", lang) for i, lang in enumerate(languages)]
+    sources = start.get("source_languages") or record.get("source_languages") or []
+    if not isinstance(sources, list):
+        return f"source_languages is {brief(sources)}, not a list of languages"
+    names += [(f"source_languages[{i}]", lang) for i, lang in enumerate(sources)]
+    for field_name, value in names:
+        if not plain_name(value):
+            return f"{field_name} is {brief(value)}, not {PLAIN}"
+    arm = arm_of(record)
+    if not ARM_NAME.match(arm):
+        return f"its arm is {brief(arm)}, not a plain name"
+    return None
 
 
 RECORD_GLOB = "*/*/k*/*/*.json"  # <task>/<lang>/k<K>/<arm>/<bucket>.json
