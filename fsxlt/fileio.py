@@ -244,6 +244,47 @@ def atomic_replace_dir(target: str | Path, files: dict[str, str]) -> None:
             (staging / name).write_text(text, encoding="utf-8", newline="\n")  # umask modes
 
 
+def replace_dirs(changes: dict[Path, dict[str, str]]) -> None:
+    """Replace each directory by one holding exactly its files (:func:`atomic_replace_dir`),
+    all or nothing: every new directory is written aside first, then each swapped into
+    place; where any step fails, every directory is as it was and the error is raised."""
+    staged: list[tuple[Path, Path]] = []
+    swapped: list[tuple[Path, Path | None]] = []
+    made: list[Path] = []
+    try:
+        for target, files in changes.items():
+            made += [parent for parent in reversed(target.parents) if not parent.exists()]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            clear_stale_temps(target)
+            staging = Path(tempfile.mkdtemp(prefix=temp_prefix(target), dir=target.parent))
+            staged.append((target, staging))
+            for name, text in files.items():
+                (staging / name).parent.mkdir(parents=True, exist_ok=True)
+                (staging / name).write_text(text, encoding="utf-8", newline="\n")
+            os.chmod(staging, 0o777 & ~_umask())
+        for target, staging in staged:
+            old = target.with_name(f"{temp_prefix(target)}old") if target.exists() else None
+            if old is not None:
+                os.replace(target, old)
+            swapped.append((target, old))
+            os.replace(staging, target)
+    except BaseException:
+        for target, old in reversed(swapped):
+            if target.exists() and (old is None or old.exists()):
+                shutil.rmtree(target, ignore_errors=True)
+            if old is not None and old.exists():
+                os.replace(old, target)
+        for _target, staging in staged:
+            shutil.rmtree(staging, ignore_errors=True)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    for _target, old in swapped:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
 @contextmanager
 def staged_dir(target: str | Path) -> Iterator[Path]:
     """Yield a sibling temporary directory that replaces ``target`` on success.

@@ -187,3 +187,49 @@ def test_a_config_is_named_after_its_set_whatever_folder_is_exported(store, tmp_
 
         loaded = datasets.load_dataset(str(tmp_path / folder), "xnli-de-k1")
         assert "bucket_00" in loaded
+
+
+def test_an_import_that_fails_at_any_set_leaves_the_store_as_it_was(store, tmp_path,
+                                                                    monkeypatch):
+    """Issue 61, item 2: every set, or none: a failure while writing the Nth set (a full
+    disk) leaves a store that held older sets byte-identical, and a store the import was
+    creating absent."""
+    import shutil
+
+    import fsxlt.fileio as fileio
+    from fsxlt.sampling.store import bucket_dir
+
+    export_hf(store, tmp_path / "ds")
+    target = tmp_path / "store"
+    import_hf(tmp_path / "ds", target)
+    stale = bucket_dir(target, "xnli", "de", 1)
+    shutil.rmtree(stale)
+    shutil.copytree(bucket_dir(target, "panx", "de", 1), stale)  # replaced below
+    shutil.rmtree(bucket_dir(target, "xquad", "de", 2))  # written anew below
+    before = {p.relative_to(target).as_posix(): p.read_bytes()
+              for p in sorted(target.rglob("*")) if p.is_file()}
+    real, calls = fileio.os.replace, []
+
+    def failing(src, dst):
+        calls.append(dst)
+        if len(calls) == fail_at:
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    for fail_at in range(1, 4):
+        calls.clear()
+        monkeypatch.setattr(fileio.os, "replace", failing)
+        with pytest.raises(OSError):
+            import_hf(tmp_path / "ds", target, replace=True)
+        monkeypatch.setattr(fileio.os, "replace", real)
+        after = {p.relative_to(target).as_posix(): p.read_bytes()
+                 for p in sorted(target.rglob("*")) if p.is_file()}
+        assert after == before, fail_at
+    fresh = tmp_path / "fresh"
+    calls.clear()
+    fail_at = 4
+    monkeypatch.setattr(fileio.os, "replace", failing)
+    with pytest.raises(OSError):
+        import_hf(tmp_path / "ds", fresh)
+    monkeypatch.setattr(fileio.os, "replace", real)
+    assert not fresh.exists()

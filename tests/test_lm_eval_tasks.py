@@ -378,6 +378,8 @@ def test_an_acc_that_disagrees_with_the_samples_is_refused(study, results, tmp_p
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         rows[0]["acc"] = 1.0 - rows[0]["acc"]
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        _refused(copy, study, tmp_path, capsys, "of fsxlt_xnli_de_k1_b00 stores acc ")
+        return
     _refused(copy, study, tmp_path, capsys, "lm-eval's acc of fsxlt_xnli_de_k1_b00 is ")
 
 
@@ -419,3 +421,30 @@ def test_an_export_with_a_relative_data_dir_imports_from_anywhere(study, tmp_pat
     config = yaml.safe_load((tmp_path / "t/xnli-de-k1/fsxlt_xnli_de_k1_b00.yaml").read_text())
     assert config["metadata"]["bucket"]["test"] == str((tmp_path / "data/test-de.tsv").resolve())
     assert config["metadata"]["bucket"]["seed"] == 0
+
+
+@pytest.mark.parametrize("metric", ["acc", "acc_norm"])
+def test_each_sample_s_metrics_follow_from_its_own_log_likelihoods(study, results, tmp_path,
+                                                                   capsys, metric):
+    """Issue 61, item 4: log-likelihoods edited so that one right sample turns wrong and one
+    wrong sample right keep every average lm-eval reports; the samples whose stored metric
+    no longer follows from their log-likelihoods are refused by name. lm-eval's own
+    samples (the fixture) pass the same check (the import test above)."""
+    copy = _copy(results, tmp_path)
+    path = next(copy.rglob("samples_fsxlt_xnli_de_k1_b00_*.jsonl"))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    right = next(r for r in rows if r["acc"] == 1.0)
+    wrong = next(r for r in rows if r["acc"] == 0.0)
+    for row, make_right in ((right, False), (wrong, True)):
+        gold = row["doc"]["label"]
+        pick = gold if make_right else (gold + 1) % 3
+        row["filtered_resps"] = [[-1.0 if i == pick else -500.0, False] for i in range(3)]
+        row["resps"] = [[list(resp)] for resp in row["filtered_resps"]]
+        if metric == "acc_norm":  # acc follows; the stored acc_norm no longer does
+            row["acc"] = 1.0 if make_right else 0.0
+            row["acc_norm"] = 0.0 if make_right else 1.0
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first = min((right, wrong), key=rows.index)
+    _refused(copy, study, tmp_path, capsys,
+             f"sample {first['doc_id']} ({first['doc']['id']}) of fsxlt_xnli_de_k1_b00 "
+             f"stores {metric} ")

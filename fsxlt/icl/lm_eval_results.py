@@ -19,8 +19,10 @@ keeps is checked against content, never taken on its word:
   demonstrations, in fsxlt icl's order, and that test example: an edited test file, a
   reordered one, another bucket's samples are refused;
 - the predictions are the arg-max of lm-eval's per-sample log-likelihoods
-  (``filtered_resps``), scored with the task's metric; that score, the per-sample ``acc``
-  and lm-eval's reported ``acc`` must agree, or the import is refused naming both;
+  (``filtered_resps``), scored with the task's metric; each sample's stored ``acc`` (and
+  ``acc_norm`` where it stores one) must be what its own log-likelihoods give, or the
+  import is refused naming the sample; that score, the mean per-sample ``acc`` and
+  lm-eval's reported ``acc`` must agree, or the import is refused naming both;
 - the run's identity is the model by content (the sha256 of its files where the folder
   lm-eval ran is here, or ``--model`` names its copy; a hub id at the commit lm-eval
   recorded), the task config's hash, the bucket's hash, the test file's hash and
@@ -172,8 +174,10 @@ def _one_task(path: Path, data: dict[str, Any], name: str, config: dict[str, Any
     test = read_examples(test_path, spec, language=language, split="test")
     samples = _samples(path, name)
     by_id = _by_id(samples, test, path, name, test_path)
-    _check_prompts(by_id, test, bucket, spec, language, _seed(meta), path, name, test_path)
+    chars = _check_prompts(by_id, test, bucket, spec, language, _seed(meta), path, name,
+                           test_path)
     predicted = [_argmax(by_id[ex.id], spec.labels, name) for ex in test]
+    _check_each_sample(by_id, test, chars, spec.labels, path, name)
     scores = compute_scores(spec, [ex.label for ex in test], predicted)
     _check_scores(data, name, samples, scores["score"], path)
     identity = {"task": spec.name, "language": language, "k": k, "index": bucket.index,
@@ -227,11 +231,11 @@ def _by_id(samples: list[dict[str, Any]], test: list[Any], path: Path, name: str
 
 def _check_prompts(by_id: dict[str, dict[str, Any]], test: list[Any], bucket: Any,
                    spec: Any, language: str, seed: int, path: Path, name: str,
-                   test_path: Path) -> None:
+                   test_path: Path) -> list[list[int]]:
     """Each sample's gold label is its test example's, and each option's prompt is the one
     fsxlt icl --preset lm-eval renders from the bucket's demonstrations (in fsxlt icl's
     order) and that example; a sample of other demonstrations or of another example is
-    one line."""
+    one line. Returns each example's options' lengths as ``acc_norm`` divides by them."""
     from fsxlt.icl.presets import render_for
     from fsxlt.icl.run import IclSettings, demonstration_order
     from fsxlt.tasks.prompts import PromptSettings
@@ -260,6 +264,41 @@ def _check_prompts(by_id: dict[str, dict[str, Any]], test: list[Any], bucket: An
             raise FsxltError(f"{path}: {name} scored test example {ex.id} with another text "
                              f"than {test_path} holds: the test file is not the one lm-eval "
                              "ran")
+    return [list(lengths) for lengths in text.chars]
+
+
+# the per-sample metrics lm-eval's multiple-choice tasks store that follow from a sample's own
+# log-likelihoods: each is 1.0 where the option it picks is the gold one, else 0.0
+# (lm-eval 0.4.13, lm_eval/api/task.py, ConfigurableTask.process_results, output_type
+# multiple_choice: acc from argmax(lls), acc_norm from argmax(lls / len(choice)), lines 1494-1546)
+PER_SAMPLE_METRICS = ("acc", "acc_norm")
+
+
+def _check_each_sample(by_id: dict[str, dict[str, Any]], test: list[Any],
+                       chars: list[list[int]], labels: Any, path: Path, name: str) -> None:
+    """Every per-sample metric a sample stores (``acc``; ``acc_norm``, the arg-max of the
+    log-likelihoods over each option's length in characters) is what its own
+    log-likelihoods give; a disagreement is one line naming the sample."""
+    labels = list(labels)
+    for ex, lengths in zip(test, chars, strict=True):
+        sample = by_id[ex.id]
+        scores = [float(resp[0]) for resp in sample["filtered_resps"]]
+        gold = labels.index(ex.label)
+        picks = {"acc": max(range(len(scores)), key=scores.__getitem__),
+                 "acc_norm": max(range(len(scores)),
+                                 key=lambda i: scores[i] / max(lengths[i], 1))}
+        for metric in PER_SAMPLE_METRICS:
+            if metric not in sample:
+                continue
+            value = sample[metric]
+            expected = 1.0 if picks[metric] == gold else 0.0
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool)) \
+                    or float(value) != expected:
+                raise FsxltError(
+                    f"{path}: sample {sample.get('doc_id', ex.id)} ({ex.id}) of {name} "
+                    f"stores {metric} {value!r}; its own log-likelihoods pick option "
+                    f"{picks[metric]} (gold {gold}), which gives {expected}: the samples "
+                    "were edited; nothing was written")
 
 
 def _arguments(sample: dict[str, Any], name: str, path: Path) -> list[tuple[str, str]]:
@@ -341,11 +380,12 @@ def import_lm_eval(results: str | Path, runs: str | Path, buckets: str | Path, *
                    replace: bool = False, arm: str | None = None,
                    model: str | Path | None = None) -> list[Imported]:
     """Read (:func:`read_lm_eval`), then write each record by the runs directory's rules,
-    with its predictions beside it; ``state`` says what happened to each (``new``,
-    ``already done``, ``replaced``)."""
-    from fsxlt.fileio import atomic_write_json
-    from fsxlt.study.directories import RUNS, check_claim, claim, writer_lock
-    from fsxlt.study.runs import identity_hash, predictions_path, record_state, refusal
+    with its predictions beside it, all or nothing (a failure while writing puts back
+    every file as it was); ``state`` says what happened to each (``new``, ``already
+    done``, ``replaced``)."""
+    from fsxlt.fileio import write_all
+    from fsxlt.study.directories import RUNS, check_claim, claim, undone_on_failure, writer_lock
+    from fsxlt.study.runs import identity_hash, record_state, refusal
 
     imported = read_lm_eval(results, runs, buckets, arm=arm, model=model)
     check_claim(runs, RUNS, "--runs")
@@ -357,27 +397,33 @@ def import_lm_eval(results: str | Path, runs: str | Path, buckets: str | Path, *
                              one.state == "foreign" else
                              f"{one.path}: a finished record of other settings; nothing was "
                              "written (--replace replaces it)")
-    claim(runs, RUNS, "--runs")
-    with writer_lock(runs, RUNS):
-        for one in imported:
-            if one.state == "done":
-                one.state = "already done"
-                continue
-            _write(one, atomic_write_json, predictions_path)
-            one.state = "replaced" if one.state in ("different", "foreign") else "new"
+    changes: dict[Path, str | None] = {}
+    for one in imported:
+        if one.state != "done":
+            changes.update(_texts(one))
+    with undone_on_failure(runs):  # all or nothing
+        claim(runs, RUNS, "--runs")
+        with writer_lock(runs, RUNS):
+            write_all(changes)
+    for one in imported:
+        one.state = {"done": "already done", "different": "replaced",
+                     "foreign": "replaced"}.get(one.state, "new")
     return imported
 
 
-def _write(one: Imported, write_json: Any, predictions_path: Any) -> None:
-    from fsxlt.study.predictions import write_predictions
+def _texts(one: Imported) -> dict[Path, str | None]:
+    """The predictions file and the record of one import, as text by path."""
+    from fsxlt.fileio import dumps_json
+    from fsxlt.study.predictions import predictions_text
+    from fsxlt.study.runs import predictions_path
     from fsxlt.tasks import get_task
 
     record = one.record
-    write_predictions(predictions_path(one.path), one.test, one.predicted,
-                      task=get_task(record["task"]), language=record["language"], split="test",
-                      model={"kind": "lm-eval", "record": one.path.name,
+    predictions = predictions_text(
+        one.test, one.predicted, task=get_task(record["task"]), language=record["language"],
+        split="test", model={"kind": "lm-eval", "record": one.path.name,
                              "method": record["method"], "k": record["k"],
                              "bucket": record["bucket"]["index"],
                              "model": record["model"]["identity"]},
-                      data_sha256=record["data"]["test"]["sha256"])
-    write_json(one.path, record)
+        data_sha256=record["data"]["test"]["sha256"])
+    return {predictions_path(one.path): predictions, one.path: dumps_json(record)}

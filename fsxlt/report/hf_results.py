@@ -466,16 +466,7 @@ def import_results(source: str | Path, runs: str | Path, *, prefix: str | None =
     All or nothing: every record is verified, every place and the runs directory's imports
     file checked before anything is written, and a failure while writing puts back every
     file as it was (a runs directory this import created is removed)."""
-    import shutil
-
-    from fsxlt.study.directories import (
-        LOCK_FILE,
-        MARKER,
-        RUNS,
-        check_claim,
-        claim,
-        writer_lock,
-    )
+    from fsxlt.study.directories import RUNS, check_claim, claim, undone_on_failure, writer_lock
 
     folder, revision, found = read_results(source)
     _apart(Path(runs), folder, "--out", "the dataset folder")
@@ -488,18 +479,10 @@ def import_results(source: str | Path, runs: str | Path, *, prefix: str | None =
         one.path = _imported_place(one.path, prefix)
     check_claim(root, RUNS, "--out")
     _import_changes(root, found, prefix, str(source), revision, replace)  # refusals first
-    existed = root.exists()
-    fresh = [path for path in (root / MARKER, root / LOCK_FILE) if not path.exists()]
-    try:
+    with undone_on_failure(root):
         claim(root, RUNS, "--out")
         with writer_lock(root, RUNS):
             write_all(_import_changes(root, found, prefix, str(source), revision, replace))
-    except BaseException:
-        if not existed:
-            shutil.rmtree(root, ignore_errors=True)
-        for path in fresh:  # what this import made of a runs directory that was there
-            path.unlink(missing_ok=True)
-        raise
     return found
 
 

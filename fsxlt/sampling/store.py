@@ -48,7 +48,6 @@ from fsxlt.data import Example, example_from_dict
 from fsxlt.data.buckets import Bucket, bucket_name  # re-exported: fsxlt.sampling.store.Bucket
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import (
-    atomic_replace_dir,
     dumps_json,
     dumps_jsonl,
     read_json,
@@ -251,7 +250,8 @@ def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: b
     """Write bucket sets under ``root`` by the store's write-once rule (module docstring).
 
     Every set is rendered and checked against what its directory holds
-    before anything is written, and ``root`` is claimed as a bucket store
+    before anything is written (then all of them, or none: :func:`fsxlt.fileio.replace_dirs`),
+    and ``root`` is claimed as a bucket store
     (:func:`fsxlt.study.directories.claim`, ``what`` names it in a refusal), so a
     refusal writes nothing. The check is made again under the store's writer
     lock (:func:`fsxlt.study.directories.writer_lock`), which is held until the last
@@ -261,19 +261,26 @@ def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: b
     folder per strategy). Each set's :class:`WrittenSet` is returned and kept as
     ``bucket_set.written``.
     """
-    from fsxlt.study.directories import BUCKETS, check_claim, claim, writer_lock
+    from fsxlt.fileio import replace_dirs
+    from fsxlt.study.directories import (
+        BUCKETS,
+        check_claim,
+        claim,
+        undone_on_failure,
+        writer_lock,
+    )
 
     root = Path(root)
     places = [root / folder for folder in folders] if folders is not None else None
     check_claim(root, BUCKETS, what)
     rendered = [render_set(bucket_set) for bucket_set in bucket_sets]  # once, planned twice
     _plan_sets(root, bucket_sets, places, replace, rendered)  # refused here: nothing written
-    claim(root, BUCKETS, what)
-    with writer_lock(root, BUCKETS):
-        plans, targets = _plan_sets(root, bucket_sets, places, replace, rendered)
-        for target, (files, plan) in plans.items():
-            if plan.status != UNCHANGED:
-                atomic_replace_dir(target, files)
+    with undone_on_failure(root):  # every set, or none
+        claim(root, BUCKETS, what)
+        with writer_lock(root, BUCKETS):
+            plans, targets = _plan_sets(root, bucket_sets, places, replace, rendered)
+            replace_dirs({target: files for target, (files, plan) in plans.items()
+                          if plan.status != UNCHANGED})
     for bucket_set, target in zip(bucket_sets, targets, strict=True):
         bucket_set.written = plans[target][1]
     return [plan for _files, plan in plans.values()]

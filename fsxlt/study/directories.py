@@ -318,3 +318,24 @@ def check_apart(runs: str | Path, buckets: str | Path, where: str) -> None:
     if relation is not None:
         raise FsxltError(f"{where}: out ({runs}) {relation} the bucket store ({buckets}); "
                          "records and buckets need directories of their own")
+
+
+@contextmanager
+def undone_on_failure(root: str | Path) -> Iterator[None]:
+    """For a command that claims ``root`` and writes there all or nothing
+    (:func:`fsxlt.fileio.write_all`): where it fails, a ``root`` it created is removed, and
+    so are the marker and lock file it made in one that was there."""
+    import shutil
+
+    root = Path(root)
+    existed = root.exists()
+    fresh = [path for path in (root / MARKER, root / LOCK_FILE) if not path.exists()]
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            shutil.rmtree(root, ignore_errors=True)
+        for path in fresh:
+            path.unlink(missing_ok=True)
+        raise
+

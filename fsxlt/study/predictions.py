@@ -90,14 +90,24 @@ def write_predictions(path: str | Path, examples: Sequence[Example], predicted: 
                       extras: Sequence[dict[str, Any]] | None = None) -> Path:
     """Atomically write a predictions file (header line, then one line per example);
     ``extras``: per example, more fields for its line (an ICL run's log-likelihoods)."""
+    atomic_write_text(path, predictions_text(examples, predicted, task=task, language=language,
+                                             split=split, model=model,
+                                             data_sha256=data_sha256, extras=extras))
+    return Path(path)
+
+
+def predictions_text(examples: Sequence[Example], predicted: Sequence[Any], *, task: Any,
+                     language: str, split: str, model: dict[str, Any],
+                     data_sha256: str | None = None,
+                     extras: Sequence[dict[str, Any]] | None = None) -> str:
+    """A predictions file's text (:func:`write_predictions`)."""
     header = {"format": PREDICTIONS_FORMAT, "task": task.name, "language": language,
               "kind": task.kind, "labels": list(task.labels), "split": split,
               "n": len(examples), "data": data_sha256, "model": model}
     rows = prediction_rows(examples, predicted)
     if extras is not None:
         rows = [{**row, **extra} for row, extra in zip(rows, extras, strict=True)]
-    atomic_write_text(path, dumps_jsonl([header, *rows]))
-    return Path(path)
+    return dumps_jsonl([header, *rows])
 
 
 def read_predictions(path: str | Path, hint: str = "") -> Predictions:
