@@ -77,3 +77,63 @@ def test_fsxlt_icl_writes_the_same_records_from_the_cache(tmp_path, cache, capsy
     first = records[0]["00.json"]
     assert first["model"]["start"]["fingerprint"] == model_fingerprint(str(folder), "tiny.gguf")
     assert len(list(cache.iterdir())) == 1
+
+
+def _flip_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _edit_json(path: Path) -> None:
+    raw = json.loads(path.read_text())
+    raw["fsxlt_edited"] = True
+    path.write_text(json.dumps(raw))
+
+
+ALTERATIONS = {
+    "weights": lambda entry: _flip_byte(entry / "model.safetensors"),
+    "config": lambda entry: _edit_json(entry / "config.json"),
+    "tokenizer": lambda entry: _edit_json(entry / "tokenizer_config.json"),
+    "cut": lambda entry: (entry / "model.safetensors").write_bytes(
+        (entry / "model.safetensors").read_bytes()[:1000]),
+    "extra file": lambda entry: (entry / "added.json").write_text("{}"),
+    "old marker": lambda entry: (entry / gguf_cache.MARKER).write_text(json.dumps({
+        k: v for k, v in json.loads((entry / gguf_cache.MARKER).read_text()).items()
+        if k != "files"})),
+}
+
+
+@pytest.mark.parametrize("alteration", [*ALTERATIONS, "another file's conversion"])
+def test_an_altered_entry_is_converted_again_saying_so(tmp_path, cache, capsys, alteration):
+    """Issue 61, item 5: the cache is checked by content before use: an entry altered in
+    any of its files, cut, holding another GGUF file's conversion under this file's key,
+    or written without hashes is converted again (one line naming the entry), giving the
+    model a fresh conversion gives, and the entry is whole again."""
+    import shutil
+
+    import torch
+
+    folder = make_gguf_dir(tmp_path / "lm")
+    first = load_causal_lm(str(folder), "tiny.gguf")
+    (entry,) = list(cache.iterdir())
+    assert gguf_cache.problem(entry) is None
+    if alteration == "another file's conversion":
+        other = make_gguf_dir(tmp_path / "other", seed=1)
+        load_causal_lm(str(other), "tiny.gguf")
+        (theirs,) = [e for e in cache.iterdir() if e != entry]
+        shutil.rmtree(entry)
+        theirs.rename(entry)
+    else:
+        ALTERATIONS[alteration](entry)
+    assert gguf_cache.problem(entry) is not None
+    capsys.readouterr()
+    again = load_causal_lm(str(folder), "tiny.gguf")
+    err = [line for line in capsys.readouterr().err.splitlines() if "GGUF cache" in line]
+    assert len(err) == 1 and str(entry) in err[0] and "converting tiny.gguf again" in err[0]
+    ids, logits = outputs(first)
+    assert outputs(again)[0] == ids and torch.equal(outputs(again)[1], logits)
+    assert gguf_cache.problem(entry) is None
+    capsys.readouterr()
+    load_causal_lm(str(folder), "tiny.gguf")
+    assert "GGUF cache" not in capsys.readouterr().err

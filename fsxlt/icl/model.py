@@ -123,6 +123,13 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
     local_gguf = Path(source) / gguf_file if gguf_file else None
     cache = gguf_cache.entry_for(local_gguf) if local_gguf and local_gguf.is_file() else None
     hit = gguf_cache.ready(cache)
+    if hit and cache is not None:
+        wrong = gguf_cache.problem(cache)
+        if wrong is not None:  # never used on its marker's word
+            print(f"GGUF cache entry {cache}: {wrong}; converting {gguf_file} again (the "
+                  "entry is replaced; delete it, or set FSXLT_GGUF_CACHE=0, to bypass the "
+                  "cache)", file=sys.stderr, flush=True)
+            hit = False
     if hit:  # converted before: the float weights, read back
         source, extra = str(cache), {}
     try:
