@@ -304,6 +304,9 @@ def _print_source_result(result: Any, english: bool, out: Path) -> None:
     )
     if "keep" in sel:
         typer.echo(f"kept {sel['kept']} (--keep {sel['keep']}) instead of the selected checkpoint")
+    for warning in result.record.get("warnings") or []:
+        typer.echo(f"warning: {warning}; {out} says so in its fsxlt_checkpoint.json, and "
+                   "every report over runs adapted from it", err=True)
     for lang, scores in result.record["zero_shot"].items():
         what = "test (a source language, not zero-shot)" if scores.get("in_source") else "test"
         _print_scores(f"zero-shot {lang} {what}", scores)

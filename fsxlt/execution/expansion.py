@@ -53,6 +53,8 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
     }
     if scores.get("in_source"):
         record["in_source"] = True  # trained on this language: not a zero-shot score
+    if isinstance(meta.get("warnings"), list) and meta["warnings"]:  # it learned nothing
+        record["warnings"] = [str(w) for w in meta["warnings"]]
     return ZeroShotSpec(plan.task, lang, str(zero_shot_record_path(out, plan.task, lang)),
                         record)
 

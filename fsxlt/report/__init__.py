@@ -82,7 +82,8 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
         warn(f"warning: {Path(runs_dir) / path}: unreadable run record, not counted: {problem}")
     for note in (mixed_versions(records), mixed_threads(records), mixed_tests(records),
                  foreign_metrics(records), other_bucket_sets(records),
-                 mixed_long_sentences(records), mixed_precisions(records)):
+                 mixed_long_sentences(records), mixed_precisions(records),
+                 learned_nothing_note(records)):
         if note and warn:
             warn(note)
     return records
@@ -186,6 +187,17 @@ def mixed_threads(records: Records) -> str | None:
         return None
     return (f"note: {mixed[0]} mix CPU runs of {', '.join(mixed[1])} torch threads; CPU "
             "numerics depend on the thread count")
+
+
+def learned_nothing_note(records: Records) -> str | None:
+    """One line when records were adapted from (or are the K=0 score of) a start that
+    learned nothing on its source dev set: its scores say nothing of the method."""
+    if not records.learned_nothing:
+        return None
+    where, warnings = next(iter(sorted(records.learned_nothing.items())))
+    more = len(records.learned_nothing) - 1
+    return (f"warning: {where}{f' and {more} more' if more else ''}: their start learned "
+            f"nothing ({warnings[0]}); these scores say nothing of the method")
 
 
 def mixed_precisions(records: Records) -> str | None:

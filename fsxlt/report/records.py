@@ -95,6 +95,8 @@ class Records:
     duplicates: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     imported: dict[str, str] = field(default_factory=dict)  # arm: "dataset@revision"
+    # starts that learned nothing: "task/lang/arm" (or "task/lang/k0") -> their warnings
+    learned_nothing: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _parse(path: Path) -> tuple[Any, str | None]:
@@ -126,6 +128,7 @@ def load_records(runs_dir: str | Path) -> Records:
     failed, skipped, duplicates, unreadable = [], [], [], []
     seen: set[tuple] = set()
     imports, imported = read_imports(root), {}
+    learned: dict[str, list[str]] = {}
     for path in sorted(root.rglob("*.json")):
         rel = path.relative_to(root).as_posix()
         if rel == IMPORTS_FILE:
@@ -159,6 +162,8 @@ def load_records(runs_dir: str | Path) -> Records:
                     unreadable.append((rel, "changed since it was imported"))
                     continue
                 source = imports[rel].arm(source)
+            _note_warnings(learned, f"{record['task']}/{record['language']}/k0",
+                           record.get("warnings"))
             zero.append({"task": record["task"], "language": record["language"],
                          "source": source,
                          "start": start.get("fingerprint") or rel,
@@ -188,6 +193,8 @@ def load_records(runs_dir: str | Path) -> Records:
                 unions.append(dict(zip(UNION_COLUMNS, key[:4] + (float(record["test_score"]),),
                                        strict=True)))
                 continue
+            _note_warnings(learned, f"{key[0]}/{key[1]}/{key[3]}",
+                           ((record.get("model") or {}).get("start") or {}).get("warnings"))
             scores.append(_score_row(record, key, rel, source))
             curves += _curve_rows(record, key)
         else:
@@ -202,7 +209,14 @@ def load_records(runs_dir: str | Path) -> Records:
         unions=pd.DataFrame(unions, columns=UNION_COLUMNS).sort_values(
             UNION_COLUMNS[:4], ignore_index=True),
         failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable,
-        imported=imported)
+        imported=imported, learned_nothing=learned)
+
+
+def _note_warnings(found: dict[str, list[str]], where: str, warnings: Any) -> None:
+    """Keep a record's start's warnings (it learned nothing) under ``where``, once each."""
+    if isinstance(warnings, list):
+        kept = found.setdefault(where, []) if warnings else []
+        kept += [str(w) for w in warnings if str(w) not in kept]
 
 
 def _imported_arm(path: Path, imported: Any, arm: str, arms: dict[str, str]) -> str | None:

@@ -491,6 +491,11 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None
         lines += [f"- {r.task}/{r.language}/k{r.k}/{r.arm}: {r.missing}"
                   for r in missing.itertuples(index=False)]
     lines += zero_shot_elsewhere(records)
+    if records.learned_nothing:
+        lines.append("Runs whose start learned nothing (its source dev score was 0, or it "
+                     "predicted one label): their scores say nothing of the method:")
+        lines += [f"- {where}: {'; '.join(warnings)}"
+                  for where, warnings in sorted(records.learned_nothing.items())]
     if records.failed:
         lines.append(f"Error records (not counted): {len(records.failed)}")
         lines += [f"- {p}" for p in records.failed]

@@ -17,7 +17,7 @@ no-source-training ablation (docs/protocol.md#ablations).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,7 +160,48 @@ def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Modu
         raise load_failure(name, err) from None
     if not getattr(tokenizer, "is_fast", False):
         raise FsxltError(f"{name}: fsxlt needs a fast tokenizer (tokenizer.json)")
+    check_tokenizer(tokenizer, name)
     return encoder, tokenizer
+
+
+# a tokenizer that leaves this share of the training data's words wholly unknown cannot
+# have been the encoder's (a multilingual encoder's leaves well under 1% of any language's)
+UNKNOWN_WORDS_LIMIT = 0.9
+CHECKED_WORDS = 2000
+
+
+def tokenizer_problem(tokenizer: Any, texts: Sequence[str] = ()) -> str | None:
+    """What makes ``tokenizer`` unable to tokenize, in words, or None: a vocabulary of
+    special tokens only (transformers builds one from ``config.json``'s
+    ``tokenizer_class`` when a folder holds no tokenizer files), or, over the first
+    :data:`CHECKED_WORDS` words of ``texts``, at least :data:`UNKNOWN_WORDS_LIMIT` of them
+    nothing but its unknown token."""
+    size = len(tokenizer)
+    specials = set(getattr(tokenizer, "all_special_ids", []) or [])
+    if size <= len(specials):
+        return (f"its tokenizer has {size} pieces, all special tokens: no vocabulary (a "
+                "folder without its tokenizer files gets an empty one from config.json's "
+                "tokenizer_class)")
+    words = [word for text in texts for word in text.split()][:CHECKED_WORDS]
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if not words or unk is None:
+        return None
+    encoded = tokenizer(words, add_special_tokens=False)["input_ids"]
+    unknown = sum(1 for ids in encoded if all(i == unk for i in ids))
+    if unknown >= UNKNOWN_WORDS_LIMIT * len(words):
+        return (f"its tokenizer ({size} pieces) knows {len(words) - unknown} of the first "
+                f"{len(words)} words of the training data (the rest are all "
+                f"{tokenizer.unk_token}): not this encoder's tokenizer, or not its language")
+    return None
+
+
+def check_tokenizer(tokenizer: Any, name: str, texts: Sequence[str] = ()) -> None:
+    """Refuse, in one line, a tokenizer that cannot tokenize (:func:`tokenizer_problem`):
+    before any training, not after it learned nothing."""
+    problem = tokenizer_problem(tokenizer, texts)
+    if problem is not None:
+        raise FsxltError(f"{name}: {problem}; give a model folder with its tokenizer files "
+                         f"({', '.join(TOKENIZER_FILES)})")
 
 
 def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0,
@@ -202,8 +243,16 @@ def load_start(name_or_path: str | Path, task: str | TaskSpec, *, seed: int = 0,
             "source_languages": meta.get("source_languages")
             or [meta.get("source_language", task.source_language)],
             "long_sentences": start_long_sentences(meta, task)}
+    if start_warnings(meta):  # it learned nothing: every record adapted from it says so
+        info["warnings"] = start_warnings(meta)
     return Start(model, tokenizer, info, fresh_head=False, record=meta,
                  extra=_saved_modules(head, set(model.head_state_dict())))
+
+
+def start_warnings(meta: dict[str, Any]) -> list[str]:
+    """A checkpoint record's warnings (:func:`fsxlt.training.source.learned_nothing`)."""
+    found = meta.get("warnings")
+    return [str(w) for w in found] if isinstance(found, list) else []
 
 
 def _revision_fact(name: str) -> dict[str, str]:

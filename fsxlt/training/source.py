@@ -36,6 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from fsxlt.data import Example
+from fsxlt.data.examples import example_texts
 from fsxlt.errors import FsxltError
 from fsxlt.identity import pinned
 from fsxlt.methods import DEFAULT_MODEL, check_source_training, get_method
@@ -48,10 +49,21 @@ from fsxlt.models.encoding import (
 )
 from fsxlt.models.model import DEFAULT_HEAD, FsxltModel, check_head
 from fsxlt.models.precision import DEFAULT_RESOLVED, resolve_precision
-from fsxlt.models.prediction import describe_examples, make_eval_set, require_scorable, score
+from fsxlt.models.prediction import (
+    describe_examples,
+    make_eval_set,
+    require_scorable,
+    score,
+    score_and_predict,
+)
 from fsxlt.tasks import TaskSpec, get_task
 from fsxlt.training.candidates import CandidateCollector, check_averaging
-from fsxlt.training.checkpoint import load_start, resolve_device, save_checkpoint
+from fsxlt.training.checkpoint import (
+    check_tokenizer,
+    load_start,
+    resolve_device,
+    save_checkpoint,
+)
 from fsxlt.training.loop import (
     average_states,
     config_hash,
@@ -273,6 +285,8 @@ def _run(request: _Request) -> _Run:
     began = time.perf_counter()
     device = resolve_device(request.device)
     start = load_start(request.model_name, task, seed=schedule.seed, head=schedule.head)
+    check_tokenizer(start.tokenizer, request.model_name,
+                    [text for ex in data.train[:200] for text in example_texts(ex)])
     model = start.model.to(device)
     featurizer = Featurizer(start.tokenizer, task, request.max_seq_length)
     trainer = get_method(request.method, task.kind)
@@ -573,6 +587,27 @@ def _oracle(checkpoints: list[dict[str, Any]], target_dev: dict[str, Any]) -> di
     return oracle
 
 
+def learned_nothing(task: TaskSpec, scores: dict[str, dict[str, Any]],
+                    predicted: dict[str, list[Any]]) -> list[str]:
+    """One line per source dev set on which the kept model learned nothing: a score of 0,
+    or (classification, multiple choice) one label predicted for every example; empty when
+    it learned. The checkpoint's record keeps them (``warnings``), ``fsxlt source-train``
+    prints them, and every report over runs adapted from it repeats them."""
+    lines = []
+    for lang, found in scores.items():
+        labels = predicted.get(lang) or []
+        one = (task.kind in ("classification", "multiple_choice") and len(labels) > 1
+               and len({str(label) for label in labels}) == 1)
+        if abs(float(found.get("score") or 0.0)) < 1e-12:
+            lines.append(f"the kept checkpoint scores 0.00 on the {lang} dev set: it learned "
+                         "nothing (check the tokenizer, the data and the learning rates)")
+        elif one:
+            lines.append(f"the kept checkpoint predicts one label ({labels[0]}) for all "
+                         f"{len(labels)} examples of the {lang} dev set: it learned nothing "
+                         "of the task")
+    return lines
+
+
 def _record(training: _Training, search: _Search, data: _Data, model_name: str,
             config_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The source-run record of the weights the model holds (its metadata; the selected
@@ -581,8 +616,10 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
     precision = training.precision
     schedule, best, languages = training.schedule, search.best, data.languages
     assert best is not None
-    source_scores = {lang: score(model, sets.dev[lang], task, precision=precision)
-                     for lang in data.source_dev}
+    source_scores, source_predicted = {}, {}
+    for lang in data.source_dev:
+        source_scores[lang], source_predicted[lang] = score_and_predict(
+            model, sets.dev[lang], task, precision=precision)
     zero_shot = {lang: score(model, es, task, precision=precision) for lang, es in tqdm(
         sets.test.items(), disable=not training.progress, unit="language",
         desc=f"source-train {task.name}: zero-shot test")}  # minutes for QA: a bar says so
@@ -606,6 +643,7 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
                       "lr": best[1], "epoch": best[2], "dev_score": best[0]},
         "english_dev": source_scores[languages[0]], "source_dev": source_scores,
         "zero_shot": zero_shot, "oracle": _oracle(search.checkpoints, data.target_dev),
+        "warnings": learned_nothing(task, source_scores, source_predicted),
         "device": training.device.type, "precision": training.precision,
         "torch_threads": torch.get_num_threads(), "versions": versions(),
         "config_hash": config_hash(_config(training, model_name, data, read, config_extra)),

@@ -1,0 +1,98 @@
+"""Issue 61, item 6 (and 62, item 6): a model folder whose tokenizer cannot tokenize is
+refused before any training, and a start that learned nothing is said: when source-trained,
+in its checkpoint, and in every report over runs adapted from it."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fsxlt.cli import run_app
+from fsxlt.data import TextExample
+from fsxlt.tasks import get_task
+from fsxlt.training.source import learned_nothing
+from tests.sweep_fixtures import build_study, sweep_config, write_config
+from tests.train_fixtures import NLI_LABELS, make_encoder_dir, nli_data, write_pairs
+
+
+def _source_train(tmp_path: Path, encoder: Path, train: list, capsys) -> tuple[int, str]:
+    data = tmp_path / "data"
+    train_file = write_pairs(data / "train-en.tsv", train)
+    dev = write_pairs(data / "dev-en.tsv", nli_data(9, seed=2))
+    capsys.readouterr()
+    code = run_app(["source-train", "--task", "xnli", "--model", str(encoder), "--train",
+                    str(train_file), "--dev", str(dev), "--epochs", "1", "--lr", "1e-3",
+                    "--device", "cpu", "--out", str(tmp_path / "ckpt")])
+    return code, capsys.readouterr().err
+
+
+def test_a_model_folder_without_its_tokenizer_is_refused_before_training(tmp_path, capsys):
+    encoder = make_encoder_dir(tmp_path / "enc")
+    for path in encoder.iterdir():
+        if path.name not in ("config.json", "model.safetensors"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    config = json.loads((encoder / "config.json").read_text())
+    config["tokenizer_class"] = "BertTokenizer"  # transformers then builds an empty one
+    (encoder / "config.json").write_text(json.dumps(config))
+    code, err = _source_train(tmp_path, encoder, nli_data(24, seed=1), capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "pieces, all special tokens: no vocabulary" in err and "tokenizer.json" in err
+    assert not (tmp_path / "ckpt").exists()
+
+
+def test_a_tokenizer_that_knows_none_of_the_words_is_refused(tmp_path, capsys):
+    encoder = make_encoder_dir(tmp_path / "enc")
+    rng = random.Random(0)
+    words = ["".join(rng.choice("qxzvwjk") for _ in range(6)) for _ in range(40)]
+    unknown = [TextExample(f"t:{i}", " ".join(rng.sample(words, 4)),
+                           " ".join(rng.sample(words, 3)), NLI_LABELS[i % 3]) for i in range(24)]
+    code, err = _source_train(tmp_path, encoder, unknown, capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "knows 0 of the first 168 words of the training data" in err
+    assert not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_learned_nothing_is_said_exactly_for_a_zero_score_or_one_label(seed):
+    """As a property: a warning per dev set whose score is 0 or whose predictions are one
+    label (classification), none for any other."""
+    rng = random.Random(seed)
+    task = get_task("xnli")
+    scores, predicted, expected = {}, {}, set()
+    for lang in ("en", "de", "fr"):
+        n = rng.randint(2, 12)
+        labels = [rng.choice(NLI_LABELS[: rng.randint(1, 3)]) for _ in range(n)]
+        score = rng.choice([0.0, round(rng.random(), 3) or 0.5])
+        scores[lang], predicted[lang] = {"score": score}, labels
+        if score == 0.0 or len(set(labels)) == 1:
+            expected.add(lang)
+    lines = learned_nothing(task, scores, predicted)
+    assert {lang for lang in scores if any(f"the {lang} dev set" in line for line in lines)} \
+        == expected and len(lines) == len(expected)
+
+
+def test_a_start_that_learned_nothing_is_said_in_every_report(tmp_path, capsys):
+    study = build_study(tmp_path / "study")
+    meta_path = study["checkpoint"] / "fsxlt_checkpoint.json"
+    meta = json.loads(meta_path.read_text())
+    warning = "the kept checkpoint scores 0.00 on the en dev set: it learned nothing"
+    meta["warnings"] = [warning]
+    meta_path.write_text(json.dumps(meta))
+    out = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, out, methods=["fc"], n_buckets=2, max_epochs=1,
+        tasks={"xnli": {"languages": ["de"], "k": [1]}}))
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    zero = json.loads((out / "xnli/de/k0/zero-shot.json").read_text())
+    record = json.loads((out / "xnli/de/k1/fc/00.json").read_text())
+    assert zero["warnings"] == [warning] == record["model"]["start"]["warnings"]
+    capsys.readouterr()
+    assert run_app(["report", str(out), "--out", str(tmp_path / "report")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: xnli/de/fc and 1 more: their start learned nothing" in err
+    page = (tmp_path / "report" / "report.md").read_text()
+    assert "Runs whose start learned nothing" in page and f"- xnli/de/fc: {warning}" in page
