@@ -279,3 +279,54 @@ def test_the_driver_says_when_no_node_fits_a_task():
     assert _waiting_note(nodes, 2, 0) is None
     note = _waiting_note(nodes, 1, 0.5)
     assert note.startswith("waiting for a Ray node with 1 CPUs and 0.5 GPUs: none of the 1 ")
+
+
+# --------------------------------------------------------------------------- the address
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed once the block ends: nothing listens there
+
+
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory) -> dict[str, Path]:
+    from tests.sweep_fixtures import build_study
+
+    return build_study(tmp_path_factory.mktemp("address-study"))
+
+
+@pytest.mark.parametrize("address, says", [
+    ("127.0.0.1:{port}", "no Ray cluster answers at 127.0.0.1:{port}"),
+    ("ray://127.0.0.1:{port}", "no Ray cluster answers at 127.0.0.1:{port}"),
+    ("not an address", "not HOST:PORT, auto or ray://HOST:PORT"),
+    ("auto", "no running Ray cluster found on this machine"),
+])
+def test_a_bad_ray_address_is_one_line_in_seconds_before_anything_is_written(
+        small_study, tmp_path, capsys, monkeypatch, address, says):
+    """Issue 61, item 7: refused by a timeout of ours before the runs marker or the K=0
+    records, never a Ray traceback or a wait of minutes."""
+    import time
+
+    import ray._private.services as services
+
+    from fsxlt.cli import run_app
+    from tests.sweep_fixtures import sweep_config, write_config
+
+    monkeypatch.setattr(services, "canonicalize_bootstrap_address", lambda addr: None)
+    port = _closed_port()
+    study = small_study
+    out = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, out, methods=["fc"], n_buckets=2, max_epochs=1,
+        tasks={"xnli": {"languages": ["de"], "k": [1]}}))
+    capsys.readouterr()
+    began = time.monotonic()
+    code = run_app(["sweep", str(config), "--executor", "ray", "--address",
+                    address.format(port=port)])
+    err = capsys.readouterr().err
+    assert code == 2 and time.monotonic() - began < 30
+    assert err.count("\n") == 1 and says.format(port=port) in err, err
+    assert "ray start --head" in err and not out.exists()

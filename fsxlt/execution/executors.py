@@ -45,7 +45,7 @@ from fsxlt import __version__
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig
 from fsxlt.execution.expansion import expand
-from fsxlt.execution.ray_executor import ray_module, run_ray
+from fsxlt.execution.ray_executor import check_address, ray_module, run_ray
 from fsxlt.execution.spec import Plan, RunSpec, check_eval_sets
 from fsxlt.execution.worker import Outcome, die_with_parent, run_group
 from fsxlt.fileio import atomic_write_json, check_output_dir
@@ -337,6 +337,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
         raise FsxltError("--gpus-per-task must be >= 0 and --cpus-per-task > 0")
     if executor == "ray":
         ray_module()  # refused before anything is written, not after the K=0 records
+        check_address(address)
     check_out(config)
     config = resolve_precisions(config, executor, device, gpus_per_task)
     plan = expand(config)  # every input checked before anything is written

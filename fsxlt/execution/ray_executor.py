@@ -107,6 +107,57 @@ def _stream(runs: Sequence[Any], device: str, threads: int, save_predictions: bo
     thread.join()
 
 
+# --------------------------------------------------------------------------- the address
+
+ADDRESS_TIMEOUT_S = 5.0  # ours: Ray's own connection retries take minutes on a dead port
+CLIENT_PORT = 10001      # the Ray client's default (ray://HOST without a port)
+
+
+def check_address(address: str | None, timeout: float = ADDRESS_TIMEOUT_S) -> None:
+    """Refuse, in one line and within ``timeout`` seconds, a Ray ``address`` nothing
+    answers at (before a sweep writes anything): ``auto`` with no running cluster to find
+    (``RAY_ADDRESS``, or the one ``ray start`` left on this machine), an address that is no
+    ``HOST:PORT``, a port no process listens on. ``None``/``local``: a local Ray is
+    started, nothing to reach."""
+    import socket
+
+    if address in (None, "", "local"):
+        return
+    assert address is not None
+    cure = ("start one with `ray start --head`, or give --address HOST:PORT of a running "
+            "cluster's head (ray://HOST:PORT for a Ray client server)")
+    target = _host_port(address)
+    if target is None:
+        raise FsxltError(f"--address {address}: " + ("no running Ray cluster found on this "
+                         "machine (none in RAY_ADDRESS, none started with `ray start`); "
+                         if address == "auto" else "not HOST:PORT, auto or ray://HOST:PORT; ")
+                         + cure)
+    try:
+        socket.create_connection(target, timeout=timeout).close()
+    except OSError as err:
+        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+        raise FsxltError(f"--address {address}: no Ray cluster answers at "
+                         f"{target[0]}:{target[1]} ({why}, within {timeout:g} s); {cure}"
+                         ) from None
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a Ray address (``auto`` resolved as Ray resolves it), or None."""
+    if address.startswith("ray://"):
+        host, _, port = address[len("ray://"):].partition("/")[0].rpartition(":")
+        if not host:
+            host, port = port, str(CLIENT_PORT)
+        return (host, int(port)) if port.isdigit() and host else None
+    if address == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+            address = canonicalize_bootstrap_address("auto") or ""
+        except Exception:  # Ray's private API moved, or no cluster file: nothing found
+            return None
+    host, _, port = address.rpartition(":")
+    return (host.strip("[]"), int(port)) if host and port.isdigit() else None
+
+
 # --------------------------------------------------------------------------- the driver
 
 def run_ray(groups: list[list[Any]], on_result: Callable[[Outcome], None], *, out: str,
@@ -117,7 +168,12 @@ def run_ray(groups: list[list[Any]], on_result: Callable[[Outcome], None], *, ou
     ray = ray_module()
     started = False
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        except Exception as err:  # the address answered, but is no Ray (or refused us)
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+            raise FsxltError(f"--address {address}: Ray could not join it "
+                             f"({type(err).__name__}: {first})") from None
         started = True
     try:
         if device == "auto":

@@ -253,7 +253,7 @@ def import_hf(source: str | Path, out: str | Path, *, replace: bool = False,
             for config in (progress or iter)(list(configs))]
     folders = [bucket_set.strategy["name"] if bucket_set.strategy else "."
                for bucket_set in sets]  # a strategy's folder (fsxlt select), else the root
-    write_sets(out, sets, replace=replace, folders=folders)
+    write_sets(out, sets, replace=replace, folders=folders, whole=True)  # all or nothing
     return sets
 
 

@@ -37,6 +37,7 @@ refused, so a refused command writes nothing, not even the marker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from fsxlt.data import Example, example_from_dict
 from fsxlt.data.buckets import Bucket, bucket_name  # re-exported: fsxlt.sampling.store.Bucket
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import (
+    atomic_replace_dir,
     dumps_json,
     dumps_jsonl,
     read_json,
@@ -246,12 +248,13 @@ class WrittenSet:
 
 def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: bool = False,
                what: str = "--out", folders: Sequence[str] | None = None,
-               ) -> list[WrittenSet]:
+               whole: bool = False) -> list[WrittenSet]:
     """Write bucket sets under ``root`` by the store's write-once rule (module docstring).
 
     Every set is rendered and checked against what its directory holds
-    before anything is written (then all of them, or none: :func:`fsxlt.fileio.replace_dirs`),
-    and ``root`` is claimed as a bucket store
+    before anything is written (``whole``: then all of them or none, an import's rule,
+    :func:`fsxlt.fileio.replace_dirs`; else each set whole), and ``root`` is claimed as a
+    bucket store
     (:func:`fsxlt.study.directories.claim`, ``what`` names it in a refusal), so a
     refusal writes nothing. The check is made again under the store's writer
     lock (:func:`fsxlt.study.directories.writer_lock`), which is held until the last
@@ -275,12 +278,16 @@ def write_sets(root: str | Path, bucket_sets: Sequence[BucketSet], *, replace: b
     check_claim(root, BUCKETS, what)
     rendered = [render_set(bucket_set) for bucket_set in bucket_sets]  # once, planned twice
     _plan_sets(root, bucket_sets, places, replace, rendered)  # refused here: nothing written
-    with undone_on_failure(root):  # every set, or none
+    with undone_on_failure(root) if whole else contextlib.nullcontext():
         claim(root, BUCKETS, what)
         with writer_lock(root, BUCKETS):
             plans, targets = _plan_sets(root, bucket_sets, places, replace, rendered)
-            replace_dirs({target: files for target, (files, plan) in plans.items()
-                          if plan.status != UNCHANGED})
+            changed = {target: files for target, (files, plan) in plans.items()
+                       if plan.status != UNCHANGED}
+            if whole:  # every set, or none
+                replace_dirs(changed)
+            for target, files in changed.items() if not whole else ():
+                atomic_replace_dir(target, files)  # each set whole: a rerun writes the rest
     for bucket_set, target in zip(bucket_sets, targets, strict=True):
         bucket_set.written = plans[target][1]
     return [plan for _files, plan in plans.values()]
