@@ -8,6 +8,7 @@ mid-sweep leaves every record written and says so once; a missing extra is one l
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,59 @@ def test_adapt_and_icl_send_their_records_as_they_write_them(study, tmp_path, ca
     sent = read_tensorboard(str(tb), "")
     keys = {json.loads(p.read_text())["run"]["hash"] for p in record_files(runs)}
     assert set(sent) == keys and len(keys) == 10  # five buckets, two arms
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("kind", ["mlflow", "wandb"])
+def test_an_unreachable_tracker_is_said_once_and_early(study, tmp_path, capsys, monkeypatch,
+                                                       kind):
+    """Issue 61, item 7: a tracker server nothing answers at is one line within seconds
+    (a timeout of ours, not the clients' retries of minutes), for runs log and for a
+    sweep, which writes every record all the same."""
+    import time
+
+    address = f"http://127.0.0.1:{_closed_port()}"
+    if kind == "wandb":
+        monkeypatch.setenv("WANDB_MODE", "online")
+        monkeypatch.setenv("WANDB_BASE_URL", address)
+    where = address if kind == "mlflow" else str(tmp_path / "wandb")
+    runs = tmp_path / "runs"
+    capsys.readouterr()
+    began = time.monotonic()
+    assert run_app(["sweep", str(config(study, runs)), "--workers", "0", "--threads", "1",
+                    "--log-to", kind, "--log-uri", where]) == 0
+    assert len(record_files(runs)) == N_RECORDS
+    began_log = time.monotonic()
+    assert run_app(["runs", "log", str(runs), "--to", kind, "--uri", where]) == 1
+    assert time.monotonic() - began_log < 15
+    err = capsys.readouterr().err
+    said = f"{kind}: logging failed (ConnectionError: "
+    assert err.count(said) == 2 and "nothing answers at 127.0.0.1:" in err
+    assert time.monotonic() - began < 120
+
+
+def test_every_mlflow_request_is_bounded_unless_the_user_bounds_it(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from fsxlt.report import trackers
+
+    seen = []
+    real = MlflowClient.get_experiment_by_name
+
+    def looking(self, name):
+        seen.append({key: os.environ.get(key) for key in trackers.MLFLOW_BOUNDS})
+        return real(self, name)
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", looking)
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_TIMEOUT", raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")
+    trackers.open_tracker("mlflow", f"sqlite:///{tmp_path / 'm.db'}", "p")
+    assert seen == [{**trackers.MLFLOW_BOUNDS, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3"}]
+    assert "MLFLOW_HTTP_REQUEST_TIMEOUT" not in os.environ

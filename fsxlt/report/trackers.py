@@ -31,6 +31,14 @@ Nothing is required: without a tracker's extra, ``--log-to`` is refused in one l
 naming it. A tracker that fails (a server down) never fails a run or loses a record:
 :class:`RecordLogger` says so once and sends nothing more in that command; ``fsxlt runs
 log`` sends the records later.
+
+A tracker behind a network address is asked first, with a timeout of ours
+(:data:`CONNECT_TIMEOUT_S`), whether anything answers there: an MLflow server at an
+``http(s)://`` URI, W&B's server unless ``WANDB_MODE`` is ``offline`` or ``disabled``.
+One that does not is said once, as the command opens it, not after minutes of the
+clients' own retries; and every MLflow request is bounded (:data:`MLFLOW_BOUNDS`: one retry
+of 10 s at most, unless the user's environment sets them), W&B's start to
+:data:`WANDB_INIT_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -52,6 +60,12 @@ from fsxlt.report.records import dev_curve
 from fsxlt.study.runs import arm_of, bucket_stem, is_complete, predictions_path
 
 TRACKERS = {"mlflow": "mlflow", "wandb": "wandb", "tensorboard": "tensorboard"}  # extra
+CONNECT_TIMEOUT_S = 5.0
+# MLflow's own defaults wait minutes on a server that is down (7 retries with backoff 2,
+# 120 s each); these bound each request, where the user's environment does not say
+MLFLOW_BOUNDS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+WANDB_INIT_TIMEOUT_S = 30.0
 SENT_FILE = "fsxlt_sent.json"
 WANDB_SENT = "fsxlt-wandb-sent.json"
 
@@ -111,17 +125,51 @@ def quiet_store_setup() -> Iterator[None]:
         yield
 
 
+def check_reachable(uri: str, what: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise :class:`ConnectionError` (one line) unless something answers at the host and
+    port of the ``http(s)://`` ``uri`` within ``timeout`` seconds; other URIs (a file, an
+    SQLite store) have nothing to reach."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as err:
+        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+        raise ConnectionError(f"{what} {uri}: nothing answers at {parts.hostname}:{port} "
+                              f"({why}, within {timeout:g} s)") from None
+
+
+@contextlib.contextmanager
+def bounded_mlflow() -> Iterator[None]:
+    """MLflow's HTTP requests bounded by :data:`MLFLOW_BOUNDS` where the environment sets
+    no bound of its own (restored afterwards)."""
+    added = [name for name in MLFLOW_BOUNDS if name not in os.environ]
+    os.environ.update({name: MLFLOW_BOUNDS[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
 class _Mlflow:
     def __init__(self, where: str | None, project: str | None):
         from mlflow.tracking import MlflowClient
 
         uri = where or os.environ.get("MLFLOW_TRACKING_URI") or None
         name = project or "fsxlt"
-        with quiet_store_setup():  # the client's store is imported and opened here
+        if uri:
+            check_reachable(uri, "MLflow tracking server")
+        with quiet_store_setup(), bounded_mlflow():  # the client's store is opened here
             self.client = MlflowClient(tracking_uri=uri)
             found = self.client.get_experiment_by_name(name)
-        self.experiment = found.experiment_id if found else self.client.create_experiment(
-            name, artifact_location=_beside_sqlite(uri))
+            self.experiment = found.experiment_id if found else \
+                self.client.create_experiment(name, artifact_location=_beside_sqlite(uri))
 
     def _find(self, key: str) -> Any:
         found = self.client.search_runs([self.experiment],
@@ -129,10 +177,15 @@ class _Mlflow:
         return found[0] if found else None
 
     def sent(self, entry: Entry) -> bool:
-        run = self._find(entry.key)
+        with bounded_mlflow():
+            run = self._find(entry.key)
         return run is not None and run.data.tags.get("fsxlt.record_sha256") == entry.digest
 
     def send(self, entry: Entry) -> None:
+        with bounded_mlflow():
+            self._send(entry)
+
+    def _send(self, entry: Entry) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
         old = self._find(entry.key)
@@ -168,6 +221,9 @@ class _Wandb:
         if not where:
             raise FsxltError("--log-to wandb needs --log-uri DIR: the folder wandb writes to")
         self.wandb, self.dir, self.project = wandb, Path(where), project or "fsxlt"
+        if os.environ.get("WANDB_MODE", "online") not in ("offline", "disabled", "dryrun"):
+            check_reachable(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai",
+                            "W&B server")
         self.dir.mkdir(parents=True, exist_ok=True)
         ledger = self.dir / WANDB_SENT
         self.ledger = json.loads(ledger.read_text(encoding="utf-8")) if ledger.is_file() else {}
@@ -186,7 +242,8 @@ class _Wandb:
                                       **{f"tag.{k}": v for k, v in entry.tags.items()},
                                       "fsxlt.record_sha256": entry.digest},
                               tags=[entry.tags[k] for k in ("task", "language", "arm")],
-                              settings=self.wandb.Settings(silent=True))
+                              settings=self.wandb.Settings(
+                                  silent=True, init_timeout=WANDB_INIT_TIMEOUT_S))
         try:
             for epoch, score in entry.curve:
                 run.log({"dev_score": score}, step=epoch)
