@@ -28,6 +28,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+# a name read from outside that becomes a file or folder: letters, digits, '_', '-', '+' and
+# '.', not starting with '.' (so never '.', '..' or hidden), no separator or control
+# character: it stays where it is put (a manifest's files, a record's task or arm)
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}$")
+
+
+def plain_name(value: Any) -> bool:
+    """Whether ``value`` is a name that may become a file or folder (:data:`PLAIN_NAME`)."""
+    return isinstance(value, str) and bool(PLAIN_NAME.fullmatch(value))
+
 
 def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
     """Content hash of a file, hex-encoded."""

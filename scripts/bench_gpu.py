@@ -177,15 +177,17 @@ def read(task: str, path: Path, lang: str) -> list[Any]:
 def build_encoder(directory: Path, texts: list[str], shape: dict[str, int]) -> Path:
     """A random BERT of ``shape`` and a WordPiece tokenizer trained on ``texts``."""
     from tokenizers import BertWordPieceTokenizer
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel, BertTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     trainer = BertWordPieceTokenizer(lowercase=False)
     trainer.train_from_iterator(texts, vocab_size=min(30000, shape["vocab_size"]),
                                 min_frequency=1)
     trainer.save_model(str(directory))
-    BertTokenizerFast(vocab_file=str(directory / "vocab.txt"),
-                      do_lower_case=False).save_pretrained(directory)
+    # transformers 5's BertTokenizer is the fast one; it takes the vocabulary as ``vocab``
+    # (BertTokenizerFast(vocab_file=...) builds an empty one: every word [UNK])
+    BertTokenizer(vocab=str(directory / "vocab.txt"),
+                  do_lower_case=False).save_pretrained(directory)
     torch.manual_seed(0)
     config = BertConfig(**shape, max_position_embeddings=512)
     BertModel(config).save_pretrained(directory)

@@ -210,10 +210,17 @@ def test_spread_ratio_swaps_with_the_arms_sees_a_wider_arm_and_ranks_buckets():
     assert np.isnan(spread(narrow[:2], wide[:2], index[:, :2])["sd_ratio"])
 
 
-def test_all_zero_differences_give_p_one(runs):
+def test_all_zero_differences_give_no_p_value_and_say_why(runs):
+    """Issue 62, item 2: no test is possible when every paired difference is 0; no
+    p-value is printed, and the page says why."""
+    from fsxlt.report.compare import render_compare
+
     records = load_records(runs)
     result = compare(records, "full", "full", n_boot=100)
-    assert np.all(result["p_value"] == 1.0) and np.all(result["mean_diff"] == 0.0)
+    assert result["p_value"].isna().all() and np.all(result["mean_diff"] == 0.0)
+    page = render_compare(result, "full", "full", "md", seed=0, n_boot=100)
+    assert "no test is possible (every paired difference is 0" in page
+    assert "1.0000" not in page
 
 
 def test_cli_formats_plots_and_byte_identical_output(runs, tmp_path, capsys):

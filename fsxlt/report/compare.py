@@ -64,10 +64,8 @@ def bootstrap_ci(diffs: np.ndarray, *, seed: int, key: str, n_boot: int = 10_000
 def wilcoxon_p(diffs: np.ndarray) -> float:
     from scipy.stats import wilcoxon
 
-    if len(diffs) < 2:
+    if len(diffs) < 2 or np.all(diffs == 0):  # no test is possible: no p-value
         return float("nan")
-    if np.all(diffs == 0):
-        return 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(wilcoxon(diffs, zero_method="wilcox").pvalue)
@@ -251,6 +249,9 @@ def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, 
             "sample std over the same buckets, ratio A/B with a bootstrap interval from the "
             "same resamples; Pitman-Morgan test of equal variances (paired), two-sided; "
             "Spearman rank correlation of the arms' scores over the buckets.")
+    if result["p_value"].isna().any():
+        note += (" Wilcoxon p – : no test is possible (every paired difference is 0, or "
+                 "fewer than 2 pairs).")
     if fmt_name == "md":
         return "# Paired comparison\n\n" + note + "\n\n" + "\n".join(
             t.markdown() for t in tables)

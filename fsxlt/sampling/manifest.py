@@ -7,11 +7,11 @@ its set; anything else is a one-line error naming the file and the field."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from fsxlt.errors import DataFormatError
+from fsxlt.fileio import PLAIN_NAME, plain_name
 
 STORE_FORMAT = "fsxlt-buckets/2"
 LEGACY_FORMAT = "fsxlt-buckets/1"  # written by fsxlt 0.3 and 0.4: read, never written
@@ -29,16 +29,6 @@ def parse_manifest(manifest: Any, path: str | Path) -> dict[str, Any]:
     if problem is not None:
         raise DataFormatError(path, f"not an fsxlt bucket manifest: {problem}")
     return manifest
-
-
-# a name a manifest gives a file or folder: letters, digits, '_', '-', '+' and '.', not
-# starting with '.' (so never '.', '..' or hidden), no separator: it stays where it is put
-PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}$")
-
-
-def plain_name(value: Any) -> bool:
-    """Whether ``value`` is a name a manifest may give a file or folder (:data:`PLAIN_NAME`)."""
-    return isinstance(value, str) and bool(PLAIN_NAME.match(value))
 
 
 def _brief(value: Any, width: int = 60) -> str:

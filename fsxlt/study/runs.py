@@ -247,7 +247,7 @@ def place_problem(record: dict[str, Any]) -> str | None:
     bucket's name, index or hash) and that is no plain name, in words (``task is '..', not
     a plain name``), or None. The check a record from outside (an imported results
     dataset) passes before anything is placed by its facts."""
-    from fsxlt.sampling.manifest import plain_name
+    from fsxlt.fileio import plain_name
 
     def brief(value: Any) -> str:
         text = repr(value)
