@@ -131,22 +131,74 @@ def split_revision(name: str) -> tuple[str, str | None]:
     return (repo, revision) if sep and revision else (repo, None)
 
 
+HUB_TIMEOUT_S = 5.0  # ours: the hub client's retries take half a minute on a closed network
+
+
 def hub_commit(repo: str, revision: str | None = None, filename: str = "config.json") -> str:
     """The commit ``revision`` (``main`` when None) of the hub model ``repo`` is at: the
     snapshot huggingface_hub downloads ``filename`` into (or finds in its cache offline),
-    resolved once per process."""
+    resolved once per process. A hub that does not answer within :data:`HUB_TIMEOUT_S`
+    (asked once per process) is not waited for: the cache answers, or one whole line says
+    what to do (``--model DIR``, ``HF_HUB_OFFLINE=1``)."""
     key = (repo, revision, filename)
     if key not in _COMMITS:
         from huggingface_hub import hf_hub_download
 
+        unreachable = hub_unreachable()
         try:
-            path = Path(hf_hub_download(repo, filename, revision=revision))
+            path = Path(hf_hub_download(repo, filename, revision=revision,
+                                        local_files_only=unreachable is not None))
         except Exception as err:  # offline and not cached, no such model or revision
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
-            raise FsxltError(f"{repo}: cannot resolve hub revision {revision or 'main'} to a "
-                             f"commit ({type(err).__name__}: {first})") from None
+            raise FsxltError(_hub_failure(repo, revision, err, unreachable)) from None
         _COMMITS[key] = path.parent.name
     return _COMMITS[key]
+
+
+def _hub_failure(repo: str, revision: str | None, err: BaseException,
+                 unreachable: str | None) -> str:
+    """The one line for a hub model that could not be resolved."""
+    cure = ("give a local model folder (--model DIR), or download the model where the hub "
+            "answers and set HF_HUB_OFFLINE=1 to load it from the cache")
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    if unreachable is not None or offline:
+        why = "HF_HUB_OFFLINE is set" if offline else f"the hub does not answer ({unreachable})"
+        return (f"{repo}: {why}, and the model (revision {revision or 'main'}) is not in the "
+                f"local Hugging Face cache; {cure}")
+    return (f"{repo}: cannot resolve hub revision {revision or 'main'} to a commit "
+            f"({type(err).__name__}: {whole_words(str(err))}); {cure}")
+
+
+_HUB_REACHABLE: dict[str, str | None] = {}
+
+
+def hub_unreachable() -> str | None:
+    """Why the hub (``HF_ENDPOINT``, else huggingface.co) cannot be reached, asked once per
+    process with a connection of :data:`HUB_TIMEOUT_S`; None when it answers or when
+    ``HF_HUB_OFFLINE`` is set (the cache is all there is)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return None
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    if endpoint not in _HUB_REACHABLE:
+        parts = urlsplit(endpoint)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            socket.create_connection((parts.hostname or "", port), timeout=HUB_TIMEOUT_S).close()
+            _HUB_REACHABLE[endpoint] = None
+        except OSError as err:
+            why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+            _HUB_REACHABLE[endpoint] = f"{parts.hostname}:{port}: {why}"
+    return _HUB_REACHABLE[endpoint]
+
+
+def whole_words(text: str, width: int = 200) -> str:
+    """The first line of ``text``, cut at a word boundary (with "...") when over ``width``."""
+    first = (text.strip().splitlines() or [""])[0]
+    if len(first) <= width:
+        return first
+    return first[:width].rsplit(" ", 1)[0].rstrip(",.;:") + " ..."
 
 
 def _hub_name(name: str) -> tuple[str, str | None] | None:

@@ -64,8 +64,10 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 
 
 def _first_line(err: BaseException) -> str:
+    from fsxlt.identity import whole_words
+
     text = str(err).strip()
-    return text.splitlines()[0][:300] if text else err.__class__.__name__
+    return whole_words(text, 300) if text else err.__class__.__name__
 
 
 def check_model_location(name: str, what: str = "encoder") -> None:
