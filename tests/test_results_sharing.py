@@ -473,3 +473,22 @@ def test_a_report_over_an_imported_study_keeps_its_zero_shot_and_gains(studies, 
     assert 0 in set(fc["k"]) and fc["zero_shot"].notna().all()
     pd_testing = pytest.importorskip("pandas.testing")
     pd_testing.assert_frame_equal(fc, theirs)
+
+
+def test_analyses_take_an_imported_arm_as_an_arm(studies, tmp_path, capsys):
+    """Issue 62, item 3: analyze selection over a runs directory holding another study's
+    records reads them as the arm ``<prefix>.<arm>``, never as runs of our buckets."""
+    from fsxlt.analysis.adapt_selection import read_adapt_records, selection_table
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(studies["ours"], mixed)
+    shutil.copytree(studies["theirs"] / "xnli/de/k1/fc", mixed / "xnli/de/k1/fc")  # ours too
+    assert run_app(["runs", "import-hf", str(studies["export"]), "--out", str(mixed)]) == 0
+    capsys.readouterr()
+    assert run_app(["analyze", "selection", str(mixed), "--out", str(tmp_path / "sel")]) == 0
+    table = selection_table(read_adapt_records(mixed), n_boot=50)
+    arms = set(table["arm"])
+    assert {"full", "fc", "their-study.fc"} <= arms
+    theirs = table[(table["arm"] == "their-study.fc") & (table["k"] == 1)]
+    local = table[(table["arm"] == "fc") & (table["k"] == 1)]
+    assert theirs["test_mean"].tolist() == local["test_mean"].tolist()  # the same runs

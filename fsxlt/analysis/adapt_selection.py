@@ -84,13 +84,32 @@ def counts(record: dict[str, Any] | None) -> bool:
 
 def read_adapt_records(runs_dir: str | Path) -> list[dict[str, Any]]:
     """The counted adapt records of a runs directory (:func:`counts`), each with
-    ``_path``, its file."""
+    ``_path``, its file, and ``_arm``, its arm: a record imported from another study
+    (:mod:`fsxlt.study.imports`) is an arm of its own, ``<prefix>.<arm>``, as in ``fsxlt
+    report``; one whose bytes changed since the import is left out."""
+    from fsxlt.fileio import sha256_file
+    from fsxlt.study.imports import read_imports
+
+    root = Path(runs_dir)
+    imports = read_imports(root)
     records = []
-    for path in record_files(runs_dir):
+    for path in record_files(root):
         record = read_record(path)
-        if counts(record):
-            records.append({**record, "_path": str(path)})
+        if not counts(record):
+            continue
+        arm = arm_of(record)
+        imported = imports.get(path.relative_to(root).as_posix())
+        if imported is not None:
+            if sha256_file(path) != imported.sha256:
+                continue  # changed since it was imported: no record of theirs, nor ours
+            arm = imported.arm(arm)
+        records.append({**record, "_path": str(path), "_arm": arm})
     return records
+
+
+def record_arm(record: dict[str, Any]) -> str:
+    """A read record's arm (:func:`read_adapt_records`), else its own facts'."""
+    return str(record.get("_arm") or arm_of(record))
 
 
 def _number(value: object) -> bool:
@@ -123,7 +142,7 @@ def _bucket_rows(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """One row per (record, candidate): the cell, the bucket, the rule and its scores."""
     rows, seen = [], {}
     for record in filter(counts, records):
-        cell = (record["task"], record["language"], int(record["k"]), arm_of(record))
+        cell = (record["task"], record["language"], int(record["k"]), record_arm(record))
         bucket = bucket_stem(record["bucket"])
         where = record.get("_path", "a record")
         if (*cell, bucket) in seen:
@@ -207,7 +226,7 @@ def filter_records(records: Iterable[dict[str, Any]], *, tasks: Sequence[str] = 
     """The records of the given tasks, languages, Ks and arms (an empty filter keeps all)."""
     return [r for r in records
             if (not tasks or r["task"] in tasks) and (not languages or r["language"] in languages)
-            and (not ks or int(r["k"]) in ks) and (not arms or arm_of(r) in arms)]
+            and (not ks or int(r["k"]) in ks) and (not arms or record_arm(r) in arms)]
 
 
 def _points(value: float, signed: bool = False) -> str:

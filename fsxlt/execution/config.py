@@ -41,6 +41,9 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # lower it when a run runs out of memory. Neither enters
                                     # the identity: they change how much memory a run needs,
                                     # its scores only in the last bits
+    dev_limit: null                 # N: each adapting run selects on a seeded sample of N
+    test_limit: null                # dev examples, and is scored on one of N test examples
+                                    # (a smoke test; in the run's identity)
     no_source_training: null        # or {encoder: NAME_OR_DIR, methods: [full]}: the ablation;
                                     # it may set its own lrs, max_epochs, patience,
                                     # batch_size, patience_from, long_sentences,
@@ -130,7 +133,7 @@ SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed
             "method_options", "select_start", "predict", "batch_size", "patience_from",
             "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences",
             "optimizer", "label_all_tokens", "qa_decoding", "lm_lora", "shared_multi",
-            "precision", "eval_max_tokens", "micro_batch")
+            "precision", "eval_max_tokens", "micro_batch", "dev_limit", "test_limit")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
                       "long_sentences", "optimizer", "label_all_tokens")
@@ -296,7 +299,7 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
         precision=check_precision(text(merged["precision"], where, "precision") or "auto",
                                   f"{where}: precision"),
         **{key: None if merged[key] is None else number(merged[key], where, key, int, 1)
-           for key in ("eval_max_tokens", "micro_batch")},
+           for key in ("eval_max_tokens", "micro_batch", "dev_limit", "test_limit")},
         **_protocol(merged, spec, where), **_regimes(merged, where, name))
 
 

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 from fsxlt.data.files import data_file
 from fsxlt.errors import FsxltError
@@ -36,6 +37,11 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
         return None                    # zero-shot score is XNLI's, not this task's
     scores = (meta.get("zero_shot") or {}).get(lang)
     if not scores:
+        return None
+    if plan.test_limit is not None:
+        notes.append(f"{plan.task}/{lang}: no K=0 record: the runs score a sample of "
+                     f"{plan.test_limit} test examples (test_limit), {plan.start} scored "
+                     "its zero-shot score on the whole test set")
         return None
     if not _same_test(meta, plan.spec, lang, test):
         notes.append(f"{plan.task}/{lang}: no K=0 record: {plan.start} scored zero-shot on "
@@ -93,6 +99,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
             untrained_sets: tuple[Path, Path | None] | None = None  # K=0 runs' dev, test
             for k in plan.k:
                 files = bucket_files(plan, lang, k, hashes)
+                first = len(result.runs)  # the cell's runs are appended from here
                 test = files.test or data_file(spec, plan.data_dir, "test", lang)
                 files.check_test(test, spec)
                 shared_dev = None  # adapting runs select on a dev set; ICL runs need none
@@ -110,6 +117,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                 result.runs += icl_cell_runs(plan, lang, k, files, test, out, hashes,
                                              config.name)
                 result.runs += lm_cell_runs(plan, lang, files, out, hashes, config.name)
+                _plan_cell(result.runs, first, files)
             zero = _zero_shot(plan, lang, out, hashes,
                               untrained_sets[1] if untrained_sets else None, result.notes)
             if zero is not None:
@@ -121,6 +129,14 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                                                   config.name)
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
     return result
+
+
+def _plan_cell(runs: list[Any], first: int, files: SetFiles) -> None:
+    """Give each run of a cell (``runs[first:]``) the bucket indexes the sweep runs there,
+    for its record (``run.plan``): a report then expects what was planned."""
+    planned = tuple(sorted(index for index, *_rest in files.buckets))
+    for position in range(first, len(runs)):
+        runs[position] = replace(runs[position], planned_buckets=planned)
 
 
 def _starts(plan: TaskPlan, missing: list[tuple[str, str]] | None,

@@ -34,6 +34,7 @@ class CausalLmSweepRun:
     batch_size: int
     writer: str
     sweep_name: str = ""
+    planned_buckets: tuple[int, ...] = ()  # the cell's bucket indexes the sweep runs
 
     @property
     def task(self) -> str:

@@ -92,6 +92,8 @@ class RunSpec:
     precision: str = "fp32"        # the precision the run uses (fsxlt.models.precision)
     eval_max_tokens: int | None = None  # memory knobs, not in the identity (the engine's
     micro_batch: int | None = None      # defaults where None)
+    planned_buckets: tuple[int, ...] = ()  # the cell's bucket indexes the sweep runs (the
+    # record's run.plan: what a report expects; not in the identity)
 
     def read_eval(self, which: str) -> list[Any]:
         """The run's dev or test examples, read as planned: the task's part of the file

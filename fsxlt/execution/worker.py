@@ -148,7 +148,7 @@ def _write_record(engine: Any, run: RunSpec, record: dict[str, Any], test: list 
         raise FsxltError(f"the run was planned as arm {run.arm} but its record says "
                          f"{arm_of(record)}")
     finish_record(record, identity=run.identity, arm=run.arm, writer=run.writer,
-                  sweep=run.sweep_name)
+                  sweep=run.sweep_name, planned=run.planned_buckets)
     if test is not None:
         save_run_predictions(run.record_path, record, test, engine.task)
     if unlabelled is not None:
@@ -393,7 +393,7 @@ def _run_icl_group(runs: Sequence[IclSweepRun], device: str,
                 raise FsxltError(f"{run.bucket_path} changed since the sweep was planned")
             execute(prepared, lm, settings, batch_size=run.batch_size,
                     save_predictions=save_predictions, writer=run.writer,
-                    sweep=run.sweep_name)
+                    sweep=run.sweep_name, planned=run.planned_buckets)
             report(Outcome(run.id, True))
         except Exception as err:
             report(write_error(run, err, "icl", lm.model.device))
@@ -432,7 +432,7 @@ def _run_lm_group(runs: Sequence[LmSweepRun], device: str,
             prepared = prepare_all([run.run], lm, splits)[0]
             execute(prepared, lm, adapters, batch_size=run.batch_size,
                     save_predictions=save_predictions, writer=run.writer,
-                    sweep=run.sweep_name)
+                    sweep=run.sweep_name, planned=run.planned_buckets)
             report(Outcome(run.id, True))
         except Exception as err:
             report(write_error(run, err, "lm-adapt", lm.model.device))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -556,7 +556,8 @@ def _predict_file(prepared: Prepared, lm: Any, settings: IclSettings, batch_size
 
 def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: int = 8,
             save_predictions: bool = False, writer: str = ICL_WRITER,
-            sweep: str = "", save_prompts: bool = False) -> dict[str, Any]:
+            sweep: str = "", save_prompts: bool = False,
+            planned: Sequence[int] = ()) -> dict[str, Any]:
     """Score a prepared run and write its record (and predictions: each ranked example's
     ``loglik`` by label, and its prompt with ``save_prompts``) atomically."""
     from fsxlt.fileio import atomic_write_json
@@ -587,7 +588,8 @@ def execute(prepared: Prepared, lm: Any, settings: IclSettings, *, batch_size: i
         "torch_threads": _torch_threads(),
         "examples_per_s": round(len(prepared.test) / elapsed, 3) if elapsed > 0 else None,
     }
-    finish_record(record, identity=run.identity, arm=arm, writer=writer, sweep=sweep)
+    finish_record(record, identity=run.identity, arm=arm, writer=writer, sweep=sweep,
+                  planned=planned)
     if run.predict_path:
         with autocast_context(device, settings.precision):
             _predict_file(prepared, lm, settings, batch_size, record)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -399,7 +400,7 @@ def lm_record(prepared: LmPrepared, lm: Any, adapters: Adapters, runs: list[dict
 
 def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: int = 8,
             save_predictions: bool = False, writer: str = LM_WRITER,
-            sweep: str = "") -> dict[str, Any]:
+            sweep: str = "", planned: Sequence[int] = ()) -> dict[str, Any]:
     """Train a prepared run over its lr grid, score the chosen adapters on the test set and
     write its record (and predictions) atomically."""
     from fsxlt.fileio import atomic_write_json
@@ -417,7 +418,8 @@ def execute(prepared: LmPrepared, lm: Any, adapters: Adapters, *, batch_size: in
         test, predicted = evaluate(adapters.model, lm.tokenizer, run, prepared.test,
                                    batch_size=batch_size)
         record = lm_record(prepared, lm, adapters, runs, selected, test, predicted, began)
-        finish_record(record, identity=run.identity, arm=run.arm, writer=writer, sweep=sweep)
+        finish_record(record, identity=run.identity, arm=run.arm, writer=writer, sweep=sweep,
+                      planned=planned)
         if run.predict_path:
             predict_file(run, adapters.model, lm.tokenizer, record, batch_size=batch_size)
     if save_predictions:

@@ -75,7 +75,8 @@ SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "test_exact_ma
                        "dev_score",
                        "best_epoch", "metric", "fixed", "record", "bucket_sha256",
                        "test_sha256", "fsxlt_version", "torch_threads", "long_sentences",
-                       "unequal_label_tokens", "set_size", "start_path", "precision"]
+                       "unequal_label_tokens", "set_size", "start_path", "precision",
+                       "planned"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -259,7 +260,19 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
                 long_sentences=record_long_sentences(record),
                 unequal_label_tokens=_unequal_label_tokens(record),
                 set_size=_set_size(record["bucket"]), start_path=_start_path(record),
-                precision=record_precision(record))
+                precision=record_precision(record), planned=record_plan(record))
+
+
+def record_plan(record: dict[str, Any]) -> str:
+    """The bucket indexes its sweep planned in the record's cell, as ``0 1 2`` (fsxlt
+    0.9+: ``run.plan.buckets``), "" for a record that does not say."""
+    run = record.get("run")
+    plan = run.get("plan") if isinstance(run, dict) else None
+    buckets = plan.get("buckets") if isinstance(plan, dict) else None
+    if not isinstance(buckets, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in buckets):
+        return ""
+    return " ".join(str(i) for i in sorted(set(buckets)))
 
 
 def record_precision(record: dict[str, Any]) -> str:

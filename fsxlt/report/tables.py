@@ -109,6 +109,11 @@ def task_buckets(task: str, expected: int | None) -> int:
         return EXPECTED_BUCKETS
 
 
+def _planned(values: pd.Series) -> set[int]:
+    """The bucket indexes the records of a cell say their sweep planned (their union)."""
+    return {int(i) for text in values.fillna("") for i in str(text).split()}
+
+
 def _expected_buckets(task: str, k: int, fixed: bool, set_size: float,
                       expected: int | None) -> int:
     """The buckets a cell should have: FewCLUE's five fixed splits, one K=0 run, else
@@ -154,8 +159,14 @@ def aggregate(records: Records, *, ddof: int = 1,
              else [np.nan] * len(cells))  # the set's own count, where its records say it
     cells["expected"] = [_expected_buckets(t, k, f, size, expected) for f, k, t, size in zip(
         fixed, cells["k"], cells["task"], sizes, strict=True)]
-    cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(set(range(n)) - have))
-                        for have, n in zip(present, cells["expected"], strict=True)]
+    planned = (grouped["planned"].apply(_planned).reset_index(drop=True) if "planned" in scores
+               else [set()] * len(cells))  # what the records' sweep planned, where they say
+    planned = [plan if expected is None and not is_fixed else set()  # fixed: its 5 splits
+               for plan, is_fixed in zip(planned, fixed, strict=True)]
+    wanted = [plan or set(range(n)) for plan, n in zip(planned, cells["expected"], strict=True)]
+    cells["expected"] = [len(want) for want in wanted]
+    cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(want - have))
+                        for have, want in zip(present, wanted, strict=True)]
     union = {(r.task, r.language, int(r.k), r.arm): 100.0 * r.test_score
              for r in records.unions.itertuples(index=False)}
     cells["union"] = [union.get((t, lang, int(k), arm), np.nan) for t, lang, k, arm in zip(

@@ -472,11 +472,16 @@ def _untested(record: dict[str, Any]) -> bool:
 
 
 def finish_record(record: dict[str, Any], *, identity: dict[str, Any], arm: str,
-                  writer: str, sweep: str = "") -> dict[str, Any]:
-    """Mark an engine record finished: ``status: ok`` and its ``run`` block."""
+                  writer: str, sweep: str = "",
+                  planned: Sequence[int] = ()) -> dict[str, Any]:
+    """Mark an engine record finished: ``status: ok`` and its ``run`` block; ``planned``:
+    the bucket indexes its sweep planned in its cell (``run.plan.buckets``: what a report
+    expects of the cell; not in the identity)."""
     record["status"] = "ok"
     record["run"] = {"identity": identity, "hash": identity_hash(identity), "arm": arm,
                      "writer": writer, "sweep": sweep or None, "fsxlt_version": __version__}
+    if planned:
+        record["run"]["plan"] = {"buckets": sorted(int(i) for i in planned)}
     return record
 
 
