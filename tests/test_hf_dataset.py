@@ -87,8 +87,9 @@ def test_load_dataset_reads_typed_splits_and_the_card_names_them(store, tmp_path
     assert "`text_a` (the premise), `text_b` (the hypothesis)" in xnli_section
     assert "a ClassLabel: 0 entailment, 1 neutral, 2 contradiction" in xnli_section
     assert "drawn by fsxlt" in xnli_section and "sampler `nway-kshot`, seed 0" in xnli_section
-    assert "`facebook/xnli` on the Hugging Face hub" in xnli_section
-    assert "see that dataset's card" in xnli_section
+    # issue 62, item 4: drawn from a local file, which the card names (not the hub)
+    assert "a local file, `dev-de.tsv` (its `dev` split; the drawn-from file's sha256" \
+        in xnli_section and "Hugging Face hub" not in xnli_section
     assert "| dev_remaining | dev examples in no bucket" in xnli_section
     assert "seed None" not in card and "exported from" not in card
     assert "FewCLUE's own fixed few-shot splits" in card and "(0 O, 1 B-PER" not in card
@@ -233,3 +234,15 @@ def test_an_import_that_fails_at_any_set_leaves_the_store_as_it_was(store, tmp_p
         import_hf(tmp_path / "ds", fresh)
     monkeypatch.setattr(fileio.os, "replace", real)
     assert not fresh.exists()
+
+
+def test_a_set_drawn_from_the_hub_says_so_and_one_from_a_file_names_it():
+    from fsxlt.sampling.hf_card import _source
+    from fsxlt.tasks import get_task
+
+    task = get_task("xnli")
+    hub = {"sampler": "nway-kshot", "split": "dev",
+           "source": {"file": "validation", "sha256": "ab" * 32}}
+    assert _source(task, hub).startswith("`facebook/xnli` on the Hugging Face hub, split `dev`")
+    local = {**hub, "source": {"file": "xnli.dev.de.tsv", "sha256": "cd" * 32}}
+    assert _source(task, local).startswith("a local file, `xnli.dev.de.tsv` (its `dev` split")

@@ -67,9 +67,14 @@ def test_datasets_reads_the_export_offline_with_typed_features(studies, monkeypa
     icl = [r for r in predictions if "/icl/" in r["record"] and r["line"] == 1]
     assert icl and len(icl[0]["loglik"]) == 3
     card = (studies["export"] / "README.md").read_text(encoding="utf-8")
-    for part in ("## The study", "## The buckets", "## Summary", "## Columns",
+    for part in ("## The study", "## The arms", "## The buckets", "## Summary", "## Columns",
                  "--arm-prefix their-study", "name: test-sweep"):
         assert part in card
+    # issue 62, item 4: each arm's encoder (a local folder by its name) and start by content
+    fc = json.loads((studies["theirs"] / "xnli/de/k1/fc/00.json").read_text())
+    assert (f"| fc | `encoder` (a local folder) | `{fc['model']['start']['id'][:28]}`, "
+            "source-trained on en |") in card
+    assert str(studies["theirs"].parent) not in card.split("```yaml")[0]
 
 
 def test_import_is_byte_identical_write_once_and_marked(studies, tmp_path, capsys):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 from typing import Any
 
 from fsxlt import __version__
@@ -53,7 +54,8 @@ def results_card(rows: list[dict[str, Any]], files: dict[str, bytes], config: st
                   f"  - split: {config_name}", f"    path: {path}"]
     lines += ["tags:", "- few-shot", "- crosslingual-transfer", "- fsxlt", "- results", "---",
               "", f"# {name}: per-bucket results of an fsxlt study", ""]
-    lines += _study(rows, config) + _buckets(rows) + _summary(rows) + _columns(files)
+    lines += (_study(rows, config) + _arms(rows) + _buckets(rows) + _summary(rows)
+              + _columns(files))
     lines += ["## Comparing against this study", "",
               "Bring its records into your runs directory and pair an arm of yours with "
               "one of its arms, bucket by bucket (pairs are made by bucket hash; cells "
@@ -85,6 +87,42 @@ def _study(rows: list[dict[str, Any]], config: str | None) -> list[str]:
         lines += ["The sweep config it ran (`fsxlt sweep CONFIG`):", "", "```yaml",
                   config.rstrip("\n"), "```", ""]
     return lines
+
+
+def _arms(rows: list[dict[str, Any]]) -> list[str]:
+    """Each arm's encoder and start, as its records name them: a hub id (at its commit
+    where recorded), or a local folder by its name (its path on the exporting machine says
+    nothing here), and the start's content identity."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for row in rows:
+        if row["arm"]:
+            found.setdefault(row["arm"], set()).add(_encoder_and_start(json.loads(row["record"])))
+    lines = ["## The arms", "", "What each arm adapted (or prompted): the encoder it started "
+             "from and the start's identity by content (a source-trained checkpoint's hash, a "
+             "causal LM's files' sha256, a hub id at its commit).", "",
+             "| arm | encoder | start |", "|---|---|---|"]
+    for arm, pairs in sorted(found.items()):
+        for encoder, start in sorted(pairs):
+            lines.append(f"| {arm} | {encoder} | {start} |")
+    return lines + [""]
+
+
+def _encoder_and_start(record: dict[str, Any]) -> tuple[str, str]:
+    model = record.get("model") if isinstance(record.get("model"), dict) else {}
+    start = model.get("start") if isinstance(model.get("start"), dict) else {}
+    encoder = str(model.get("encoder") or start.get("encoder") or "")
+    revision = str(start.get("revision") or "")
+    if encoder.startswith(("/", ".", "~")) or "\\" in encoder or encoder.count("/") > 1:
+        shown = f"`{Path(encoder).name}` (a local folder)"
+    else:
+        shown = f"`{encoder}`" + (f" at `{revision[:12]}`" if revision else "") if encoder \
+            else "–"
+    identity = str(start.get("id") or start.get("fingerprint") or "")
+    kind = str(start.get("kind") or "")
+    sources = start.get("source_languages")
+    trained = (f", source-trained on {'+'.join(sources)}" if kind == "source-trained"
+               and isinstance(sources, list) else "")
+    return shown, (f"`{identity[:28]}`{trained}" if identity else "–")
 
 
 def _run_block(row: dict[str, Any]) -> dict[str, Any]:

@@ -122,6 +122,14 @@ def _source(task: TaskSpec, manifest: dict[str, Any]) -> str:
     digest = f"; the drawn-from file's sha256 `{source['sha256']}`" \
         if source.get("sha256") and manifest.get("sampler") != "published" else ""
     hub = task.data.hf
+    drawn_from = str(source.get("file") or "")
+    if manifest.get("sampler") not in ("published", "fewclue-fixed") and drawn_from \
+            and (hub is None or drawn_from not in hub.splits.values()):
+        # a local file (a hub split is recorded by its split's name, e.g. `train`)
+        bench = f"{task.benchmark} benchmark, task " if task.benchmark else ""
+        return (f"a local file, `{drawn_from}` (its `{manifest.get('split')}` split"
+                f"{digest}), of the {bench}{task.name} data. The buckets carry that data "
+                "set's license: see where it is distributed")
     if hub is not None:
         return (f"`{hub.path}` on the Hugging Face hub, split `{manifest.get('split')}`"
                 f"{digest}. The buckets carry its license: see that dataset's card")
