@@ -49,7 +49,12 @@ def demo_cmd(
     check_output_dir(out, "demo directory")
     if encoder_cache is not None:
         check_output_dir(encoder_cache, "encoder cache")
-    summary = run_demo(out, config, encoder_cache=encoder_cache, workers=workers)
+    import sys
+
+    # bars on a terminal; off one (a log file) the stage lines and the sweeps' plain
+    # progress lines, never carriage-return bars
+    summary = run_demo(out, config, encoder_cache=encoder_cache, workers=workers,
+                       progress=sys.stderr.isatty())
     typer.echo(summary_text(summary), nl=False)
     if summary["n_failed"]:
         raise typer.Exit(1)

@@ -67,7 +67,11 @@ def sweep_cmd(
     select_start: SelectStart = False,
     executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
     workers: Annotated[
-        int, typer.Option("--workers", help="Local worker processes (0: in this process).")
+        int, typer.Option("--workers", help="Local worker processes (0: in this process). "
+                          "Runs of one (task, language, start) form a group that shares its "
+                          "model load and tokenized data; with more workers than groups the "
+                          "largest groups are split, so one language's sweep uses every "
+                          "worker.")
     ] = 1,
     devices: Annotated[
         str | None,

@@ -45,6 +45,7 @@ from fsxlt import __version__
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig
 from fsxlt.execution.expansion import expand
+from fsxlt.execution.heartbeat import Heartbeat
 from fsxlt.execution.ray_executor import check_address, ray_module, run_ray
 from fsxlt.execution.spec import Plan, RunSpec, check_eval_sets
 from fsxlt.execution.worker import Outcome, die_with_parent, run_group
@@ -63,11 +64,33 @@ class SweepStatus:
     replaced: list[tuple[RunSpec, str]] = field(default_factory=list)  # (run, what differs)
     versions: set[str] = field(default_factory=set)  # fsxlt versions of the done records
 
-    def groups(self) -> list[list[RunSpec]]:
+    def groups(self, workers: int = 1) -> list[list[RunSpec]]:
+        """The pending runs by :attr:`RunSpec.group_key` (a worker's model load and
+        tokenized data are shared in a group); with more ``workers`` than groups, the
+        largest groups are split (:func:`split_groups`) so that every worker has work."""
         by_key: dict[tuple[str, str, str], list[RunSpec]] = {}
         for run, _ in self.pending:
             by_key.setdefault(run.group_key, []).append(run)
-        return [by_key[key] for key in sorted(by_key)]
+        return split_groups([by_key[key] for key in sorted(by_key)], workers)
+
+
+def split_groups(groups: list[list[Any]], workers: int) -> list[list[Any]]:
+    """Halve the largest group until there are ``workers`` groups or none can be split:
+    one language's sweep runs on every local worker, each half loading the start and
+    tokenizing its data once (a few seconds against minutes of training per run). A group
+    of a multi regime trained once for all its languages is never split (its runs share
+    that one training), nor is a group of one run."""
+    groups = [list(group) for group in groups]
+    while len(groups) < workers:
+        splittable = [g for g in groups if len(g) > 1
+                      and not any(getattr(run, "shared_languages", ()) for run in g)]
+        if not splittable:
+            break
+        largest = max(splittable, key=len)
+        at = groups.index(largest)
+        half = (len(largest) + 1) // 2
+        groups[at:at + 1] = [largest[:half], largest[half:]]
+    return groups
 
 
 @dataclass
@@ -373,15 +396,17 @@ def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None
              progress: bool | None, save_predictions: bool,
              on_record: Callable[[str], None] | None = None) -> None:
     """Hand the pending groups to the executor, with a progress bar; outcomes into ``result``."""
-    groups = status.groups()
+    groups = status.groups(workers if executor == "local" else 1)
     if not groups:
         return
     records = {run.id: run.record_path for run, _ in status.pending}
     from tqdm.auto import tqdm
 
+    on_terminal = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(total=len(status.pending), desc="sweep", unit="run", file=sys.stderr,
-               disable=(None if progress is None else not progress), dynamic_ncols=True)
+               disable=not on_terminal, dynamic_ncols=True)
     counts = {"done": 0, "failed": 0}
+    beat = None if on_terminal else Heartbeat("sweep", len(status.pending), say=say).start()
 
     def on_result(outcome: Outcome) -> None:
         result.outcomes.append(outcome)
@@ -392,6 +417,8 @@ def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None
         bar.set_postfix_str(f"done {counts['done']}, failed {counts['failed']}, "
                             f"remaining {remaining}", refresh=False)
         bar.update(1)
+        if beat is not None:
+            beat.update(outcome.ok)
         if outcome.ok and on_record is not None:
             on_record(records[outcome.run_id])
 
@@ -409,3 +436,5 @@ def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None
                     save_predictions=save_predictions, say=tell)
     finally:
         bar.close()
+        if beat is not None:
+            beat.stop()

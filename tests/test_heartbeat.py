@@ -1,0 +1,82 @@
+"""Issue 62, item 5: long work off a terminal says where it stands in plain lines (runs
+done of total, failed, elapsed, an estimate of what is left), at least every 30 s; work
+that ends sooner says nothing; on a terminal the bar stays."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from fsxlt.execution.heartbeat import Heartbeat, duration
+
+
+def test_the_lines_count_estimate_and_end():
+    lines, now = [], [0.0]
+    beat = Heartbeat("sweep", 10, say=lines.append, every=0.05, clock=lambda: now[0])
+    beat.start()
+    now[0] = 20.0
+    for ok in (True, True, False, True):
+        beat.update(ok)
+    time.sleep(0.2)
+    now[0] = 40.0
+    beat.stop()
+    assert lines[0] == "sweep: 4/10 runs done, 1 failed, 20s elapsed, about 30s left"
+    assert lines[-1] == "sweep: 4/10 runs done, 1 failed, 40s elapsed, about 1m00s left"
+    quiet = []
+    Heartbeat("sweep", 3, say=quiet.append, every=60).start().stop()
+    assert quiet == []  # ended before its first line: nothing said
+
+
+def test_durations_read_as_people_write_them():
+    assert [duration(s) for s in (5, 75, 3600 * 2 + 300)] == ["5s", "1m15s", "2h05m"]
+
+
+def test_a_sweep_whose_stderr_is_a_file_prints_progress_lines(tmp_path):
+    """A real sweep, its stderr a file, the heartbeat every 0.5 s: plain lines, no bar."""
+    from tests.sweep_fixtures import build_study, sweep_config, write_config
+
+    study = build_study(tmp_path / "study")
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, tmp_path / "runs", methods=["fc"], n_buckets=3, max_epochs=2,
+        tasks={"xnli": {"languages": ["de"], "k": [1, 2]}}))
+    log = tmp_path / "sweep.log"
+    code = ("import fsxlt.execution.heartbeat as h; h.EVERY = 0.5\n"
+            "import fsxlt.execution.executors as e\n"
+            "from fsxlt.cli import run_app\n"
+            f"raise SystemExit(run_app(['sweep', {str(config)!r}, '--workers', '0', "
+            "'--threads', '1']))")
+    with log.open("w") as err:
+        done = subprocess.run([sys.executable, "-c", code], stderr=err, stdout=subprocess.PIPE,
+                              text=True, timeout=600)
+    assert done.returncode == 0
+    text = log.read_text()
+    lines = [line for line in text.splitlines() if line.startswith("sweep: ")]
+    assert lines and "\r" not in text
+    assert lines[-1].startswith("sweep: 6/6 runs done, 0 failed, ")
+    assert all(" runs done, " in line and " elapsed" in line for line in lines)
+
+
+def test_more_workers_than_groups_split_the_largest_groups():
+    """Issue 62, item 7: one language's sweep on every worker; a multi group trained once
+    is never split; every run stays in exactly one group, in order."""
+    import random
+    from types import SimpleNamespace
+
+    from fsxlt.execution.executors import split_groups
+
+    rng = random.Random(0)
+    for _ in range(200):
+        groups = [[SimpleNamespace(id=f"{g}-{i}", shared_languages=("de", "fr") if shared else ())
+                   for i in range(rng.randint(1, 9))]
+                  for g, shared in enumerate(rng.random() < 0.2 for _ in range(rng.randint(1, 4)))]
+        workers = rng.randint(1, 8)
+        split = split_groups(groups, workers)
+        assert [run.id for group in split for run in group] == \
+            [run.id for group in groups for run in group]
+        assert all(split) and len(split) >= min(workers, len(groups))
+        splittable = sum(len(g) if not g[0].shared_languages else 1 for g in groups)
+        assert len(split) == min(max(workers, len(groups)), max(splittable, len(groups)))
+        for group in split:
+            if group[0].shared_languages:
+                assert any(group == original for original in groups)
