@@ -50,7 +50,8 @@ def test_same_files_elsewhere_are_one_model_and_other_weights_another(encoder, t
     assert identity.fingerprint("xlm-roberta-base") == f"hub:xlm-roberta-base@{HUB_COMMIT}"
     assert identity.fingerprint(f"xlm-roberta-base@{HUB_COMMIT}") == \
         f"hub:xlm-roberta-base@{HUB_COMMIT}"
-    with pytest.raises(FsxltError, match="some-org/some-model: cannot resolve hub revision"):
+    with pytest.raises(FsxltError, match="some-org/some-model: HF_HUB_OFFLINE is set, and "
+                       "the model .* is not in the local Hugging Face cache; give a local"):
         identity.fingerprint("some-org/some-model")  # offline, and not in the cache
 
 

@@ -13,10 +13,17 @@ import pytest
 
 from fsxlt.cli import run_app
 from fsxlt.data import TextExample
+from fsxlt.report.records import load_records
+from fsxlt.report.tables import aggregate
 from fsxlt.tasks import get_task
 from fsxlt.training.source import learned_nothing
-from tests.sweep_fixtures import build_study, sweep_config, write_config
+from tests.sweep_fixtures import N_BUCKETS, build_study, sweep_config, write_config
 from tests.train_fixtures import NLI_LABELS, make_encoder_dir, nli_data, write_pairs
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> dict[str, Path]:
+    return build_study(tmp_path_factory.mktemp("learned-nothing-study"))
 
 
 def _source_train(tmp_path: Path, encoder: Path, train: list, capsys) -> tuple[int, str]:
@@ -75,8 +82,9 @@ def test_learned_nothing_is_said_exactly_for_a_zero_score_or_one_label(seed):
         == expected and len(lines) == len(expected)
 
 
-def test_a_start_that_learned_nothing_is_said_in_every_report(tmp_path, capsys):
-    study = build_study(tmp_path / "study")
+def test_a_start_that_learned_nothing_is_said_in_every_report(study, tmp_path, capsys):
+    shutil.copytree(study["checkpoint"], tmp_path / "ckpt")  # the module's study stays
+    study = dict(study, checkpoint=tmp_path / "ckpt")
     meta_path = study["checkpoint"] / "fsxlt_checkpoint.json"
     meta = json.loads(meta_path.read_text())
     warning = "the kept checkpoint scores 0.00 on the en dev set: it learned nothing"
@@ -96,3 +104,33 @@ def test_a_start_that_learned_nothing_is_said_in_every_report(tmp_path, capsys):
     assert "warning: xnli/de/fc and 1 more: their start learned nothing" in err
     page = (tmp_path / "report" / "report.md").read_text()
     assert "Runs whose start learned nothing" in page and f"- xnli/de/fc: {warning}" in page
+
+
+def test_a_planned_subset_reports_no_missing_buckets_and_a_real_gap_is_named(study, tmp_path,
+                                                                           capsys):
+    """Issue 62, item 2: a sweep's records carry its plan (the cell's bucket indexes it
+    runs), so a report of a deliberate subset (``n_buckets: 2`` of a larger set) names no
+    missing buckets, and a bucket the sweep planned but has no record of is named."""
+    assert N_BUCKETS > 2
+    out = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, out, methods=["fc"], n_buckets=2, max_epochs=1,
+        tasks={"xnli": {"languages": ["de"], "k": [1]}}))
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    record = json.loads((out / "xnli/de/k1/fc/01.json").read_text())
+    assert record["run"]["plan"] == {"buckets": [0, 1]}
+    assert "plan" not in json.dumps(record["run"]["identity"])
+    cells = aggregate(load_records(out))
+    cell = cells[(cells["k"] == 1) & (cells["arm"] == "fc")].iloc[0]
+    assert cell["missing"] == "" and cell["expected"] == 2 and cell["n"] == 2
+    capsys.readouterr()
+    assert run_app(["report", str(out)]) == 0
+    assert "Missing buckets" not in capsys.readouterr().out
+    (out / "xnli/de/k1/fc/01.json").unlink()  # a run the sweep planned but has no record of
+    cells = aggregate(load_records(out))
+    assert cells[(cells["k"] == 1) & (cells["arm"] == "fc")].iloc[0]["missing"] == "01"
+    cells = aggregate(load_records(out), expected=N_BUCKETS)  # --expected-buckets decides
+    assert cells[(cells["k"] == 1)].iloc[0]["missing"] == " ".join(
+        f"{i:02d}" for i in range(1, N_BUCKETS))
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    assert "1 runs completed, 0 failed, 1 already done" in capsys.readouterr().out
