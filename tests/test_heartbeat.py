@@ -32,16 +32,16 @@ def test_durations_read_as_people_write_them():
 
 def test_a_sweep_whose_stderr_is_no_terminal_prints_progress_lines(tmp_path, capsys,
                                                                    monkeypatch):
-    """A real sweep, its stderr captured (no terminal), the heartbeat every 0.2 s: plain
+    """A real sweep, its stderr captured (no terminal), the heartbeat every 0.01 s: plain
     lines, no bar."""
     import fsxlt.execution.heartbeat as heartbeat
     from fsxlt.cli import run_app
     from tests.sweep_fixtures import build_study, sweep_config, write_config
 
-    monkeypatch.setattr(heartbeat, "EVERY", 0.2)
+    monkeypatch.setattr(heartbeat, "EVERY", 0.01)
     study = build_study(tmp_path / "study")
     config = write_config(tmp_path / "sweep.yaml", sweep_config(
-        study, tmp_path / "runs", methods=["fc"], n_buckets=2, max_epochs=2,
+        study, tmp_path / "runs", methods=["full"], n_buckets=2, max_epochs=2,
         tasks={"xnli": {"languages": ["de"], "k": [1, 2]}}))
     capsys.readouterr()
     assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0

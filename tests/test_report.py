@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -237,10 +238,14 @@ def test_cli_formats_plots_and_byte_identical_output(runs, tmp_path, capsys):
     records = load_records(runs).scores
     assert len(per_record) == len(records) > 0
     assert list(per_record.columns[:6]) == ["task", "language", "k", "arm", "bucket",
-                                            "test_score"]
-    mine = per_record.set_index(["language", "k", "arm", "bucket"])["test_score"]
+                                            "test_points"]  # issue 62: one unit, named
+    mine = per_record.set_index(["language", "k", "arm", "bucket"])["test_points"]
     theirs = records.set_index(["language", "k", "arm", "bucket"])["test_score"]
-    assert np.allclose(mine.sort_index(), theirs.sort_index(), atol=1e-6)
+    assert np.allclose(mine.sort_index(), 100 * theirs.sort_index(), atol=1e-4)
+    cells_file = pd.read_csv(tmp_path / "md" / "cells.csv")
+    joined = per_record.groupby(["language", "k", "arm"])["test_points"].mean()
+    for row in cells_file[cells_file["k"] > 0].itertuples():
+        assert joined[(row.language, row.k, row.arm)] == pytest.approx(row.mean, abs=1e-3)
     plots = sorted(p.name for p in (tmp_path / "md" / "plots").iterdir())
     for kind in ("distribution", "vs_k", "curves"):
         assert f"xnli_full_{kind}.png" in plots and f"xnli_full_{kind}.pdf" in plots
@@ -279,3 +284,36 @@ def test_help_has_examples():
     for command in ("report", "sweep"):
         result = CliRunner().invoke(app, [command, "--help"])
         assert result.exit_code == 0 and "Example" in result.output
+
+
+def test_the_page_has_every_cell_with_its_interval_every_bucket_and_its_plots(runs, tmp_path):
+    """Issue 62, item 1: report.md a researcher can paste from: per cell n, mean ± std, the
+    95% bootstrap interval over buckets (recomputed here from the records) and min–max;
+    per (task, language) every bucket's run with its hash; each arm's plots under its
+    table; one unit (points) in every file."""
+    from fsxlt.report.compare import bootstrap_ci
+    from fsxlt.report.tables import BOOTSTRAP
+
+    write_report(runs, tmp_path / "out", "md", expected=8)
+    page = (tmp_path / "out" / "report.md").read_text()
+    cells = pd.read_csv(tmp_path / "out" / "cells.csv")
+    scores = load_records(runs).scores
+    for (lang, k, arm), group in scores.groupby(["language", "k", "arm"]):
+        row = cells[(cells["language"] == lang) & (cells["k"] == k) & (cells["arm"] == arm)]
+        low, high = bootstrap_ci(100 * group["test_score"].to_numpy(), seed=0,
+                                 key=f"xnli/{arm}/{lang}/{k}", n_boot=BOOTSTRAP)
+        assert row["ci_low"].item() == pytest.approx(low, abs=1e-3)
+        assert row["ci_high"].item() == pytest.approx(high, abs=1e-3)
+        assert low <= row["mean"].item() <= high
+        mean, std = 100 * group["test_score"].mean(), 100 * group["test_score"].std()
+        assert (f"| {arm} | {lang} | {k} | {len(group)} | {mean:.2f} ± {std:.2f} | "
+                f"[{low:.2f}, {high:.2f}] | {100 * group['test_score'].min():.2f}–"
+                f"{100 * group['test_score'].max():.2f} |") in page
+        for r in group.itertuples():
+            dev = f"{100 * r.dev_score:.2f}" if r.dev_score == r.dev_score else "–"
+            hashed = f"`{r.bucket_sha256[:16]}`" if r.bucket_sha256 else "–"
+            assert (f"| {k} | {arm} | {int(r.bucket):02d} | {hashed} | "
+                    f"{100 * r.test_score:.2f} | {dev} |") in page
+    assert "![xnli_full_distribution](plots/xnli_full_distribution.png)" in page
+    for image in re.findall(r"\]\((plots/[^)]+)\)", page):
+        assert (tmp_path / "out" / image).is_file()

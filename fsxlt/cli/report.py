@@ -22,8 +22,10 @@ def report_cmd(
     fmt: Annotated[str, typer.Option("--format", help="md, latex or csv.")] = "md",
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Write report.<ext>, cells.csv, records.csv (per bucket) "
-                     "and plots/ (PNG, PDF) here."),
+        typer.Option("--out", help="Write report.<ext> (md: also report.html, self-contained), "
+                     "cells.csv, records.csv (per bucket) and plots/ (PNG, PDF) here; with "
+                     "--compare, the comparison, a per-bucket plot of each cell and its "
+                     ".html."),
     ] = None,
     compare: Annotated[
         tuple[str, str] | None,
@@ -99,7 +101,7 @@ def report_cmd(
         return
     if compare:
         typer.echo(write_compare(runs_dir, compare[0], compare[1], out, fmt, seed=seed,
-                                 n_boot=n_boot, warn=_warn), nl=False)
+                                 n_boot=n_boot, warn=_warn, plots=not no_plots), nl=False)
         return
     if out is None:
         typer.echo(report_text(runs_dir, fmt, ddof=ddof, expected=expected, warn=_warn), nl=False)

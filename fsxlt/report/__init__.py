@@ -18,7 +18,14 @@ from typing import Any
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_text
-from fsxlt.report.compare import compare, render_compare, test_set_note
+from fsxlt.report.compare import (
+    compare,
+    compare_html,
+    compare_pairs,
+    pairs,
+    render_compare,
+    test_set_note,
+)
 from fsxlt.report.records import Records, load_records
 from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
 from fsxlt.study.runs import STRATEGY_MARK
@@ -235,23 +242,28 @@ def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof
     row per finished record: the per-bucket scores) and (``plots``) ``plots/`` under
     ``out``."""
     from fsxlt.report.plots import make_plots
-    from fsxlt.report.tables import cells_csv, records_csv
+    from fsxlt.report.tables import cells_csv, records_csv, render_html
 
     _check(fmt)
     claim_report_dir(out, runs_dir)
     records = _load(runs_dir, warn)
     cells = aggregate(records, ddof=ddof, expected=expected)
     out = Path(out)
+    drawn = make_plots(records, cells, out / "plots") if plots else []
+    images = [path.relative_to(out).as_posix() for path in drawn if path.suffix == ".png"]
+    page = render(cells, records, fmt, ddof=ddof, expected=expected, plots=images)
     written = [out / f"report.{SUFFIX[fmt]}"]
-    atomic_write_text(written[0], render(cells, records, fmt, ddof=ddof, expected=expected))
+    atomic_write_text(written[0], page)
+    if fmt == "md":  # the same page, self-contained: tables and plots inline
+        written.append(out / "report.html")
+        atomic_write_text(written[-1], render_html(cells, records, out, ddof=ddof,
+                                                   expected=expected, plots=images))
     if fmt != "csv":
         written.append(out / "cells.csv")
         atomic_write_text(written[-1], cells_csv(cells))
     written.append(out / "records.csv")
     atomic_write_text(written[-1], records_csv(records.scores))
-    if plots:
-        written += make_plots(records, cells, out / "plots")
-    return written
+    return written + drawn
 
 
 def sources_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None = None, *,
@@ -308,8 +320,10 @@ def strategies_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | Non
 
 def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path | None = None,
                   fmt: str = "md", *, seed: int = 0, n_boot: int = 10_000,
-                  warn: Warn | None = None) -> str:
-    """The paired comparison as text; also written to ``out/compare_<A>_vs_<B>.<ext>``."""
+                  warn: Warn | None = None, plots: bool = True) -> str:
+    """The paired comparison as text; also written to ``out/compare_<A>_vs_<B>.<ext>``
+    (Markdown: with a plot of each compared cell's per-bucket differences under
+    ``out/plots/``, and the same page self-contained as ``.html``)."""
     _check(fmt)
     if out is not None:
         claim_report_dir(out, runs_dir)
@@ -317,7 +331,8 @@ def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path 
         raise FsxltError("the bootstrap needs at least one resample")
     records = _load(runs_dir, warn)
     _refuse_unreadable(records, runs_dir, (arm_a, arm_b))
-    result = compare(records, arm_a, arm_b, seed=seed, n_boot=n_boot)
+    paired = pairs(records, arm_a, arm_b)
+    result = compare_pairs(paired, seed=seed, n_boot=n_boot)
     note = test_set_note(records, arm_a, arm_b)
     if note and warn:
         warn(note)
@@ -326,6 +341,20 @@ def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path 
             warn(f"note: {arm} is imported from {records.imported[arm]}; paired by bucket "
                  f"hash: {int(result['n'].sum())} buckets in {len(result)} cells")
     text = render_compare(result, arm_a, arm_b, fmt, seed=seed, n_boot=n_boot)
-    if out is not None:
-        atomic_write_text(Path(out) / f"compare_{arm_a}_vs_{arm_b}.{SUFFIX[fmt]}", text)
+    if out is None:
+        return text
+    out = Path(out)
+    stem = f"compare_{arm_a}_vs_{arm_b}"
+    images = []
+    if plots and fmt == "md":  # each compared cell's differences, bucket by bucket
+        from fsxlt.report.plots import paired_difference_plots
+
+        images = [path.relative_to(out).as_posix() for path in paired_difference_plots(
+            paired, result, arm_a, arm_b, out / "plots") if path.suffix == ".png"]
+        text += "\n### Per bucket\n\n" + "".join(
+            f"![{Path(image).stem}]({image})\n\n" for image in images)
+    atomic_write_text(out / f"{stem}.{SUFFIX[fmt]}", text)
+    if fmt == "md":
+        atomic_write_text(out / f"{stem}.html", compare_html(result, arm_a, arm_b, out, images,
+                                                             seed=seed, n_boot=n_boot))
     return text

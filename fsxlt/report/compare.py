@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import warnings
 import zlib
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -74,6 +76,12 @@ def wilcoxon_p(diffs: np.ndarray) -> float:
 def compare(records: Records, arm_a: str, arm_b: str, *, seed: int = 0,
             n_boot: int = 10_000) -> pd.DataFrame:
     """One row per (task, language, K): n shared buckets, mean A-B (points), CI, p."""
+    return compare_pairs(pairs(records, arm_a, arm_b), seed=seed, n_boot=n_boot)
+
+
+def pairs(records: Records, arm_a: str, arm_b: str) -> pd.DataFrame:
+    """The two arms' runs paired bucket by bucket (columns ``test_score_a``,
+    ``test_score_b`` and the cell's and bucket's keys), checked like with like."""
     scores = records.scores
     arms = sorted(set(scores["arm"]))
     for arm in (arm_a, arm_b):
@@ -90,6 +98,12 @@ def compare(records: Records, arm_a: str, arm_b: str, *, seed: int = 0,
     if paired.empty:
         raise FsxltError(f"{arm_a} and {arm_b} share no bucket")
     _check_like_with_like(paired, arm_a, arm_b)
+    return paired
+
+
+def compare_pairs(paired: pd.DataFrame, *, seed: int = 0, n_boot: int = 10_000,
+                  ) -> pd.DataFrame:
+    """:func:`compare`'s rows from :func:`pairs`' paired runs."""
     rows = []
     for (task, lang, k), group in paired.groupby(["task", "language", "k"], sort=True):
         score_a = 100.0 * group["test_score_a"].to_numpy()
@@ -256,3 +270,21 @@ def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, 
         return "# Paired comparison\n\n" + note + "\n\n" + "\n".join(
             t.markdown() for t in tables)
     return f"% {note}\n" + "\n".join(t.latex() for t in tables)
+
+
+def compare_html(result: pd.DataFrame, arm_a: str, arm_b: str, root: Any,
+                 images: Sequence[str], *, seed: int, n_boot: int) -> str:
+    """The paired comparison as one self-contained HTML page, each compared cell's
+    per-bucket plot inline (read from ``root``)."""
+    from pathlib import Path
+
+    from fsxlt.report import html
+
+    text = render_compare(result, arm_a, arm_b, "md", seed=seed, n_boot=n_boot)
+    note = text.split("\n\n")[1]  # the page's note, after its title
+    sections = [html.notes([note]), html.table(compare_table(result, arm_a, arm_b)),
+                html.table(spread_table(result, arm_a, arm_b))]
+    if images:
+        sections += ["<h2>Per bucket</h2>"] + [html.image(Path(root) / rel, Path(rel).stem)
+                                               for rel in images]
+    return html.page(f"Paired comparison: {arm_a} against {arm_b}", sections)

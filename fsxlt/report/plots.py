@@ -105,3 +105,43 @@ def make_plots(records: Records, cells: pd.DataFrame, out: str | Path) -> list[P
             fig.tight_layout()
             written += _save(fig, out, f"{name}_curves")
     return sorted(written)
+
+
+def paired_difference_plots(paired: pd.DataFrame, result: pd.DataFrame, arm_a: str,
+                            arm_b: str, out: str | Path) -> list[Path]:
+    """One figure per compared cell (task, language, K): each shared bucket's difference
+    A - B (test, points), buckets in their order, with the zero line and the mean
+    difference's bootstrap interval: whether one arm beats the other bucket by bucket.
+    Files ``compare_<A>_vs_<B>_<task>_<lang>_k<K>.png`` (and ``.pdf``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.hashsalt": "fsxlt", "pdf.compression": 6})
+    written: list[Path] = []
+    for row in result.itertuples(index=False):
+        cell = paired[(paired["task"] == row.task) & (paired["language"] == row.language)
+                      & (paired["k"] == row.k)].sort_values("bucket")
+        diffs = 100.0 * (cell["test_score_a"].to_numpy() - cell["test_score_b"].to_numpy())
+        fig, axes = _panels(1, f"{row.task}/{row.language} K={row.k}: {arm_a} minus {arm_b}, "
+                               "per bucket")
+        ax = axes[0]
+        positions = list(range(len(diffs)))
+        colours = ["tab:green" if d > 0 else "tab:red" if d < 0 else "tab:gray" for d in diffs]
+        ax.bar(positions, diffs, color=colours)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.axhspan(row.ci_low, row.ci_high, color="tab:blue", alpha=0.15,
+                   label=f"mean {row.mean_diff:+.2f}, 95% CI [{row.ci_low:+.2f}, "
+                         f"{row.ci_high:+.2f}]")
+        ax.axhline(row.mean_diff, color="tab:blue", linewidth=1.0)
+        ax.set_xticks(positions)
+        ax.set_xticklabels([f"{int(b):02d}" for b in cell["bucket"]], fontsize=7)
+        ax.set_xlabel("bucket")
+        ax.set_ylabel("difference (test, points)")
+        ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        written += _save(fig, Path(out), f"compare_{arm_a}_vs_{arm_b}_{row.task}_"
+                                         f"{row.language}_k{row.k}")
+    return sorted(written)

@@ -140,9 +140,9 @@ def aggregate(records: Records, *, ddof: int = 1,
     ``fsxlt analyze correlate`` reads.
     """
     scores = records.scores
-    columns = ["task", "arm", "language", "k", "n", "mean", "std", "min", "max", "zero_shot",
-               "gain", "missing", "expected", "union", "in_source", "fixed", "metric",
-               "unequal_label_tokens"]
+    columns = ["task", "arm", "language", "k", "n", "mean", "std", "ci_low", "ci_high", "min",
+               "max", "zero_shot", "gain", "missing", "expected", "union", "in_source", "fixed",
+               "metric", "unequal_label_tokens"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
@@ -150,6 +150,10 @@ def aggregate(records: Records, *, ddof: int = 1,
                                       min="min", max="max").reset_index()
     for column in ("mean", "std", "min", "max"):  # points
         cells[column] *= 100.0
+    intervals = grouped["test_score"].apply(lambda s: mean_interval(
+        100.0 * s.to_numpy(), "/".join(map(str, s.name)))).reset_index(drop=True)
+    cells["ci_low"] = [low for low, _high in intervals]
+    cells["ci_high"] = [high for _low, high in intervals]
     present = grouped["bucket"].apply(lambda s: set(int(x) for x in s)).reset_index(drop=True)
     fixed = grouped["fixed"].apply(lambda s: bool(s.astype(bool).any())).reset_index(drop=True)
     cells["fixed"] = fixed.astype(bool)
@@ -196,7 +200,8 @@ def aggregate(records: Records, *, ddof: int = 1,
             key = (task, lang, zero_shot_source(arm, records.imported))
             if key in zero:
                 zero_rows.append({"task": task, "arm": arm, "language": lang, "k": 0, "n": 1,
-                                  "mean": zero[key], "std": np.nan,
+                                  "mean": zero[key], "std": np.nan, "ci_low": np.nan,
+                                  "ci_high": np.nan,
                                   "zero_shot": zero[key], "gain": 0.0,
                                   "missing": "", "expected": 1, "union": np.nan,
                                   "in_source": key in in_source, "fixed": False,
@@ -213,6 +218,20 @@ def aggregate(records: Records, *, ddof: int = 1,
     cells["order"] = cells["arm"].map(arm_order)
     cells = cells.sort_values(["task", "order", "language", "k"], ignore_index=True)
     return cells[columns]
+
+
+BOOTSTRAP = 2000  # resamples of a cell's buckets for its mean's interval
+
+
+def mean_interval(scores: np.ndarray, key: str) -> tuple[float, float]:
+    """The 95% percentile-bootstrap interval of the mean of a cell's bucket scores
+    (:data:`BOOTSTRAP` resamples, seeded by the cell's ``key``: the same records give the
+    same interval); NaN for fewer than two buckets."""
+    from fsxlt.report.compare import bootstrap_ci
+
+    if len(scores) < 2:
+        return float("nan"), float("nan")
+    return bootstrap_ci(scores, seed=0, key=key, n_boot=BOOTSTRAP)
 
 
 def zero_shot_source(arm: str, imported: dict[str, str]) -> str | None:
@@ -279,13 +298,19 @@ def cell_text(row: pd.Series, expected: int | None) -> str:
 class Table:
     """A titled table of strings, rendered as Markdown or LaTeX."""
 
-    def __init__(self, title: str, header: Sequence[str], rows: Sequence[Sequence[str]]):
+    def __init__(self, title: str, header: Sequence[str], rows: Sequence[Sequence[str]],
+                 key: tuple[str, str] | None = None):
         self.title, self.header, self.rows = title, list(header), [list(r) for r in rows]
+        self.key = key              # (task, arm) of an arm's main table: its plots' place
+        self.images: list[str] = []  # plots shown under it (paths relative to the page)
 
     def markdown(self) -> str:
         lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |",
                  "|" + "|".join("---" for _ in self.header) + "|"]
         lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        for image in self.images:
+            stem = image.rsplit("/", 1)[-1].removesuffix(".png")
+            lines += ["", f"![{stem}]({image})"]
         return "\n".join(lines) + "\n"
 
     def latex(self) -> str:
@@ -415,7 +440,7 @@ def build_tables(cells: pd.DataFrame, expected: int | None = None,
             label = "K=0: zero-shot; " if 0 in ks else ""
             title = arm_label(arm) if arm in unsourced else arm_title(arm)
             tables.append(Table(f"{task}: {title} ({label}test, mean ± std over "
-                                "buckets)", header, rows))
+                                "buckets)", header, rows, key=(task, arm)))
             shot_ks = [k for k in ks if k > 0]
             if 0 in ks and shot_ks:
                 rows = []
@@ -491,7 +516,8 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None
     counts = (str(expected) if expected is not None else "the bucket set's own (as its "
               "records say; for records that do not, the task's: "
               f"{EXPECTED_BUCKETS} for the study's tasks, 10 for extractive QA)")
-    lines = [f"Scores in points (x100). std over buckets with ddof={ddof} "
+    lines = [f"Scores in points (x100), here as in cells.csv and records.csv (test_points, "
+             f"dev_points). std over buckets with ddof={ddof} "
              f"({'sample' if ddof == 1 else 'population' if ddof == 0 else 'custom'} "
              f"standard deviation); (n=…) marks a bucket count other than {counts} "
              f"({FIXED_SPLITS} for fixed splits such as FewCLUE's)."]
@@ -548,24 +574,98 @@ def unsourced_arms(records: Records) -> frozenset[str]:
     return frozenset(arm for arm in arms if arm_source(arm) is not None)
 
 
-def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 1,
-           expected: int | None = None) -> str:
-    """The whole report as one text in ``fmt_name`` (md, latex or csv)."""
-    if fmt_name == "csv":
-        return cells_csv(cells)
+def report_parts(cells: pd.DataFrame, records: Records, *, ddof: int = 1,
+                 expected: int | None = None, plots: Sequence[str] = (),
+                 ) -> tuple[list[str], list[Table], list[Table], list[Table]]:
+    """What a report holds: its notes, its main tables (each arm's with its ``plots`` under
+    it: the PNG files written beside the page, paths relative to it), every cell's table
+    and every bucket's table."""
     several = records.zero_shot.groupby("task")["source"].nunique()
     tables = source_tables(records.zero_shot[records.zero_shot["task"].isin(
         several[several > 1].index)]) + build_tables(cells, expected, unsourced_arms(records))
     tables += exact_match_tables(records, ddof, expected)
-    lines = notes(cells, records, ddof, expected)
+    for table in tables:
+        if table.key is not None:
+            stem = f"{table.key[0]}_{table.key[1]}_"
+            table.images = sorted(p for p in plots if p.rsplit("/", 1)[-1].startswith(stem)
+                                  and p.rsplit("/", 1)[-1][len(stem):] in PLOT_KINDS)
+    return (notes(cells, records, ddof, expected), tables, cell_tables(cells),
+            bucket_tables(records))
+
+
+def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 1,
+           expected: int | None = None, plots: Sequence[str] = ()) -> str:
+    """The whole report as one text in ``fmt_name`` (md, latex or csv); ``plots``: the
+    PNG files written beside it, each shown under its arm's main table (Markdown)."""
+    if fmt_name == "csv":
+        return cells_csv(cells)
+    lines, tables, every_cell, every_bucket = report_parts(
+        cells, records, ddof=ddof, expected=expected, plots=plots)
     if fmt_name == "md":
         parts = ["# FS-XLT report", "", "\n".join(lines), ""]
         parts += [t.markdown() for t in tables]
+        parts += ["## Every cell", ""] + [t.markdown() for t in every_cell]
+        parts += ["## Every bucket", ""] + [t.markdown() for t in every_bucket]
         return "\n".join(parts)
     parts = ["% FS-XLT report (needs \\usepackage{booktabs})"]
     parts += [f"% {latex_escape(line)}" for line in lines]
     parts += [t.latex() for t in tables]
     return "\n".join(parts)
+
+
+def render_html(cells: pd.DataFrame, records: Records, root: Any, *, ddof: int = 1,
+                expected: int | None = None, plots: Sequence[str] = ()) -> str:
+    """The report as one self-contained HTML page (:mod:`fsxlt.report.html`): the Markdown
+    page's content, its plots inline (read from ``root``, the report folder)."""
+    from fsxlt.report import html
+
+    lines, tables, every_cell, every_bucket = report_parts(
+        cells, records, ddof=ddof, expected=expected, plots=plots)
+    sections = [html.notes(lines)] + [html.table(t, root) for t in tables]
+    sections += ["<h2>Every cell</h2>"] + [html.table(t) for t in every_cell]
+    sections += ["<h2>Every bucket</h2>"] + [html.table(t) for t in every_bucket]
+    return html.page("FS-XLT report", sections)
+
+
+PLOT_KINDS = ("distribution.png", "vs_k.png", "curves.png")  # fsxlt.report.plots' files
+
+
+def cell_tables(cells: pd.DataFrame) -> list[Table]:
+    """Per task, every cell: n, mean ± std, the 95% bootstrap interval of the mean over
+    its buckets and the lowest and highest bucket (test, points)."""
+    tables = []
+    for task, part in cells.groupby("task", sort=True):
+        rows = [[r.arm, r.language, str(r.k), str(r.n),
+                 fmt(r.mean) + (f" ± {fmt(r.std)}" if r.n > 1 else ""),
+                 f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]" if r.n > 1 else "–",
+                 f"{fmt(r.min)}–{fmt(r.max)}" if r.k > 0 else "–"]
+                for r in part.itertuples(index=False)]
+        tables.append(Table(f"{task}: every cell (test, points; interval: percentile "
+                            f"bootstrap of the mean, {BOOTSTRAP} resamples of the buckets)",
+                            ["arm", "language", "K", "n", "mean ± std", "95% CI",
+                             "min–max"], rows))
+    return tables
+
+
+def bucket_tables(records: Records) -> list[Table]:
+    """Per (task, language), every finished run: K, arm, bucket, the bucket's content hash,
+    its test and dev scores (points), as ``records.csv`` holds them."""
+    scores = records.scores
+    tables = []
+    for (task, lang), part in scores.groupby(["task", "language"], sort=True):
+        part = part.sort_values(["k", "arm", "bucket"], kind="stable")
+        rows = [[str(r.k), r.arm, f"{int(r.bucket):02d}", f"`{str(r.bucket_sha256)[:16]}`"
+                 if r.bucket_sha256 else "–", fmt(100.0 * r.test_score),
+                 fmt(100.0 * r.dev_score) if _is_number(r.dev_score) else "–"]
+                for r in part.itertuples(index=False)]
+        tables.append(Table(f"{task}/{lang}: every bucket's run (points)",
+                            ["K", "arm", "bucket", "bucket sha256", "test", "dev"], rows))
+    return tables
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and not np.isnan(value)
 
 
 def exact_match_tables(records: Records, ddof: int, expected: int | None) -> list[Table]:
@@ -604,14 +704,19 @@ def cells_csv(cells: pd.DataFrame) -> str:
     return cells.to_csv(index=False, float_format="%.4f", lineterminator="\n")
 
 
-# a finished record's row in records.csv: what it is, its scores and what it ran on
-RECORD_COLUMNS = ("task", "language", "k", "arm", "bucket", "test_score", "dev_score",
+# a finished record's row in records.csv: what it is, its scores (points, as in cells.csv
+# and report.md) and what it ran on
+RECORD_COLUMNS = ("task", "language", "k", "arm", "bucket", "test_points", "dev_points",
                   "best_epoch", "metric", "bucket_sha256", "fsxlt_version")
 
 
 def records_csv(scores: pd.DataFrame) -> str:
     """One row per finished record (:data:`RECORD_COLUMNS`), sorted as the runs directory
-    files them: the per-bucket scores a rerun is compared with, bucket by bucket."""
-    frame = scores.reindex(columns=list(RECORD_COLUMNS))
+    files them: the per-bucket scores a rerun is compared with, bucket by bucket, in points
+    (x100) as every other file of the report."""
+    frame = scores.assign(test_points=100.0 * scores["test_score"],
+                          dev_points=100.0 * pd.to_numeric(scores["dev_score"],
+                                                           errors="coerce"))
+    frame = frame.reindex(columns=list(RECORD_COLUMNS))
     frame = frame.sort_values(["task", "language", "k", "arm", "bucket"], kind="stable")
     return frame.to_csv(index=False, float_format="%.6f", lineterminator="\n")
