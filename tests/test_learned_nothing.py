@@ -134,3 +134,38 @@ def test_a_planned_subset_reports_no_missing_buckets_and_a_real_gap_is_named(stu
         f"{i:02d}" for i in range(1, N_BUCKETS))
     assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
     assert "1 runs completed, 0 failed, 1 already done" in capsys.readouterr().out
+
+
+def test_a_smoke_test_with_dev_and_test_limits_keeps_its_zero_shot_column(study, tmp_path,
+                                                                          capsys):
+    """Issue 62, item 7: source-train --dev-limit/--test-limit and the sweep's dev_limit
+    and test_limit take the same seeded samples: the checkpoint's K=0 score is of the
+    runs' test sample, so the sweep copies it; the limits are in every identity."""
+    data = tmp_path / "data"
+    test = study["data"] / "test-de.tsv"
+    train = write_pairs(data / "train-en.tsv", nli_data(24, seed=1))
+    dev = write_pairs(data / "dev-en.tsv", nli_data(30, seed=2))
+    ckpt = tmp_path / "ckpt"
+    assert run_app(["source-train", "--task", "xnli", "--model", str(study["encoder"]),
+                    "--train", str(train), "--dev", str(dev), "--target", "de",
+                    "--target-test", f"de={test}", "--dev-limit", "7", "--test-limit", "6",
+                    "--epochs", "1", "--lr", "1e-3", "--device", "cpu",
+                    "--out", str(ckpt)]) == 0
+    meta = json.loads((ckpt / "fsxlt_checkpoint.json").read_text())
+    assert meta["data"]["dev"]["n"] == 7
+    assert meta["data"]["target_test"]["de"]["n"] == 6
+    out = tmp_path / "runs"
+    config = write_config(tmp_path / "smoke.yaml", sweep_config(
+        dict(study, checkpoint=ckpt), out, methods=["fc"], n_buckets=2, max_epochs=1,
+        dev_limit=4, test_limit=6, tasks={"xnli": {"languages": ["de"], "k": [1]}}))
+    capsys.readouterr()
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    assert "no K=0 record" not in capsys.readouterr().err
+    zero = json.loads((out / "xnli/de/k0/zero-shot.json").read_text())
+    assert zero["test"]["score"] == meta["zero_shot"]["de"]["score"]
+    record = json.loads((out / "xnli/de/k1/fc/00.json").read_text())
+    assert record["run"]["identity"]["test_limit"] == 6
+    assert record["run"]["identity"]["dev_limit"] == 4
+    assert record["data"]["test"]["n"] == 6
+    cells = aggregate(load_records(out))
+    assert 0 in set(cells["k"]) and cells["gain"].notna().any()

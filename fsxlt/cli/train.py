@@ -112,6 +112,16 @@ def source_train_cmd(
     train_limit: Annotated[
         int | None, typer.Option("--train-limit", help="Use only the first N training examples.")
     ] = None,
+    dev_limit: Annotated[
+        int | None, typer.Option("--dev-limit", min=1, help="Select on a seeded sample of N "
+                                 "examples of each dev set, source and target (a smoke "
+                                 "test; recorded by the sample's hash).")
+    ] = None,
+    test_limit: Annotated[
+        int | None, typer.Option("--test-limit", min=1, help="Score zero-shot on a seeded "
+                                 "sample of N examples of each target test set: the sample "
+                                 "a sweep with test_limit N scores, so its K=0 record pairs.")
+    ] = None,
     targets: Annotated[
         list[str] | None,
         typer.Option(
@@ -266,6 +276,7 @@ def source_train_cmd(
                                               data_dir, train_limit)
     tdev, ttest = target_data(spec, targets, lang_files(target_dev, "--target-dev"),
                                lang_files(target_test, "--target-test"), data_dir, sources)
+    source_dev, tdev, ttest = limited_sets(source_dev, tdev, ttest, dev_limit, test_limit)
     quiet_transformers()
     result = source_train(
         spec, train, source_dev, model_name=model, source_languages=source_langs,
@@ -278,6 +289,23 @@ def source_train_cmd(
         seeds=seeds, seed_weights=seed_weights)
     result.save(out, overwrite=overwrite)  # with the oracle starts, OUT/oracle-<lang>
     _print_source_result(result, source_langs == ["en"] and select == "source-dev", out)
+
+
+def limited_sets(source_dev: dict[str, list], target_dev: dict[str, list],
+                 target_test: dict[str, list], dev_limit: int | None,
+                 test_limit: int | None) -> tuple[dict, dict, dict]:
+    """Each dev set cut to the seeded sample of ``dev_limit`` examples and each test set to
+    that of ``test_limit`` (the samples ``fsxlt adapt`` and a sweep take with these limits,
+    seed 0); the checkpoint records each set's hash and size, so its config hash names
+    the cut."""
+    from fsxlt.data.examples import DEV_SAMPLE_KEY, TEST_SAMPLE_KEY, seeded_sample
+
+    def cut(sets: dict[str, list], limit: int | None, key: str) -> dict[str, list]:
+        return {lang: seeded_sample(list(ex), limit, key.format(seed=0))
+                for lang, ex in sets.items()}
+
+    return (cut(source_dev, dev_limit, DEV_SAMPLE_KEY), cut(target_dev, dev_limit, DEV_SAMPLE_KEY),
+            cut(target_test, test_limit, TEST_SAMPLE_KEY))
 
 
 def _checkpoint_out(out: Path, model: str, overwrite: bool) -> Path:

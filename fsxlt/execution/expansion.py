@@ -38,15 +38,13 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
     scores = (meta.get("zero_shot") or {}).get(lang)
     if not scores:
         return None
-    if plan.test_limit is not None:
-        notes.append(f"{plan.task}/{lang}: no K=0 record: the runs score a sample of "
-                     f"{plan.test_limit} test examples (test_limit), {plan.start} scored "
-                     "its zero-shot score on the whole test set")
-        return None
-    if not _same_test(meta, plan.spec, lang, test):
+    if not _same_test(meta, plan.spec, lang, test, plan.test_limit):
+        cure = f"--target-test {lang}={test}" + (
+            f" --test-limit {plan.test_limit}" if plan.test_limit is not None else "")
         notes.append(f"{plan.task}/{lang}: no K=0 record: {plan.start} scored zero-shot on "
-                     f"another test set than the runs' ({test}); source-train with "
-                     f"--target-test {lang}={test} to score this one")
+                     f"another test set than the runs' ({test}"
+                     + (f", a sample of {plan.test_limit}" if plan.test_limit else "")
+                     + f"); source-train with {cure} to score this one")
         return None
     record = {
         "format": ZERO_SHOT_FORMAT, "status": "ok", "task": plan.task, "language": lang,
@@ -65,16 +63,22 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
                         record)
 
 
-def _same_test(meta: dict, task: TaskSpec, lang: str, test: Path | None) -> bool:
-    """Whether the checkpoint's zero-shot test set of ``lang`` holds the examples of the
-    runs' ``test`` file (true when either is unknown: older records name no hash)."""
+def _same_test(meta: dict, task: TaskSpec, lang: str, test: Path | None,
+               limit: int | None = None) -> bool:
+    """Whether the checkpoint's zero-shot test set of ``lang`` holds the examples the runs
+    score: the ``test`` file, or its seeded sample of ``limit`` (true when either is
+    unknown and no limit is set: older records name no hash)."""
     recorded = (((meta.get("data") or {}).get("target_test") or {}).get(lang) or {})
     if test is None or not recorded.get("sha256"):
-        return True
+        return limit is None
+    from fsxlt.data.examples import seeded_sample
+    from fsxlt.execution.spec import EVAL_SAMPLE_KEYS
     from fsxlt.sampling.set_files import read_data_file
     from fsxlt.training.loop import examples_digest
 
-    return examples_digest(read_data_file(test, task, lang, "test")) == recorded["sha256"]
+    examples = seeded_sample(read_data_file(test, task, lang, "test"), limit,
+                             EVAL_SAMPLE_KEYS["test"])
+    return examples_digest(examples) == recorded["sha256"]
 
 
 def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
