@@ -75,3 +75,20 @@ def test_more_workers_than_groups_split_the_largest_groups():
         for group in split:
             if group[0].shared_languages:
                 assert any(group == original for original in groups)
+
+
+def test_a_tqdm_bar_off_a_terminal_writes_lines_not_carriage_returns():
+    """Issue 62, item 5: source-train's bar in a log: plain lines, at most one per 30 s."""
+    import io
+
+    from tqdm import tqdm
+
+    from fsxlt.terminal import bar_options
+
+    log = io.StringIO()
+    for _ in tqdm(range(500), desc="source-train xnli", unit="step", **bar_options(log)):
+        pass
+    text = log.getvalue()
+    lines = text.splitlines()
+    assert "\r" not in text and 1 <= len(lines) <= 3
+    assert lines[-1].startswith("source-train xnli: 100%") and "500/500" in lines[-1]

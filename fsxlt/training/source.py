@@ -57,6 +57,7 @@ from fsxlt.models.prediction import (
     score_and_predict,
 )
 from fsxlt.tasks import TaskSpec, get_task
+from fsxlt.terminal import bar_options
 from fsxlt.training.candidates import CandidateCollector, check_averaging
 from fsxlt.training.checkpoint import (
     check_tokenizer,
@@ -296,7 +297,8 @@ def _run(request: _Request) -> _Run:
                          schedule.label_all_tokens)
     steps_per_epoch = (len(rows) + schedule.batch_size - 1) // schedule.batch_size
     bar = tqdm(total=len(schedule.lrs) * schedule.epochs * steps_per_epoch,
-               disable=not request.progress, desc=f"source-train {task.name}", unit="step")
+               disable=not request.progress, desc=f"source-train {task.name}", unit="step",
+               **bar_options())  # off a terminal: a plain line every 30 s
     precision = resolve_precision(request.precision, device)
     training = _Training(task, model, trainer, featurizer, device, precision, schedule, sets,
                          request.checkpoint_test_scores, bar, request.progress)
@@ -621,7 +623,7 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
         source_scores[lang], source_predicted[lang] = score_and_predict(
             model, sets.dev[lang], task, precision=precision)
     zero_shot = {lang: score(model, es, task, precision=precision) for lang, es in tqdm(
-        sets.test.items(), disable=not training.progress, unit="language",
+        sets.test.items(), disable=not training.progress, unit="language", **bar_options(),
         desc=f"source-train {task.name}: zero-shot test")}  # minutes for QA: a bar says so
     for lang in set(zero_shot) & set(languages):
         zero_shot[lang]["in_source"] = True  # trained on it: not a zero-shot score
