@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "fileio", "config_checks", "lazy", "identity", "plugins"),
+    ("errors", "fileio", "config_checks", "lazy", "identity", "plugins", "terminal"),
     ("tasks", "data", "synthetic", "study", "study.runs", "study.directories", "sampling.store",
      "sampling.manifest", "sampling.samplers"),
     ("metrics",),

@@ -26,7 +26,6 @@ For every (task, language, K) where both arms have records, the differences
 from __future__ import annotations
 
 import warnings
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +33,12 @@ import numpy as np
 import pandas as pd
 
 from fsxlt.errors import FsxltError
+from fsxlt.report.bootstrap import (  # noqa: F401 - re-exported
+    LEVEL,
+    bootstrap_ci,
+    percentile_interval,
+    resample_index,
+)
 from fsxlt.report.records import Records
 from fsxlt.report.tables import Table, fmt
 
@@ -41,26 +46,6 @@ SPREAD_COLUMNS = ["sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high", "
                   "rho", "rho_p_value"]
 COLUMNS = ["task", "language", "k", "n", "mean_diff", "ci_low", "ci_high", "p_value",
            *SPREAD_COLUMNS]
-LEVEL = 0.95
-
-
-def resample_index(n: int, *, seed: int, key: str, n_boot: int) -> np.ndarray:
-    """``n_boot`` bootstrap resamples (rows) of ``n`` paired items, seeded by ``seed`` and
-    the cell's ``key``."""
-    rng = np.random.default_rng([int(seed), zlib.crc32(key.encode("utf-8"))])
-    return rng.integers(0, n, size=(n_boot, n))
-
-
-def percentile_interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def bootstrap_ci(diffs: np.ndarray, *, seed: int, key: str, n_boot: int = 10_000,
-                 level: float = LEVEL) -> tuple[float, float]:
-    index = resample_index(len(diffs), seed=seed, key=key, n_boot=n_boot)
-    return percentile_interval(diffs[index].mean(axis=1), level)
 
 
 def wilcoxon_p(diffs: np.ndarray) -> float:

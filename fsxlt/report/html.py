@@ -9,8 +9,7 @@ import base64
 import html
 from collections.abc import Sequence
 from pathlib import Path
-
-from fsxlt.report.tables import Table
+from typing import Any
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em;
@@ -38,9 +37,9 @@ def _cell(text: str) -> str:
     return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
 
 
-def table(one: Table, root: Path | None = None) -> str:
-    """A :class:`Table` (its title a heading) and, under it, its plots inline (read from
-    ``root``, the folder its image paths are relative to)."""
+def table(one: Any, root: Path | None = None) -> str:
+    """A :class:`fsxlt.report.tables.Table` (its title a heading) and, under it, its
+    plots inline (read from ``root``, the folder its image paths are relative to)."""
     lines = [f"<h3>{_cell(one.title)}</h3>", "<table>", "<thead><tr>"
              + "".join(f"<th>{_cell(h)}</th>" for h in one.header) + "</tr></thead>", "<tbody>"]
     lines += ["<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>"

@@ -227,7 +227,7 @@ def mean_interval(scores: np.ndarray, key: str) -> tuple[float, float]:
     """The 95% percentile-bootstrap interval of the mean of a cell's bucket scores
     (:data:`BOOTSTRAP` resamples, seeded by the cell's ``key``: the same records give the
     same interval); NaN for fewer than two buckets."""
-    from fsxlt.report.compare import bootstrap_ci
+    from fsxlt.report.bootstrap import bootstrap_ci
 
     if len(scores) < 2:
         return float("nan"), float("nan")
