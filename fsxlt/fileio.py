@@ -39,6 +39,12 @@ def plain_name(value: Any) -> bool:
     return isinstance(value, str) and bool(PLAIN_NAME.fullmatch(value))
 
 
+def brief(value: Any, width: int = 60) -> str:
+    """A value from outside as a refusal shows it: its repr, cut to ``width``."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
     """Content hash of a file, hex-encoded."""
     digest = hashlib.sha256()

@@ -171,25 +171,43 @@ def _hub_failure(repo: str, revision: str | None, err: BaseException,
 _HUB_REACHABLE: dict[str, str | None] = {}
 
 
+def connection_problem(host: str, port: int, timeout: float) -> str | None:
+    """Why nothing accepts a TCP connection at ``host:port`` within ``timeout`` seconds
+    (``timed out``, the system's words), or None when something does: the probe of ours
+    that fsxlt makes before a client would retry for minutes (the hub, a Ray head, a
+    tracker server)."""
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        return "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+    return None
+
+
+def url_host_port(url: str) -> tuple[str, int] | None:
+    """``(host, port)`` of an ``http(s)://`` URL (its scheme's port where it names none);
+    None for any other URL (a file, an SQLite store: nothing to reach)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
 def hub_unreachable() -> str | None:
     """Why the hub (``HF_ENDPOINT``, else huggingface.co) cannot be reached, asked once per
     process with a connection of :data:`HUB_TIMEOUT_S`; None when it answers or when
     ``HF_HUB_OFFLINE`` is set (the cache is all there is)."""
-    import socket
-    from urllib.parse import urlsplit
-
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return None
     endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     if endpoint not in _HUB_REACHABLE:
-        parts = urlsplit(endpoint)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            socket.create_connection((parts.hostname or "", port), timeout=HUB_TIMEOUT_S).close()
-            _HUB_REACHABLE[endpoint] = None
-        except OSError as err:
-            why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
-            _HUB_REACHABLE[endpoint] = f"{parts.hostname}:{port}: {why}"
+        target = url_host_port(endpoint)
+        why = connection_problem(*target, HUB_TIMEOUT_S) if target else None
+        _HUB_REACHABLE[endpoint] = f"{target[0]}:{target[1]}: {why}" if why and target \
+            else None
     return _HUB_REACHABLE[endpoint]
 
 

@@ -26,6 +26,15 @@ def study(tmp_path_factory) -> dict[str, Path]:
     return build_study(tmp_path_factory.mktemp("learned-nothing-study"))
 
 
+def small_sweep(study: dict[str, Path], out: Path, tmp_path: Path, **extra) -> Path:
+    """Run fc over two buckets of xnli/de K=1 for one epoch into ``out``; its config."""
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, out, methods=["fc"], n_buckets=2, max_epochs=1,
+        tasks={"xnli": {"languages": ["de"], "k": [1]}}, **extra))
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    return config
+
+
 def _source_train(tmp_path: Path, encoder: Path, train: list, capsys) -> tuple[int, str]:
     data = tmp_path / "data"
     train_file = write_pairs(data / "train-en.tsv", train)
@@ -91,10 +100,7 @@ def test_a_start_that_learned_nothing_is_said_in_every_report(study, tmp_path, c
     meta["warnings"] = [warning]
     meta_path.write_text(json.dumps(meta))
     out = tmp_path / "runs"
-    config = write_config(tmp_path / "sweep.yaml", sweep_config(
-        study, out, methods=["fc"], n_buckets=2, max_epochs=1,
-        tasks={"xnli": {"languages": ["de"], "k": [1]}}))
-    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    small_sweep(study, out, tmp_path)
     zero = json.loads((out / "xnli/de/k0/zero-shot.json").read_text())
     record = json.loads((out / "xnli/de/k1/fc/00.json").read_text())
     assert zero["warnings"] == [warning] == record["model"]["start"]["warnings"]
@@ -113,10 +119,7 @@ def test_a_planned_subset_reports_no_missing_buckets_and_a_real_gap_is_named(stu
     missing buckets, and a bucket the sweep planned but has no record of is named."""
     assert N_BUCKETS > 2
     out = tmp_path / "runs"
-    config = write_config(tmp_path / "sweep.yaml", sweep_config(
-        study, out, methods=["fc"], n_buckets=2, max_epochs=1,
-        tasks={"xnli": {"languages": ["de"], "k": [1]}}))
-    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    config = small_sweep(study, out, tmp_path)
     record = json.loads((out / "xnli/de/k1/fc/01.json").read_text())
     assert record["run"]["plan"] == {"buckets": [0, 1]}
     assert "plan" not in json.dumps(record["run"]["identity"])
@@ -155,11 +158,8 @@ def test_a_smoke_test_with_dev_and_test_limits_keeps_its_zero_shot_column(study,
     assert meta["data"]["dev"]["n"] == 7
     assert meta["data"]["target_test"]["de"]["n"] == 6
     out = tmp_path / "runs"
-    config = write_config(tmp_path / "smoke.yaml", sweep_config(
-        dict(study, checkpoint=ckpt), out, methods=["fc"], n_buckets=2, max_epochs=1,
-        dev_limit=4, test_limit=6, tasks={"xnli": {"languages": ["de"], "k": [1]}}))
     capsys.readouterr()
-    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    small_sweep(dict(study, checkpoint=ckpt), out, tmp_path, dev_limit=4, test_limit=6)
     assert "no K=0 record" not in capsys.readouterr().err
     zero = json.loads((out / "xnli/de/k0/zero-shot.json").read_text())
     assert zero["test"]["score"] == meta["zero_shot"]["de"]["score"]

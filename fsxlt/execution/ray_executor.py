@@ -119,7 +119,7 @@ def check_address(address: str | None, timeout: float = ADDRESS_TIMEOUT_S) -> No
     (``RAY_ADDRESS``, or the one ``ray start`` left on this machine), an address that is no
     ``HOST:PORT``, a port no process listens on. ``None``/``local``: a local Ray is
     started, nothing to reach."""
-    import socket
+    from fsxlt.identity import connection_problem
 
     if address in (None, "", "local"):
         return
@@ -132,13 +132,10 @@ def check_address(address: str | None, timeout: float = ADDRESS_TIMEOUT_S) -> No
                          "machine (none in RAY_ADDRESS, none started with `ray start`); "
                          if address == "auto" else "not HOST:PORT, auto or ray://HOST:PORT; ")
                          + cure)
-    try:
-        socket.create_connection(target, timeout=timeout).close()
-    except OSError as err:
-        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+    why = connection_problem(*target, timeout)
+    if why is not None:
         raise FsxltError(f"--address {address}: no Ray cluster answers at "
-                         f"{target[0]}:{target[1]} ({why}, within {timeout:g} s); {cure}"
-                         ) from None
+                         f"{target[0]}:{target[1]} ({why}, within {timeout:g} s); {cure}")
 
 
 def _host_port(address: str) -> tuple[str, int] | None:

@@ -129,19 +129,13 @@ def check_reachable(uri: str, what: str, timeout: float = CONNECT_TIMEOUT_S) -> 
     """Raise :class:`ConnectionError` (one line) unless something answers at the host and
     port of the ``http(s)://`` ``uri`` within ``timeout`` seconds; other URIs (a file, an
     SQLite store) have nothing to reach."""
-    import socket
-    from urllib.parse import urlsplit
+    from fsxlt.identity import connection_problem, url_host_port
 
-    parts = urlsplit(uri)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((parts.hostname, port), timeout=timeout).close()
-    except OSError as err:
-        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
-        raise ConnectionError(f"{what} {uri}: nothing answers at {parts.hostname}:{port} "
-                              f"({why}, within {timeout:g} s)") from None
+    target = url_host_port(uri)
+    why = connection_problem(*target, timeout) if target is not None else None
+    if why is not None:
+        raise ConnectionError(f"{what} {uri}: nothing answers at {target[0]}:{target[1]} "
+                              f"({why}, within {timeout:g} s)")
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from typing import Any
 
 from fsxlt.errors import DataFormatError
 from fsxlt.fileio import PLAIN_NAME, plain_name
+from fsxlt.fileio import brief as _brief
 
 STORE_FORMAT = "fsxlt-buckets/2"
 LEGACY_FORMAT = "fsxlt-buckets/1"  # written by fsxlt 0.3 and 0.4: read, never written
@@ -29,12 +30,6 @@ def parse_manifest(manifest: Any, path: str | Path) -> dict[str, Any]:
     if problem is not None:
         raise DataFormatError(path, f"not an fsxlt bucket manifest: {problem}")
     return manifest
-
-
-def _brief(value: Any, width: int = 60) -> str:
-    """A value as a manifest refusal shows it: its repr, cut."""
-    text = repr(value)
-    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _manifest_problem(manifest: dict[str, Any]) -> str | None:

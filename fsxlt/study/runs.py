@@ -247,11 +247,7 @@ def place_problem(record: dict[str, Any]) -> str | None:
     bucket's name, index or hash) and that is no plain name, in words (``task is '..', not
     a plain name``), or None. The check a record from outside (an imported results
     dataset) passes before anything is placed by its facts."""
-    from fsxlt.fileio import plain_name
-
-    def brief(value: Any) -> str:
-        text = repr(value)
-        return text if len(text) <= 60 else text[:57] + "..."
+    from fsxlt.fileio import brief, plain_name
 
     def whole(value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
