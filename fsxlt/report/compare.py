@@ -238,11 +238,8 @@ def _p(value: float) -> str:
     return "<0.0001" if value < 0.0001 else f"{value:.4f}"
 
 
-def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, *,
-                   seed: int, n_boot: int) -> str:
-    if fmt_name == "csv":
-        return result.to_csv(index=False, float_format="%.6f", lineterminator="\n")
-    tables = [compare_table(result, arm_a, arm_b), spread_table(result, arm_a, arm_b)]
+def compare_note(result: pd.DataFrame, *, seed: int, n_boot: int) -> str:
+    """What a comparison's numbers are, in words (and why a p-value is missing)."""
     note = (f"Bootstrap: {n_boot} resamples of the shared buckets, seed {seed}, percentile "
             "interval; Wilcoxon signed-rank, two-sided, zero differences dropped. Spread: "
             "sample std over the same buckets, ratio A/B with a bootstrap interval from the "
@@ -251,6 +248,15 @@ def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, 
     if result["p_value"].isna().any():
         note += (" Wilcoxon p – : no test is possible (every paired difference is 0, or "
                  "fewer than 2 pairs).")
+    return note
+
+
+def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, *,
+                   seed: int, n_boot: int) -> str:
+    if fmt_name == "csv":
+        return result.to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    tables = [compare_table(result, arm_a, arm_b), spread_table(result, arm_a, arm_b)]
+    note = compare_note(result, seed=seed, n_boot=n_boot)
     if fmt_name == "md":
         return "# Paired comparison\n\n" + note + "\n\n" + "\n".join(
             t.markdown() for t in tables)
@@ -265,9 +271,8 @@ def compare_html(result: pd.DataFrame, arm_a: str, arm_b: str, root: Any,
 
     from fsxlt.report import html
 
-    text = render_compare(result, arm_a, arm_b, "md", seed=seed, n_boot=n_boot)
-    note = text.split("\n\n")[1]  # the page's note, after its title
-    sections = [html.notes([note]), html.table(compare_table(result, arm_a, arm_b)),
+    sections = [html.notes([compare_note(result, seed=seed, n_boot=n_boot)]),
+                html.table(compare_table(result, arm_a, arm_b)),
                 html.table(spread_table(result, arm_a, arm_b))]
     if images:
         sections += ["<h2>Per bucket</h2>"] + [html.image(Path(root) / rel, Path(rel).stem)
