@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from fsxlt.execution.heartbeat import Heartbeat, duration
 
 
@@ -30,16 +32,24 @@ def test_durations_read_as_people_write_them():
     assert [duration(s) for s in (5, 75, 3600 * 2 + 300)] == ["5s", "1m15s", "2h05m"]
 
 
-def test_a_sweep_whose_stderr_is_no_terminal_prints_progress_lines(tmp_path, capsys,
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> dict:
+    from tests.icl_fixtures import make_causal_lm_dir
+    from tests.sweep_fixtures import build_study
+
+    root = tmp_path_factory.mktemp("heartbeat")
+    return {**build_study(root / "study"), "lm": make_causal_lm_dir(root / "lm", "llama")}
+
+
+def test_a_sweep_whose_stderr_is_no_terminal_prints_progress_lines(study, tmp_path, capsys,
                                                                    monkeypatch):
     """A real sweep, its stderr captured (no terminal), the heartbeat every 0.01 s: plain
     lines, no bar."""
     import fsxlt.execution.heartbeat as heartbeat
     from fsxlt.cli import run_app
-    from tests.sweep_fixtures import build_study, sweep_config, write_config
+    from tests.sweep_fixtures import sweep_config, write_config
 
     monkeypatch.setattr(heartbeat, "EVERY", 0.01)
-    study = build_study(tmp_path / "study")
     config = write_config(tmp_path / "sweep.yaml", sweep_config(
         study, tmp_path / "runs", methods=["full"], n_buckets=2, max_epochs=2,
         tasks={"xnli": {"languages": ["de"], "k": [1, 2]}}))
@@ -50,6 +60,45 @@ def test_a_sweep_whose_stderr_is_no_terminal_prints_progress_lines(tmp_path, cap
     assert lines and "\r" not in text and "it/s" not in text
     assert lines[-1].startswith("sweep: 4/4 runs done, 0 failed, ")
     assert all(" runs done, " in line and " elapsed" in line for line in lines)
+
+
+@pytest.mark.parametrize("command", ["adapt", "icl", "lm-adapt"])
+def test_adapt_icl_and_lm_adapt_over_a_bucket_set_print_progress_lines(study, tmp_path,
+                                                                      capsys, monkeypatch,
+                                                                      command):
+    """The other long commands over a bucket set (5 runs), stderr no terminal: the same
+    plain lines, counting the runs, the last one all 5 done; on a terminal none."""
+    import fsxlt.execution.heartbeat as heartbeat
+    from fsxlt.cli import run_app
+
+    monkeypatch.setattr(heartbeat, "EVERY", 0.01)
+    common = ["--task", "xnli", "--lang", "de", "--bucket",
+              str(study["buckets"] / "xnli/de/k1"), "--out", str(tmp_path / "runs")]
+    fast = ["--max-epochs", "2", "--patience", "1", "--lr", "1e-2"]
+    argv = {"adapt": ["adapt", *common, "--from", str(study["checkpoint"]), "--data-dir",
+                      str(study["data"]), "--device", "cpu", *fast],
+            "icl": ["icl", *common, "--model", str(study["lm"]), "--test",
+                    str(study["data"] / "test-de.tsv"), "--threads", "1"],
+            "lm-adapt": ["lm-adapt", *common, "--model", str(study["lm"]), "--test",
+                         str(study["data"] / "test-de.tsv"), "--dev-limit", "4",
+                         "--threads", "1", *fast]}[command]
+    capsys.readouterr()
+    assert run_app(argv) == 0
+    text = capsys.readouterr().err
+    lines = [line for line in text.splitlines() if line.startswith(f"{command}: ")]
+    assert lines and lines[-1].startswith(f"{command}: 5/5 runs done, 0 failed, ")
+    assert all(line.startswith(f"{command}: ") and " runs done, " in line and " elapsed" in line
+               for line in lines) and "\r" not in text
+
+
+def test_no_heartbeat_on_a_terminal():
+    from fsxlt.execution.heartbeat import watched
+
+    with watched("adapt", 3, on_terminal=True) as beat:
+        assert beat is None
+    lines: list[str] = []
+    with watched("adapt", 3, say=lines.append, on_terminal=False) as beat:
+        assert beat is not None and beat.total == 3
 
 
 def test_more_workers_than_groups_split_the_largest_groups():

@@ -115,6 +115,7 @@ def _run_all(runs: list, settings, out: Path, options: LmRunOptions, *,
              batch_size: int, save_prompts: bool = False) -> None:
     """Skip the done runs, load the model, check every pending prompt, then score and write
     one record per run (under the runs directory's lock)."""
+    from fsxlt.execution.heartbeat import watched
     from fsxlt.icl.run import execute, load_test, prepare
     from fsxlt.study.directories import RUNS, writer_lock
 
@@ -134,16 +135,19 @@ def _run_all(runs: list, settings, out: Path, options: LmRunOptions, *,
                     for run, _ in first.pending]  # every prompt checked before writing
         _warn_label_tokens(prepared)
         pending = claim_pending(lock, runs, options)
-        for item in prepared:
-            if item.run.record_path not in pending:
-                continue
-            record = execute(item, lm, settings, batch_size=batch_size,
-                             save_predictions=options.save_predictions,
-                             save_prompts=save_prompts)
-            typer.echo(f"{item.run.id}: {record['metric']} {100 * record['test_score']:.2f} "
-                       f"({record['examples_per_s']:.1f} examples/s) -> {item.run.record_path}")
-            if logger is not None:
-                logger.log(item.run.record_path)
+        todo = [item for item in prepared if item.run.record_path in pending]
+        with watched("icl", len(todo)) as beat:  # plain lines off a terminal
+            for item in todo:
+                record = execute(item, lm, settings, batch_size=batch_size,
+                                 save_predictions=options.save_predictions,
+                                 save_prompts=save_prompts)
+                typer.echo(f"{item.run.id}: {record['metric']} "
+                           f"{100 * record['test_score']:.2f} ({record['examples_per_s']:.1f} "
+                           f"examples/s) -> {item.run.record_path}")
+                if logger is not None:
+                    logger.log(item.run.record_path)
+                if beat is not None:
+                    beat.update(True)
 
 
 def options_logger(options: LmRunOptions) -> Any:

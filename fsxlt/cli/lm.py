@@ -126,8 +126,9 @@ def _run_all(runs: list[Any], out: Path, options: LmRunOptions, *,
     one record per run (under the runs directory's lock); returns the failed runs' ids and
     errors (each left its error record)."""
     from fsxlt.cli.icl import claim_pending, first_plan, load_model, options_logger
+    from fsxlt.execution.heartbeat import watched
     from fsxlt.icl.lm_lora import Adapters
-    from fsxlt.icl.tuning import execute, prepare_all, write_error
+    from fsxlt.icl.tuning import prepare_all
     from fsxlt.study.directories import RUNS, writer_lock
 
     failed: list[tuple[str, str]] = []
@@ -141,20 +142,32 @@ def _run_all(runs: list[Any], out: Path, options: LmRunOptions, *,
         prepared = prepare_all([run for run, _ in first.pending], lm)
         adapters = Adapters(lm.model, settings.lora, settings.seed)
         pending = claim_pending(lock, runs, options)
-        for item in prepared:
-            if item.run.record_path not in pending:
-                continue
-            try:
-                record = execute(item, lm, adapters, batch_size=batch_size,
-                                 save_predictions=options.save_predictions)
-            except Exception as err:  # the others go on; this one is rerun next time
-                failed.append((item.run.id, write_error(item.run, err)))
-                continue
-            dev = record["dev_score"]
-            typer.echo(f"{item.run.id}: lr {record['selected_lr']:g}, best epoch "
-                       f"{record['best_epoch']}, dev "
-                       f"{'-' if dev is None else f'{100 * dev:.2f}'}, {record['metric']} "
-                       f"{100 * record['test_score']:.2f} -> {item.run.record_path}")
-            if logger is not None:
-                logger.log(item.run.record_path)
+        todo = [item for item in prepared if item.run.record_path in pending]
+        with watched("lm-adapt", len(todo)) as beat:  # plain lines off a terminal
+            for item in todo:
+                ok = _adapt_one(item, lm, adapters, options, batch_size, failed, logger)
+                if beat is not None:
+                    beat.update(ok)
     return failed
+
+
+def _adapt_one(item: Any, lm: Any, adapters: Any, options: LmRunOptions, batch_size: int,
+               failed: list[tuple[str, str]], logger: Any) -> bool:
+    """Train and write one prepared run, saying its line; a failure is its error record
+    and an entry of ``failed`` (the others go on; it is rerun next time)."""
+    from fsxlt.icl.tuning import execute, write_error
+
+    try:
+        record = execute(item, lm, adapters, batch_size=batch_size,
+                         save_predictions=options.save_predictions)
+    except Exception as err:
+        failed.append((item.run.id, write_error(item.run, err)))
+        return False
+    dev = record["dev_score"]
+    typer.echo(f"{item.run.id}: lr {record['selected_lr']:g}, best epoch "
+               f"{record['best_epoch']}, dev "
+               f"{'-' if dev is None else f'{100 * dev:.2f}'}, {record['metric']} "
+               f"{100 * record['test_score']:.2f} -> {item.run.record_path}")
+    if logger is not None:
+        logger.log(item.run.record_path)
+    return True

@@ -585,6 +585,7 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
     """Write the records of ``fsxlt adapt``'s runs that are not done, as a sweep does
     (under the runs directory's lock); returns the outcomes of the runs that failed."""
     from fsxlt.execution import run_group
+    from fsxlt.execution.heartbeat import watched
     from fsxlt.study.directories import RUNS, writer_lock
     from fsxlt.study.runs import plan_messages, plan_writes
 
@@ -602,9 +603,15 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
         writes = plan_writes(runs, replace=replace, need_predictions=save_predictions)
         for text, to_stderr in plan_messages(writes):
             typer.echo(text, err=to_stderr)
-        run_group([run for run, _ in writes.pending], device=device,
-                  on_result=lambda outcome: _said(outcome, runs, out, failed, logger),
-                  save_predictions=save_predictions, start=loaded)
+        with watched("adapt", len(writes.pending)) as beat:  # lines off a terminal
+
+            def said(outcome: Any) -> None:
+                _said(outcome, runs, out, failed, logger)
+                if beat is not None:
+                    beat.update(outcome.ok)
+
+            run_group([run for run, _ in writes.pending], device=device, on_result=said,
+                      save_predictions=save_predictions, start=loaded)
     return failed
 
 

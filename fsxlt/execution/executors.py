@@ -45,7 +45,7 @@ from fsxlt import __version__
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig
 from fsxlt.execution.expansion import expand
-from fsxlt.execution.heartbeat import Heartbeat
+from fsxlt.execution.heartbeat import watched
 from fsxlt.execution.ray_executor import check_address, ray_module, run_ray
 from fsxlt.execution.spec import Plan, RunSpec, check_eval_sets
 from fsxlt.execution.worker import Outcome, die_with_parent, run_group
@@ -406,7 +406,6 @@ def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None
     bar = tqdm(total=len(status.pending), desc="sweep", unit="run", file=sys.stderr,
                disable=not on_terminal, dynamic_ncols=True)
     counts = {"done": 0, "failed": 0}
-    beat = None if on_terminal else Heartbeat("sweep", len(status.pending), say=say).start()
 
     def on_result(outcome: Outcome) -> None:
         result.outcomes.append(outcome)
@@ -426,15 +425,14 @@ def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None
         with tqdm.external_write_mode(file=sys.stderr):
             say(line)
 
-    try:
-        if executor == "local":
-            _run_local(groups, on_result, workers=workers, devices=devices, device=device,
-                       threads=threads, save_predictions=save_predictions)
-        else:
-            run_ray(groups, on_result, out=str(out), address=address,
-                    gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task, device=device,
-                    save_predictions=save_predictions, say=tell)
-    finally:
-        bar.close()
-        if beat is not None:
-            beat.stop()
+    with watched("sweep", len(status.pending), say=say, on_terminal=on_terminal) as beat:
+        try:
+            if executor == "local":
+                _run_local(groups, on_result, workers=workers, devices=devices,
+                           device=device, threads=threads, save_predictions=save_predictions)
+            else:
+                run_ray(groups, on_result, out=str(out), address=address,
+                        gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task,
+                        device=device, save_predictions=save_predictions, say=tell)
+        finally:
+            bar.close()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 EVERY = 30.0  # seconds between two lines at most
 
@@ -76,3 +77,21 @@ class Heartbeat:
             self._thread.join()
         if self.beats:
             self.say(self.line())
+
+
+@contextmanager
+def watched(what: str, total: int, unit: str = "runs",
+            say: Callable[[str], None] | None = None,
+            on_terminal: bool | None = None) -> Iterator[Heartbeat | None]:
+    """A started :class:`Heartbeat` for ``total`` units of ``what`` while the block runs,
+    where stderr is no terminal (``on_terminal`` overrides the check); None on a terminal,
+    where the command's own lines and bars are enough. The last line is said on the way
+    out, however the block ends."""
+    if sys.stderr.isatty() if on_terminal is None else on_terminal:
+        yield None
+        return
+    beat = Heartbeat(what, total, say=say, unit=unit).start()
+    try:
+        yield beat
+    finally:
+        beat.stop()
