@@ -256,7 +256,8 @@ def test_every_xglue_task_end_to_end(task, xglue_encoder, tmp_path, capsys):
               "predict": str(files["predict"]),
               "tasks": {task: {"languages": ["de"], "k": [1]}}}
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    assert run_app(["sweep", str(tmp_path / "sweep.yaml"), "--device", "cpu"]) == 0
+    assert run_app(["sweep", str(tmp_path / "sweep.yaml"), "--device", "cpu",
+                    "--workers", "0"]) == 0  # in this process: workers are test_sweep's
     runs = tmp_path / "runs" / task / "de"
     assert sorted(p.name for p in (runs / "k1" / "full").glob("*.json")) == ["00.json", "01.json"]
     assert (runs / "k0" / "zero-shot.json").is_file()
