@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -210,6 +211,41 @@ def test_cli_saves_predictions_and_runs_gains_and_confusion(panx_study, tmp_path
     for stem in ("panx-de-k1-full-jaccard", "panx-de-k1-full-improved"):
         assert (out / "gains" / f"{stem}.png").is_file()
         assert (out / "gains" / f"{stem}.pdf").is_file()
+
+
+def test_gains_and_confusion_take_an_imported_arm_with_its_own_start(panx_study, tmp_path,
+                                                                     capsys):
+    """Issue 62, item 3: an arm imported from another study is compared with the zero-shot
+    predictions of its own start, never with ours: against ours (another start by content)
+    both analyses refuse in one line, writing nothing; with theirs they run."""
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    _adapt_and_evaluate(panx_study, theirs)
+    export = tmp_path / "their-study"
+    assert run_app(["runs", "export", str(theirs), str(export)]) == 0
+    ckpt = tmp_path / "our-ckpt"  # the same weights, one fact more: another start by content
+    shutil.copytree(panx_study["ckpt"], ckpt)
+    facts = ckpt / "fsxlt_checkpoint.json"
+    facts.write_text(json.dumps({**json.loads(facts.read_text()), "note": "ours"}))
+    assert run_app(["evaluate", str(ckpt), "--task", "panx", "--lang", "de",
+                    "--data-dir", str(panx_study["data"]), "--device", "cpu",
+                    "--save-predictions",
+                    "--out", str(ours / "panx" / "de" / "k0" / "zero-shot-test.json")]) == 0
+    assert run_app(["runs", "import-hf", str(export), "--out", str(ours)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "analysis"
+    for command in ("gains", "confusion"):
+        code = run_app(["analyze", command, str(ours), "--task", "panx", "--lang", "de",
+                        "--k", "1", "--method", "their-study.full", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "their-study.full: run 00 was adapted from checkpoint:" in err
+        assert "pass --zero-shot" in err and "Traceback" not in err
+        assert not out.exists()
+    their_zero = theirs / "panx" / "de" / "k0" / "zero-shot-test.predictions.jsonl"
+    for command in ("gains", "confusion"):
+        assert run_app(["analyze", command, str(ours), "--task", "panx", "--lang", "de",
+                        "--k", "1", "--method", "their-study.full", "--zero-shot",
+                        str(their_zero), "--out", str(out / command)]) == 0
 
 
 @pytest.mark.parametrize("case, message", [

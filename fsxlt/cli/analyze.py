@@ -200,12 +200,13 @@ def gains_command(
     _check_out(out)
     from fsxlt.analysis.gains import gains_analysis
     from fsxlt.analysis.plots import improved_bars, jaccard_heatmap
-    from fsxlt.study.predictions import load_adapted, load_zero_shot
+    from fsxlt.study.predictions import check_same_start, load_adapted, load_zero_shot
 
     _labelled(task, "the words adapting fixed")
 
     zero = load_zero_shot(runs, task, lang, zero_shot)
     adapted = load_adapted(runs, task, lang, k, method, bucket)
+    check_same_start(zero, adapted, runs / task / lang / f"k{k}" / method)
     words = _run_bucket_words(runs, task, lang, k, method, sorted(adapted), buckets)
     result = gains_analysis(zero, adapted, words)
     _write_table(result.counts, None, "improved")
@@ -242,12 +243,13 @@ def confusion_command(
     _check_out(out)
     from fsxlt.analysis.confusion import confusion_analysis
     from fsxlt.analysis.plots import confusion_heatmaps
-    from fsxlt.study.predictions import load_adapted, load_zero_shot
+    from fsxlt.study.predictions import check_same_start, load_adapted, load_zero_shot
 
     _labelled(task, "confusion matrices")
 
     zero = load_zero_shot(runs, task, lang, zero_shot)
     adapted = load_adapted(runs, task, lang, k, method, bucket)
+    check_same_start(zero, adapted, runs / task / lang / f"k{k}" / method)
     result = confusion_analysis(zero, list(adapted.values()), normalize)
     typer.echo(f"adapted minus zero-shot (mean over {result.n_runs} run(s); rows gold, "
                "columns predicted):")

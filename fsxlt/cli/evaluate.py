@@ -113,7 +113,8 @@ def evaluate_cmd(
         "identity": identity,
     }
     if save_predictions:
-        model_info = {"kind": "zero-shot", "checkpoint": checkpoint, "record": Path(out).name}
+        model_info = {"kind": "zero-shot", "checkpoint": checkpoint, "start": identity["start"],
+                      "record": Path(out).name}
         write_predictions(predictions_path(out), examples, predicted, task=spec, language=lang,
                           split=split, model=model_info, data_sha256=examples_digest(examples))
     if out is not None:

@@ -68,7 +68,7 @@ def make_plots(records: Records, cells: pd.DataFrame, out: str | Path) -> list[P
             ax.boxplot(data, tick_labels=langs)
             ax.set_title(f"K={k}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
-        axes[0].set_ylabel("test score")
+        axes[0].set_ylabel("test score (points)")
         fig.tight_layout()
         written += _save(fig, out, f"{name}_distribution")
 
@@ -82,7 +82,7 @@ def make_plots(records: Records, cells: pd.DataFrame, out: str | Path) -> list[P
             ax.plot(line["k"], mean, marker="o", label=lang)
             ax.fill_between(line["k"], mean - std, mean + std, alpha=0.2)
         ax.set_xlabel("K (0: zero-shot)")
-        ax.set_ylabel("test score")
+        ax.set_ylabel("test score (points)")
         ax.set_xticks(sorted(set(part["k"])))
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
@@ -100,7 +100,7 @@ def make_plots(records: Records, cells: pd.DataFrame, out: str | Path) -> list[P
                 ax.set_title(f"K={k}", fontsize=9)
                 ax.set_xlabel("epoch")
                 ax.grid(alpha=0.3)
-            axes[0].set_ylabel("dev score")
+            axes[0].set_ylabel("dev score (points)")
             axes[-1].legend(fontsize=7)
             fig.tight_layout()
             written += _save(fig, out, f"{name}_curves")
@@ -131,15 +131,15 @@ def paired_difference_plots(paired: pd.DataFrame, result: pd.DataFrame, arm_a: s
         colours = ["tab:green" if d > 0 else "tab:red" if d < 0 else "tab:gray" for d in diffs]
         ax.bar(positions, diffs, color=colours)
         ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.axhspan(row.ci_low, row.ci_high, color="tab:blue", alpha=0.15,
-                   label=f"mean {row.mean_diff:+.2f}, 95% CI [{row.ci_low:+.2f}, "
-                         f"{row.ci_high:+.2f}]")
+        ax.axhspan(row.ci_low, row.ci_high, color="tab:blue", alpha=0.15)
         ax.axhline(row.mean_diff, color="tab:blue", linewidth=1.0)
+        # said above the bars, not in a legend that would hide some of them
+        ax.set_title(f"mean {row.mean_diff:+.2f} (line), 95% CI [{row.ci_low:+.2f}, "
+                     f"{row.ci_high:+.2f}] (band)", fontsize=8)
         ax.set_xticks(positions)
         ax.set_xticklabels([f"{int(b):02d}" for b in cell["bucket"]], fontsize=7)
         ax.set_xlabel("bucket")
         ax.set_ylabel("difference (test, points)")
-        ax.legend(fontsize=7)
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         written += _save(fig, Path(out), f"compare_{arm_a}_vs_{arm_b}_{row.task}_"

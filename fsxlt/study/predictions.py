@@ -30,7 +30,7 @@ from typing import Any
 
 from fsxlt.data import Example, GenerationExample, QAExample, TaggedSentence
 from fsxlt.errors import DataFormatError, FsxltError
-from fsxlt.fileio import atomic_write_text, dumps_jsonl, text_lines
+from fsxlt.fileio import atomic_write_text, dumps_jsonl, read_json, text_lines
 from fsxlt.study.runs import PREDICTIONS_SUFFIX as SUFFIX
 from fsxlt.study.runs import ZERO_SHOT_STEM, predictions_path, record_path
 from fsxlt.study.runs import zero_shot_predictions_path as zero_shot_path
@@ -140,6 +140,43 @@ def check_comparable(a: Predictions, b: Predictions) -> None:
         for x, y in zip(a.rows, b.rows, strict=False))
     if not same:
         raise FsxltError(f"{a.path} and {b.path} were made on different test sets")
+
+
+def predictions_start(predictions: Predictions) -> str | None:
+    """The start (:func:`fsxlt.study.runs.start_fingerprint`) whose model made
+    ``predictions``: an adapt run's header names it; zero-shot predictions name it in
+    their header (fsxlt 0.10 on) or in the evaluation record beside them. None where
+    neither says (an ICL run, a file without its record)."""
+    model = predictions.header.get("model") or {}
+    if model.get("start"):
+        return str(model["start"])
+    path = predictions.path
+    if model.get("kind") != "zero-shot" or path is None or not path.name.endswith(SUFFIX):
+        return None
+    record = path.with_name(path.name[:-len(SUFFIX)] + ".json")
+    if not record.is_file():
+        return None
+    found = read_json(record)
+    identity = found.get("identity") if isinstance(found, dict) else None
+    start = identity.get("start") if isinstance(identity, dict) else None
+    return str(start) if start else None
+
+
+def check_same_start(zero_shot: Predictions, adapted: dict[int, Predictions],
+                     where: str | Path) -> None:
+    """Gains over zero-shot mean gains over the zero-shot of the runs' own start: runs
+    adapted from another start (an arm imported from another study, a no-source arm)
+    are refused by name, in one line, where both starts are known."""
+    zero = predictions_start(zero_shot)
+    if zero is None:
+        return
+    for index, run in sorted(adapted.items()):
+        start = predictions_start(run)
+        if start is not None and start != zero:
+            raise FsxltError(
+                f"{where}: run {index:02d} was adapted from {start[:27]}, but the zero-shot "
+                f"predictions {zero_shot.path} are of {zero[:27]}; pass --zero-shot with "
+                "its start's (fsxlt evaluate START --save-predictions)")
 
 
 def save_run_predictions(record_path: str | Path, record: dict[str, Any],

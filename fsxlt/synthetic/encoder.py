@@ -321,6 +321,9 @@ def build_tiny_encoder(data_dir: str | Path, out_dir: str | Path, seed: int = 0,
     import torch
     import transformers
 
+    from fsxlt.models.model import quiet_transformers
+
+    quiet_transformers()  # no "Writing model shards" bar of its own: the log says the build
     started = time.perf_counter()
     previous_threads = torch.get_num_threads()
     if threads is not None:
