@@ -280,13 +280,13 @@ def test_bucket_features_find_a_planted_correlation(tmp_path, capsys):
             buckets.append([TaggedSentence(f"{lang}{b}", words, tags)])
         directory = write_bucket_set(tmp_path / "buckets", "panx", lang, 1, buckets,
                                      list(NER))
-        for b in range(6):
+        for b, arm in ((b, arm) for arm in ("full", "full-nosource") for b in range(6)):
             record = {"format": RUN_FORMAT, "task": "panx", "language": lang, "k": 1,
                       "method": "full", "bucket": {"index": b, "path": str(
                           directory / f"{b:02d}.json")},
-                      "model": {"source_training": True, "start": {}},
+                      "model": {"source_training": arm == "full", "start": {}},
                       "test_score": zero + 0.05 * b + 0.001 * (b % 2), "metric": "seqeval_f1"}
-            path = tmp_path / "runs" / "panx" / lang / "k1" / "full" / f"{b:02d}.json"
+            path = tmp_path / "runs" / "panx" / lang / "k1" / arm / f"{b:02d}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(record), encoding="utf-8")
         zero_record = {"format": ZERO_SHOT_FORMAT, "status": "ok", "task": "panx",
@@ -308,6 +308,9 @@ def test_bucket_features_find_a_planted_correlation(tmp_path, capsys):
                     str(english), "--no-model", "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out/correlations.csv").is_file()
     assert (tmp_path / "out/bucket_features.png").is_file()
+    # an arm without source-training gains over no start's zero-shot (as in the report)
+    alone = feature_table(tmp_path / "runs", arm="full-nosource", english=english, model=False)
+    assert len(alone) == 12 and alone["gain"].isna().all()
 
 
 def test_bucket_features_with_the_model(pipeline):

@@ -45,7 +45,7 @@ import pandas as pd
 from fsxlt.analysis.typology import WORD_PATTERN, word_types
 from fsxlt.data import Example, TaggedSentence, example_texts, read_examples
 from fsxlt.errors import FsxltError
-from fsxlt.report.records import load_records
+from fsxlt.report.records import Records, load_records
 from fsxlt.sampling.samplers import sentence_label_counts
 from fsxlt.sampling.set_files import read_data_file
 from fsxlt.sampling.store import read_bucket
@@ -150,6 +150,19 @@ def _english_types(task: TaskSpec, record_start: str | None,
     return word_types(read_examples(path, task, language=task.source_language))
 
 
+def arm_zero_shot(records: Records, arm: str) -> dict[tuple[str, str], float]:
+    """The K=0 score (points) each (task, language) of ``arm`` gains over, as the report
+    reads it (:func:`fsxlt.report.tables.aggregate`): its own start's, an imported arm's
+    from its own study, none for an arm without source-training or a language the start
+    was trained on."""
+    from fsxlt.report.tables import aggregate
+
+    cells = aggregate(records)
+    own = cells[(cells["arm"] == arm) & (cells["k"] == 0) & ~cells["in_source"]]
+    return {(r.task, r.language): float(r.zero_shot) for r in own.itertuples(index=False)
+            if not np.isnan(r.zero_shot)}
+
+
 def feature_table(runs_dir: str | Path, *, arm: str | None = None,
                   english: str | Path | None = None, start: str | None = None,
                   device: str | None = None, model: bool = True) -> pd.DataFrame:
@@ -162,8 +175,7 @@ def feature_table(runs_dir: str | Path, *, arm: str | None = None,
     chosen = scores[(scores["arm"] == arm) & (scores["k"] > 0)]  # K=0 runs have no bucket
     if chosen.empty:
         raise FsxltError(f"no runs of arm {arm!r} under {runs_dir}")
-    zero = {(r.task, r.language): 100.0 * r.test_score
-            for r in records.zero_shot.itertuples(index=False) if not r.in_source}
+    zero = arm_zero_shot(records, arm)
     rows, models, vocab = [], {}, {}
     for rel in chosen["record"]:
         path = Path(runs_dir) / rel
