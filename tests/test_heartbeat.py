@@ -91,6 +91,26 @@ def test_adapt_icl_and_lm_adapt_over_a_bucket_set_print_progress_lines(study, tm
                for line in lines) and "\r" not in text
 
 
+def test_evaluate_says_it_is_alive_while_it_scores(study, capsys, monkeypatch):
+    """One long scoring pass has nothing to count: off a terminal it says what it scores
+    and the time elapsed, and its JSON stays alone on stdout."""
+    import json
+
+    import fsxlt.execution.heartbeat as heartbeat
+    from fsxlt.cli import run_app
+
+    monkeypatch.setattr(heartbeat, "EVERY", 0.001)
+    capsys.readouterr()
+    assert run_app(["evaluate", str(study["checkpoint"]), "--task", "xnli", "--lang", "de",
+                    "--split", "test", "--data-dir", str(study["data"]),
+                    "--device", "cpu"]) == 0
+    out, err = capsys.readouterr()
+    n = json.loads(out)["n_examples"]
+    lines = [line for line in err.splitlines() if line.startswith("evaluate: ")]
+    assert lines and all(line.startswith(f"evaluate: scoring {n} examples, ")
+                         and line.endswith(" elapsed") for line in lines), err
+
+
 def test_no_heartbeat_on_a_terminal():
     from fsxlt.execution.heartbeat import watched
 

@@ -96,8 +96,11 @@ def evaluate_cmd(
     if out is not None and _evaluation_found(out, identity, replace):
         return
     quiet_transformers()
-    scores, predicted = checkpoint_predictions(checkpoint, spec, examples, device=device,
-                                                precision=precision)
+    from fsxlt.execution.heartbeat import watched
+
+    with watched(f"evaluate: scoring {len(examples)} examples", None):  # lines off a terminal
+        scores, predicted = checkpoint_predictions(checkpoint, spec, examples, device=device,
+                                                    precision=precision)
     result = {
         "format": EVALUATION_FORMAT,
         "checkpoint": checkpoint,

@@ -6,7 +6,8 @@ where it stands in a line of its own at least every :data:`EVERY` seconds::
 
 The estimate is the mean time per finished run times the runs left (none before the
 first run ends). Work that ends before the first line says nothing; otherwise a last line
-says how it ended. On a terminal the bar stays.
+says how it ended. On a terminal the bar stays. Work that cannot count its parts (one
+long scoring pass) says it is alive: ``evaluate: scoring 10000 examples, 1m30s elapsed``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Heartbeat:
     """Says ``what: done/total units done, failed, elapsed, about … left`` every ``every``
     seconds from a thread of its own, until :meth:`stop` (which says the last line)."""
 
-    def __init__(self, what: str, total: int, unit: str = "runs",
+    def __init__(self, what: str, total: int | None, unit: str = "runs",
                  say: Callable[[str], None] | None = None, every: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.what, self.total, self.unit, self.clock = what, total, unit, clock
@@ -59,6 +60,8 @@ class Heartbeat:
         with self._lock:
             done, failed = self.done, self.failed
         elapsed = self.clock() - self.began
+        if self.total is None:  # nothing to count: the work is alive
+            return f"{self.what}, {duration(elapsed)} elapsed"
         left = self.total - done
         estimate = (f", about {duration(elapsed / done * left)} left" if done and left
                     else "")
@@ -80,11 +83,12 @@ class Heartbeat:
 
 
 @contextmanager
-def watched(what: str, total: int, unit: str = "runs",
+def watched(what: str, total: int | None, unit: str = "runs",
             say: Callable[[str], None] | None = None,
             on_terminal: bool | None = None) -> Iterator[Heartbeat | None]:
-    """A started :class:`Heartbeat` for ``total`` units of ``what`` while the block runs,
-    where stderr is no terminal (``on_terminal`` overrides the check); None on a terminal,
+    """A started :class:`Heartbeat` for ``total`` units of ``what`` (None: one piece of
+    work, said as alive with its elapsed time) while the block runs, where stderr is no
+    terminal (``on_terminal`` overrides the check); None on a terminal,
     where the command's own lines and bars are enough. The last line is said on the way
     out, however the block ends."""
     if sys.stderr.isatty() if on_terminal is None else on_terminal:
