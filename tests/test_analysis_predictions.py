@@ -246,6 +246,32 @@ def test_gains_and_confusion_take_an_imported_arm_with_its_own_start(panx_study,
         assert run_app(["analyze", command, str(ours), "--task", "panx", "--lang", "de",
                         "--k", "1", "--method", "their-study.full", "--zero-shot",
                         str(their_zero), "--out", str(out / command)]) == 0
+    store = panx_study["buckets"].parents[2]  # their buckets, found in a store by hash
+    assert run_app(["analyze", "gains", str(ours), "--task", "panx", "--lang", "de", "--k",
+                    "1", "--method", "their-study.full", "--zero-shot", str(their_zero),
+                    "--buckets", str(store), "--out", str(out / "by-hash")]) == 0
+    assert (out / "by-hash" / "improved.csv").read_text() == \
+        (out / "gains" / "improved.csv").read_text()
+
+
+def test_a_runs_bucket_is_found_by_its_hash(panx_study):
+    """A record names its bucket by hash: at its path only if that file is the bucket, in
+    a store wherever the set lies (another study's records name another machine's
+    files); anything else is one line."""
+    from fsxlt.sampling.store import read_bucket, run_bucket
+
+    set_dir = panx_study["buckets"]
+    bucket = read_bucket(set_dir / "01.json")
+    block = {"index": 1, "sha256": bucket.sha256, "path": "/elsewhere/panx/de/k1/01.json"}
+    with pytest.raises(FsxltError, match="is not here; pass --buckets STORE"):
+        run_bucket(block, "runs/x.json")
+    found = run_bucket(block, "runs/x.json", set_dir.parents[2])
+    assert found.sha256 == bucket.sha256 and found.examples == bucket.examples
+    with pytest.raises(FsxltError, match="01.json is not the bucket it ran on"):
+        run_bucket({**block, "sha256": read_bucket(set_dir / "00.json").sha256,
+                    "path": str(set_dir / "01.json")}, "runs/x.json")
+    with pytest.raises(FsxltError, match="runs/x.json: its bucket \\(0000000000000000\\) is in no"):
+        run_bucket({**block, "sha256": "0" * 64}, "runs/x.json", set_dir.parents[2])
 
 
 @pytest.mark.parametrize("case, message", [

@@ -48,7 +48,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.report.records import Records, load_records
 from fsxlt.sampling.samplers import sentence_label_counts
 from fsxlt.sampling.set_files import read_data_file
-from fsxlt.sampling.store import read_bucket
+from fsxlt.sampling.store import run_bucket
 from fsxlt.study.runs import arm_strategy
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -165,8 +165,11 @@ def arm_zero_shot(records: Records, arm: str) -> dict[tuple[str, str], float]:
 
 def feature_table(runs_dir: str | Path, *, arm: str | None = None,
                   english: str | Path | None = None, start: str | None = None,
-                  device: str | None = None, model: bool = True) -> pd.DataFrame:
-    """One row per finished run of ``arm``: its cell, scores and bucket features."""
+                  buckets: str | Path | None = None, device: str | None = None,
+                  model: bool = True) -> pd.DataFrame:
+    """One row per finished run of ``arm``: its cell, scores and bucket features; each
+    run's bucket found by the hash its record holds, in the store ``buckets`` or at the
+    record's path (:func:`fsxlt.sampling.store.run_bucket`)."""
     records = load_records(runs_dir)
     scores = records.scores
     if scores.empty:
@@ -181,10 +184,7 @@ def feature_table(runs_dir: str | Path, *, arm: str | None = None,
         path = Path(runs_dir) / rel
         record = json.loads(path.read_text(encoding="utf-8"))
         task = get_task(record["task"])
-        bucket_path = Path(record["bucket"].get("path") or "")
-        if not bucket_path.is_file():
-            raise FsxltError(f"{bucket_path}: bucket file of {path} not found")
-        bucket = read_bucket(bucket_path)
+        bucket = run_bucket(record["bucket"], path, buckets)
         record_start = start or ((record.get("model") or {}).get("start") or {}).get("path")
         key = str(english or record_start)
         if key not in vocab:

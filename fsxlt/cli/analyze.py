@@ -153,27 +153,17 @@ BucketsOpt = Annotated[list[int] | None, typer.Option(
 
 def _run_bucket_words(runs: Path, task: str, lang: str, k: int, method: str,
                       indices: list[int], store: Path | None) -> dict[int, set[str]]:
-    """Word types of the buckets behind the runs: from a bucket store, else the records."""
+    """Word types of the buckets behind the runs, each found by the hash its record holds:
+    in the bucket store ``store``, else at the record's path."""
     from fsxlt.analysis.gains import bucket_word_sets
     from fsxlt.fileio import read_json
-    from fsxlt.sampling.store import bucket_dir, read_bucket, read_set
+    from fsxlt.sampling.store import run_bucket
 
-    if store is not None:
-        _, buckets, _ = read_set(bucket_dir(store, task, lang, k))
-        by_index = {b.index: b.examples for b in buckets}
-        missing = [i for i in indices if i not in by_index]
-        if missing:
-            raise FsxltError(f"{bucket_dir(store, task, lang, k)}: no bucket(s) "
-                             f"{', '.join(map(str, missing))}")
-        return bucket_word_sets({i: by_index[i] for i in indices})
     sentences = {}
     for index in indices:
-        record = read_json(runs / task / lang / f"k{k}" / method / f"{index:02d}.json")
-        path = Path((record.get("bucket") or {}).get("path") or "")
-        if not path.is_file():
-            raise FsxltError(f"bucket file {path} of run {index:02d} not found; "
-                             "pass --buckets STORE_ROOT")
-        sentences[index] = read_bucket(path).examples
+        path = runs / task / lang / f"k{k}" / method / f"{index:02d}.json"
+        block = read_json(path).get("bucket") or {}
+        sentences[index] = run_bucket(block, path, store).examples
     return bucket_word_sets(sentences)
 
 
@@ -183,7 +173,8 @@ def gains_command(
     out: Annotated[Path, typer.Option(help="Write tables (CSV) and plots here.")],
     method: MethodOpt = "full", zero_shot: ZeroOpt = None, bucket: BucketsOpt = None,
     buckets: Annotated[Path | None, typer.Option(
-        help="Bucket store root (default: each run record's bucket path).")] = None,
+        help="Bucket store root, where each run's bucket is found by its hash (default: "
+             "each run record's bucket path).")] = None,
 ) -> None:
     """Tagging: which test words adapting fixed, and whether they occur in the bucket.
 
@@ -555,6 +546,10 @@ def bucket_features_command(
         help="English training file (default: the one the start was trained on).")] = None,
     start: Annotated[str | None, typer.Option(
         "--from", help="Source-trained checkpoint (default: the records' start).")] = None,
+    buckets: Annotated[Path | None, typer.Option(
+        help="Bucket store root, where each run's bucket is found by its hash (an imported "
+             "arm's records name another machine's files; default: each record's path)."),
+    ] = None,
     no_model: Annotated[bool, typer.Option(
         "--no-model", help="Leave out the features that need the model.")] = False,
     device: Device = "auto",
@@ -579,7 +574,7 @@ def bucket_features_command(
     from fsxlt.models.model import quiet_transformers
 
     quiet_transformers()
-    table = feature_table(runs, arm=arm, english=english, start=start,
+    table = feature_table(runs, arm=arm, english=english, start=start, buckets=buckets,
                           device=None if device == "auto" else device, model=not no_model)
     typer.echo(f"arm {table.attrs['arm']}: {len(table)} buckets")
     _write_table(table, out, "bucket_features")

@@ -602,3 +602,29 @@ def find_sets(root: str | Path) -> list[Path]:
     if (root / MANIFEST).is_file():
         return [root]
     return sorted(p.parent for p in root.rglob(MANIFEST))
+
+
+def run_bucket(block: dict[str, Any], where: str | Path, store: str | Path | None = None,
+               ) -> Bucket:
+    """The bucket a run record's ``bucket`` block names, found by its content hash: in the
+    bucket store ``store`` (any set under it; an imported study's records name files of
+    another machine), else at the record's path. A bucket whose content is not the hash
+    the run recorded is refused in one line naming ``where`` (the record)."""
+    expected = str(block.get("sha256") or "")
+    if store is not None:
+        for directory in find_sets(store):
+            for entry in read_manifest(directory)["buckets"]:
+                if expected and entry.get("sha256") == expected:
+                    return run_bucket({**block, "path": str(directory / entry["file"])},
+                                      where)
+        raise FsxltError(f"{where}: its bucket ({expected[:16] or 'no hash'}) is in no set "
+                         f"under {store}")
+    path = Path(str(block.get("path") or ""))
+    if not block.get("path") or not path.is_file():
+        raise FsxltError(f"{where}: its bucket file {path} is not here; pass --buckets STORE "
+                         "(found there by its hash)")
+    bucket = read_bucket(path)
+    if expected and bucket.sha256 != expected:
+        raise FsxltError(f"{where}: its bucket file {path} is not the bucket it ran on "
+                         f"(hash {bucket.sha256[:16]}, the record's {expected[:16]})")
+    return bucket
