@@ -321,9 +321,8 @@ def build_tiny_encoder(data_dir: str | Path, out_dir: str | Path, seed: int = 0,
     import torch
     import transformers
 
-    from fsxlt.models.model import quiet_transformers
-
-    quiet_transformers()  # no "Writing model shards" bar of its own: the log says the build
+    transformers.utils.logging.disable_progress_bar()  # no "Writing model shards" bar:
+    # the log says the build (fsxlt.models.model.quiet_transformers does the same upstairs)
     started = time.perf_counter()
     previous_threads = torch.get_num_threads()
     if threads is not None:
