@@ -17,9 +17,11 @@ For PAN-X and XNLI (the study's tagging and classification shapes) it:
    study's learning-rate grid at a fixed number of epochs (``--epochs``; patience as
    large, so no run stops early), one group per target language with ``--workers``
    workers on the device, sampling the device's used memory while it runs;
-5. extrapolates the whole study (``configs/sweeps/study.yaml``) in device-hours from
-   the sweep's cost per dev wordpiece evaluated (training, bookkeeping and group
-   set-up included), with every assumption printed: the study's dev sizes and
+5. extrapolates the whole study (``configs/sweeps/study.yaml``) in device-hours, in
+   parts that grow with different things: dev evaluation (at the measured rate, by dev
+   wordpieces), the rest of each epoch (training steps, weight resets, from the
+   records' own clocks, by epochs), each record's fixed part (restore, test set) and
+   each group's set-up, with every assumption printed: the study's dev sizes and
    wordpieces per example per task (docs/performance.md), the average number of
    epochs to the early stop (``--assumed-epochs``), classification tasks costed as
    XNLI's shape and tagging tasks as PAN-X's, head-only arms left out (their feature
@@ -313,7 +315,22 @@ def sweep_task(task: str, work: Path, start: Path, targets: list[str], args: arg
             "dev_evaluations": evaluations,
             "dev_wordpieces_evaluated": fed,
             "seconds_per_million_dev_wordpieces": round(wall / fed * 1e6, 4) if fed else None,
+            "worker_seconds": worker_seconds(records, wall, args.workers),
             "device_memory_used_peak_gib": round(memory.peak, 2) if memory.peak else None}
+
+
+def worker_seconds(records: list[dict[str, Any]], wall: float, workers: int,
+                   ) -> dict[str, float]:
+    """The sweep's worker-seconds (``workers`` x its wall time) by what they paid for, from
+    the records' own clocks: ``epochs``, every learning rate's training and dev evaluation
+    (each lr-run's ``wall_time_s``); ``per_run``, the rest of each record (restoring the
+    chosen weights, scoring the test set); ``per_group``, the rest (a worker's start, model
+    load and tokenization, once per group). A study's runs have about 25 times the epochs
+    of a short benchmark run, so only the first part grows with them."""
+    epochs = sum(float(run["wall_time_s"]) for r in records for run in r["runs"])
+    runs = sum(float(r["wall_time_s"]) for r in records)
+    return {"epochs": round(epochs, 3), "per_run": round(max(runs - epochs, 0.0), 3),
+            "per_group": round(max(workers * wall - runs, 0.0), 3)}
 
 
 def _dev_wordpieces(start: Path, config: Any, lang: str) -> int:
@@ -331,8 +348,9 @@ def _dev_wordpieces(start: Path, config: Any, lang: str) -> int:
 
 # --------------------------------------------------------------------------- extrapolation
 
-def study_records(study: Path) -> dict[str, int]:
-    """Full-fine-tuning records per task of the study config (head-only arms left out)."""
+def study_records(study: Path) -> dict[str, tuple[int, int]]:
+    """Per task of the study config: its full-fine-tuning records (head-only arms left
+    out) and its groups (one per target language: one start per task)."""
     import yaml
 
     raw = yaml.safe_load(study.read_text(encoding="utf-8"))
@@ -341,33 +359,56 @@ def study_records(study: Path) -> dict[str, int]:
         methods = settings.get("methods", raw.get("methods", ["full"]))
         full = [m for m in methods if m not in HEAD_ONLY]
         out[task] = (len(settings["languages"]) * len(settings["k"])
-                     * int(settings.get("n_buckets", raw.get("n_buckets", 40))) * len(full))
+                     * int(settings.get("n_buckets", raw.get("n_buckets", 40))) * len(full),
+                     len(settings["languages"]))
     return out
 
 
-def extrapolate(sweeps: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
-    """The study in device-hours: per task, records x lrs x assumed epochs x the published
-    dev set's wordpieces x the measured seconds per dev wordpiece of its shape."""
+def extrapolate(sweeps: dict[str, dict[str, Any]], evaluation: dict[str, dict[str, Any]],
+                args: argparse.Namespace) -> dict[str, Any]:
+    """The study in device-hours, per task from the measurements of its shape, in four
+    parts that grow with different things: dev evaluation with the dev wordpieces
+    (records x lrs x assumed epochs x the published dev set's wordpieces, at the measured
+    evaluation rate); the rest of each epoch (its training steps, a learning rate's
+    weight reset) with the epochs; each record's fixed part (restoring weights, scoring
+    the test set) with the records; each group's set-up with the groups. The sweep's
+    worker-seconds over its workers are the device's seconds. (A cost per dev wordpiece of
+    the whole sweep charges a short run's training and fixed costs to its few, small dev
+    evaluations, and overstates a study's runs many times over.)"""
     per_task = {}
-    for task, n_records in study_records(args.study).items():
+    for task, (n_records, n_groups) in study_records(args.study).items():
         shape = SHAPE.get(task)
-        measured = sweeps.get(shape or "")
-        if measured is None or not measured["seconds_per_million_dev_wordpieces"]:
+        measured, rate = sweeps.get(shape or ""), evaluation.get(shape or "")
+        if measured is None or rate is None or not measured["dev_evaluations"]:
             continue
+        paid = {key: value / measured["workers"]
+                for key, value in measured["worker_seconds"].items()}
+        evaluating = measured["dev_wordpieces_evaluated"] / rate["wordpieces_per_s"]
+        per_epoch = max(paid["epochs"] - evaluating, 0.0) / measured["dev_evaluations"]
         examples, wordpieces = STUDY_DEV[task]
-        fed = n_records * len(LRS) * args.assumed_epochs * examples * wordpieces
-        hours = fed * measured["seconds_per_million_dev_wordpieces"] / 1e6 / 3600
-        per_task[task] = {"records": n_records, "costed_as": shape,
+        epochs = n_records * len(LRS) * args.assumed_epochs
+        parts = {"dev_evaluation": epochs * examples * wordpieces / rate["wordpieces_per_s"],
+                 "training": epochs * per_epoch,
+                 "per_run": n_records * paid["per_run"] / measured["runs"],
+                 "per_group": n_groups * paid["per_group"] / measured["groups"]}
+        per_task[task] = {"records": n_records, "groups": n_groups, "costed_as": shape,
                           "dev_examples": examples, "wordpieces_per_example": wordpieces,
-                          "device_hours": round(hours, 2)}
+                          "parts_hours": {k: round(v / 3600, 2) for k, v in parts.items()},
+                          "device_hours": round(sum(parts.values()) / 3600, 2)}
     return {"per_task": per_task,
             "device_hours": round(sum(t["device_hours"] for t in per_task.values()), 2),
             "assumptions": {
                 "lrs": LRS, "average_epochs": args.assumed_epochs,
                 "dev_sets": "as published: " + ", ".join(
                     f"{t} {n} x {w} wordpieces" for t, (n, w) in STUDY_DEV.items()),
-                "shapes": "classification tasks costed as XNLI's measured rate, tagging "
+                "shapes": "classification tasks costed as XNLI's measured rates, tagging "
                           "tasks as PAN-X's",
+                "dev_evaluation": "at the rate one engine measured alone (workers sharing "
+                                  "the device are assumed to add no throughput)",
+                "fixed_costs": "each epoch's training steps and each learning rate's "
+                               "weight reset, each record's restore and test scoring (on "
+                               "this benchmark's test sets) and each group's set-up, as "
+                               "the sweep's records clocked them",
                 "head_only": "MARC's head-only arms left out (the feature cache makes them "
                              "nearly free)",
                 "workers": f"{args.workers} workers on the device, as measured"}}
@@ -425,7 +466,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for figures in found["evaluation"].values():
         figures["share_of_bf16_peak"] = round(figures["tflops"] / peak, 3) if peak else None
     found["peak_bf16_tflops"] = peak
-    found["study"] = extrapolate(found["sweep"], args)
+    found["study"] = extrapolate(found["sweep"], found["evaluation"], args)
     print_summary(found)
     if args.json:
         args.json.write_text(json.dumps(found, indent=2, sort_keys=True) + "\n")
@@ -452,6 +493,12 @@ def print_summary(found: dict[str, Any]) -> None:
     study = found["study"]
     tasks = ", ".join(f"{task} {v['device_hours']:,.1f}" for task, v in study["per_task"].items())
     print(f"the study: about {study['device_hours']:,.1f} device-hours on this device ({tasks})")
+    parts: dict[str, float] = {}
+    for figures in study["per_task"].values():
+        for part, hours in figures["parts_hours"].items():
+            parts[part] = parts.get(part, 0.0) + hours
+    print("  of which " + ", ".join(f"{part.replace('_', ' ')} {hours:,.1f}"
+                                    for part, hours in parts.items()))
     for key, value in study["assumptions"].items():
         print(f"  assumed {key}: {value}")
 

@@ -49,6 +49,9 @@ def test_the_gpu_benchmark_runs_on_cpu_and_says_what_it_measured(tmp_path, capsy
         assert sweep["runs"] == 2 * 2  # two languages x two buckets at K=1
         assert sweep["dev_evaluations"] == sweep["runs"] * 4  # 4 lrs x 1 epoch, none stopped
         assert sweep["dev_wordpieces_evaluated"] > 0 and sweep["runs_per_hour"] > 0
+        paid = sweep["worker_seconds"]  # the two workers' seconds, by what they paid for
+        assert paid["epochs"] > 0 and paid["per_run"] > 0
+        assert sum(paid.values()) >= 2 * sweep["wall_s"] - 0.01
         evaluation = found["evaluation"][task]
         assert 0 < evaluation["dev_wordpieces"] <= evaluation["padded_wordpieces"]
         assert evaluation["tflops"] > 0
@@ -56,5 +59,17 @@ def test_the_gpu_benchmark_runs_on_cpu_and_says_what_it_measured(tmp_path, capsy
     assert set(study["per_task"]) == {"xnli", "pawsx", "mldoc", "marc", "udpos", "panx"}
     assert study["per_task"]["marc"]["records"] == 5 * 4 * 40  # full only, head-only left out
     assert study["device_hours"] > 0 and study["assumptions"]["average_epochs"] == 25.0
+    # the study's hours from its parts, each grown by its own count
+    panx, sweep = study["per_task"]["panx"], found["sweep"]["panx"]
+    paid = {key: value / 2 for key, value in sweep["worker_seconds"].items()}  # 2 workers
+    rate = found["evaluation"]["panx"]["wordpieces_per_s"]
+    epochs = panx["records"] * 4 * 25.0
+    per_epoch = max(paid["epochs"] - sweep["dev_wordpieces_evaluated"] / rate, 0.0) \
+        / sweep["dev_evaluations"]
+    parts = [epochs * 10000 * 18 / rate, epochs * per_epoch,
+             panx["records"] * paid["per_run"] / sweep["runs"],
+             panx["groups"] * paid["per_group"] / sweep["groups"]]
+    assert panx["device_hours"] == round(sum(parts) / 3600, 2) and panx["groups"] == 39
+    assert list(panx["parts_hours"].values()) == [round(x / 3600, 2) for x in parts]
     printed = capsys.readouterr().out
     assert "the study: about" in printed and "assumed average_epochs: 25.0" in printed
