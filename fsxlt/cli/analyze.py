@@ -162,8 +162,10 @@ def _run_bucket_words(runs: Path, task: str, lang: str, k: int, method: str,
     sentences = {}
     for index in indices:
         path = runs / task / lang / f"k{k}" / method / f"{index:02d}.json"
-        block = read_json(path).get("bucket") or {}
-        sentences[index] = run_bucket(block, path, store).examples
+        record = read_json(path)
+        block = record.get("bucket") if isinstance(record, dict) else None
+        sentences[index] = run_bucket(block if isinstance(block, dict) else {}, path,
+                                      store).examples
     return bucket_word_sets(sentences)
 
 

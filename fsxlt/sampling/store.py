@@ -619,8 +619,11 @@ def run_bucket(block: dict[str, Any], where: str | Path, store: str | Path | Non
                                       where)
         raise FsxltError(f"{where}: its bucket ({expected[:16] or 'no hash'}) is in no set "
                          f"under {store}")
-    path = Path(str(block.get("path") or ""))
-    if not block.get("path") or not path.is_file():
+    if not block.get("path"):
+        raise FsxltError(f"{where}: names no bucket file; pass --buckets STORE (found there "
+                         "by its hash)")
+    path = Path(str(block["path"]))
+    if not path.is_file():
         raise FsxltError(f"{where}: its bucket file {path} is not here; pass --buckets STORE "
                          "(found there by its hash)")
     bucket = read_bucket(path)
