@@ -48,7 +48,7 @@ from fsxlt.errors import FsxltError
 from fsxlt.report.records import Records, load_records
 from fsxlt.sampling.samplers import sentence_label_counts
 from fsxlt.sampling.set_files import read_data_file
-from fsxlt.sampling.store import run_bucket
+from fsxlt.sampling.store import index_store, run_bucket
 from fsxlt.study.runs import arm_strategy
 from fsxlt.tasks import TaskSpec, get_task
 
@@ -179,12 +179,13 @@ def feature_table(runs_dir: str | Path, *, arm: str | None = None,
     if chosen.empty:
         raise FsxltError(f"no runs of arm {arm!r} under {runs_dir}")
     zero = arm_zero_shot(records, arm)
+    index = index_store(buckets) if buckets is not None else None  # manifests read once
     rows, models, vocab = [], {}, {}
     for rel in chosen["record"]:
         path = Path(runs_dir) / rel
         record = json.loads(path.read_text(encoding="utf-8"))
         task = get_task(record["task"])
-        bucket = run_bucket(record["bucket"], path, buckets)
+        bucket = run_bucket(record["bucket"], path, index)
         record_start = start or ((record.get("model") or {}).get("start") or {}).get("path")
         key = str(english or record_start)
         if key not in vocab:

@@ -157,15 +157,16 @@ def _run_bucket_words(runs: Path, task: str, lang: str, k: int, method: str,
     in the bucket store ``store``, else at the record's path."""
     from fsxlt.analysis.gains import bucket_word_sets
     from fsxlt.fileio import read_json
-    from fsxlt.sampling.store import run_bucket
+    from fsxlt.sampling.store import index_store, run_bucket
 
+    index = index_store(store) if store is not None else None  # every manifest read once
     sentences = {}
-    for index in indices:
-        path = runs / task / lang / f"k{k}" / method / f"{index:02d}.json"
+    for run in indices:
+        path = runs / task / lang / f"k{k}" / method / f"{run:02d}.json"
         record = read_json(path)
         block = record.get("bucket") if isinstance(record, dict) else None
-        sentences[index] = run_bucket(block if isinstance(block, dict) else {}, path,
-                                      store).examples
+        sentences[run] = run_bucket(block if isinstance(block, dict) else {}, path,
+                                    index).examples
     return bucket_word_sets(sentences)
 
 

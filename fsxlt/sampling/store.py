@@ -604,21 +604,39 @@ def find_sets(root: str | Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob(MANIFEST))
 
 
-def run_bucket(block: dict[str, Any], where: str | Path, store: str | Path | None = None,
-               ) -> Bucket:
+@dataclass(frozen=True)
+class StoreIndex:
+    """Every bucket file of a store by the content hash its manifest records: read once,
+    for looking up many runs' buckets (:func:`run_bucket`)."""
+
+    root: Path
+    files: dict[str, Path]
+
+
+def index_store(root: str | Path) -> StoreIndex:
+    """The :class:`StoreIndex` of the store at ``root`` (one-line error if none is there)."""
+    files = {}
+    for directory in find_sets(root):
+        for entry in read_manifest(directory)["buckets"]:
+            files.setdefault(str(entry.get("sha256") or ""), directory / entry["file"])
+    files.pop("", None)
+    return StoreIndex(Path(root), files)
+
+
+def run_bucket(block: dict[str, Any], where: str | Path,
+               store: StoreIndex | str | Path | None = None) -> Bucket:
     """The bucket a run record's ``bucket`` block names, found by its content hash: in the
     bucket store ``store`` (any set under it; an imported study's records name files of
-    another machine), else at the record's path. A bucket whose content is not the hash
-    the run recorded is refused in one line naming ``where`` (the record)."""
+    another machine; pass an :func:`index_store` to look up many), else at the record's
+    path. A bucket whose content is not the hash the run recorded is refused in one line
+    naming ``where`` (the record)."""
     expected = str(block.get("sha256") or "")
     if store is not None:
-        for directory in find_sets(store):
-            for entry in read_manifest(directory)["buckets"]:
-                if expected and entry.get("sha256") == expected:
-                    return run_bucket({**block, "path": str(directory / entry["file"])},
-                                      where)
-        raise FsxltError(f"{where}: its bucket ({expected[:16] or 'no hash'}) is in no set "
-                         f"under {store}")
+        index = store if isinstance(store, StoreIndex) else index_store(store)
+        if expected not in index.files:
+            raise FsxltError(f"{where}: its bucket ({expected[:16] or 'no hash'}) is in no "
+                             f"set under {index.root}")
+        return run_bucket({**block, "path": str(index.files[expected])}, where)
     if not block.get("path"):
         raise FsxltError(f"{where}: names no bucket file; pass --buckets STORE (found there "
                          "by its hash)")
