@@ -144,6 +144,11 @@ def test_csv_quoting_is_undone_only_where_it_is_whole():
 
 # ----------------------------------------------------------------------------- the import
 
+# the fixture's dev file writes a field CSV-quoted (as XTREME's PAWS-X files do) where the
+# release holds it unquoted: read so, the two forms agree (tests/test_readings.py: refused
+# otherwise)
+CSV = ["--reading", "quoting=csv"]
+
 DEV = [("Das Haus ist rot.", "Es ist rot.", "entailment"),
        ("Die Frau erklärt, die Regel gilt.", "Sie schweigt.", "contradiction"),
        ('"Er sagte ""nein"" und ging."', "Er ging.", "neutral"),
@@ -211,7 +216,7 @@ def _texts(examples) -> list[str]:
 def test_import_with_data_dir_writes_each_k_its_remaining_dev_set(release, capsys):
     src, data, out = release
     assert run_app(["buckets", "import-published", str(src), "--out", str(out),
-                    "--data-dir", str(data / "{task}")]) == 0
+                    "--data-dir", str(data / "{task}"), *CSV]) == 0
     printed = capsys.readouterr()
     assert "remaining dev sets: 2 sets, 12 bucket examples located in their dev files, 0 not" \
         in printed.out
@@ -241,7 +246,7 @@ def test_the_dev_set_added_later_leaves_the_buckets_and_their_hashes(release, ca
     before = {p.name: p.read_bytes() for p in (out / "xnli" / "de" / "k1").iterdir()}
     hashes = [e["sha256"] for e in read_set(out / "xnli" / "de" / "k1")[0]["buckets"]]
     assert run_app(["buckets", "import-published", str(src), "--out", str(out),
-                    "--data-dir", str(data / "xnli")]) == 0
+                    "--data-dir", str(data / "xnli"), *CSV]) == 0
     assert "2 dev set added" in capsys.readouterr().out
     after = {p.name: p.read_bytes() for p in (out / "xnli" / "de" / "k1").iterdir()}
     assert {n: b for n, b in after.items() if n.endswith(".json") and n != "manifest.json"} \
@@ -249,7 +254,7 @@ def test_the_dev_set_added_later_leaves_the_buckets_and_their_hashes(release, ca
     manifest = read_set(out / "xnli" / "de" / "k1")[0]
     assert [e["sha256"] for e in manifest["buckets"]] == hashes
     assert "dev-remaining.jsonl" in after
-    for args in ([], ["--data-dir", str(data / "xnli")]):  # again, with or without: as it is
+    for args in ([], ["--data-dir", str(data / "xnli"), *CSV]):  # again, with or without: as it is
         assert run_app(["buckets", "import-published", str(src), "--out", str(out),
                         *args]) == 0
         printed = capsys.readouterr().out
@@ -260,12 +265,12 @@ def test_the_dev_set_added_later_leaves_the_buckets_and_their_hashes(release, ca
 def test_a_dev_set_from_another_file_is_refused_without_replace(release, capsys):
     src, data, out = release
     run_app(["buckets", "import-published", str(src), "--out", str(out),
-             "--data-dir", str(data / "xnli")])
+             "--data-dir", str(data / "xnli"), *CSV])
     dev = data / "xnli" / "dev-de.tsv"
     dev.write_text(dev.read_text(encoding="utf-8") + "Neu.\tNeu.\tneutral\n", encoding="utf-8")
     capsys.readouterr()
     assert run_app(["buckets", "import-published", str(src), "--out", str(out),
-                    "--data-dir", str(data / "xnli")]) == 2
+                    "--data-dir", str(data / "xnli"), *CSV]) == 2
     assert "holds another bucket set (dev_remaining.n: 4 -> 5" in capsys.readouterr().err
 
 
@@ -276,7 +281,7 @@ def test_an_example_the_dev_file_lacks_refuses_unless_accepted(tmp_path, capsys)
     write_release(src, extra=stray)
     data = write_data(tmp_path / "data")
     args = ["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
-            str(data / "xnli")]
+            str(data / "xnli"), *CSV]
     assert run_app(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -318,7 +323,7 @@ def test_a_sweep_refuses_a_set_without_its_dev_set_with_the_cure(release, tmp_pa
                        rf"import-published RELEASE --out {out} --task xnli --data-dir DIR'"):
         expand(parse_config(_sweep(tmp_path, out, data)))
     run_app(["buckets", "import-published", str(src), "--out", str(out),
-             "--data-dir", str(data / "xnli")])
+             "--data-dir", str(data / "xnli"), *CSV])
     runs = expand(parse_config(_sweep(tmp_path, out, data))).runs
     assert [run.index for run in runs] == [0, 1]
     remaining = out / "xnli" / "de" / "k1" / "dev-remaining.jsonl"
@@ -330,7 +335,7 @@ def test_a_test_file_that_is_the_dev_file_is_refused(release, tmp_path):
 
     src, data, out = release
     run_app(["buckets", "import-published", str(src), "--out", str(out),
-             "--data-dir", str(data / "xnli")])
+             "--data-dir", str(data / "xnli"), *CSV])
     (data / "xnli" / "test-de.tsv").write_bytes((data / "xnli" / "dev-de.tsv").read_bytes())
     with pytest.raises(FsxltError, match="is the dev file the buckets of .* were found in"):
         expand(parse_config(_sweep(tmp_path, out, data)))
@@ -414,7 +419,7 @@ def test_check_notes_a_set_without_its_dev_set_and_accepted_unlocated_examples(t
         "no remaining dev set, which its runs select models on: add it with fsxlt buckets "
         "import-published RELEASE --out STORE --data-dir DIR"]
     run_app(["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
-             str(data / "xnli"), "--max-unlocated", "1"])
+             str(data / "xnli"), *CSV, "--max-unlocated", "1"])
     report = check_set(out / "xnli" / "de" / "k1")
     assert report.ok and report.notes == [
         "1 bucket examples were not located in the dev file at import (accepted with "
@@ -430,7 +435,7 @@ def test_check_notes_a_set_without_its_dev_set_and_accepted_unlocated_examples(t
 def test_a_forged_dev_record_in_a_manifest_is_one_line(release, field, value, message):
     src, data, out = release
     run_app(["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
-             str(data / "xnli")])
+             str(data / "xnli"), *CSV])
     path = out / "xnli" / "de" / "k1" / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest["dev_remaining"][field] = value
@@ -448,7 +453,7 @@ def re_escape(text: str) -> str:
 def test_a_published_set_with_its_dev_set_round_trips_through_a_dataset(release, tmp_path):
     src, data, out = release
     run_app(["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
-             str(data / "xnli")])
+             str(data / "xnli"), *CSV])
     assert run_app(["buckets", "export", str(out), str(tmp_path / "hf"), "--format", "hf"]) == 0
     assert run_app(["buckets", "import-hf", str(tmp_path / "hf"), "--out",
                     str(tmp_path / "back")]) == 0
@@ -468,7 +473,7 @@ def test_lang_keeps_the_import_to_the_languages_whose_dev_files_one_has(tmp_path
          for i, label in enumerate(LABELS)}))
     data = write_data(tmp_path / "data")
     args = ["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
-            str(data / "xnli")]
+            str(data / "xnli"), *CSV]
     assert run_app(args) == 2
     assert "dev-fr.tsv: dev file of xnli/fr not found" in capsys.readouterr().err
     assert run_app([*args, "--lang", "de"]) == 0

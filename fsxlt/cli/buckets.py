@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from fsxlt.cli.app import app
-from fsxlt.cli.options import task_default
+from fsxlt.cli.options import Reading, readings_by_task, task_default
 from fsxlt.cli.progress import bar
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, check_output_dir, check_output_file
@@ -72,6 +72,7 @@ def sample_command(
         help="Buckets per K. " + task_default("n_buckets", "sampling"))] = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed (default: task config).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+    reading: Reading = None,
 ) -> None:
     """Draw the few-shot buckets of a task for target languages.
 
@@ -87,15 +88,20 @@ def sample_command(
       fsxlt sample --task panx --lang de --data-dir data/panx --out buckets
 
       fsxlt sample --task xnli --lang de --lang zh -k 1 -k 8 --data-dir data/xnli
+
+      fsxlt sample --task xnli --lang hi --data XNLI-1.0/xnli.dev.tsv --reading study
     """
+    from fsxlt.data.readings import parse_reading
     from fsxlt.sampling.api import sample as sample_api
 
     spec = get_task(task)
+    chosen = parse_reading(reading, spec) if reading else None
     _check_store(out)
     ks = k or list(spec.sampling.k_values)
     sets = sample_api(spec, lang, ks, out, data=data, data_dir=data_dir, split=split,
                       n_buckets=n_buckets, seed=seed, replace=replace,
-                      progress=bar("loading", "lang"))
+                      progress=bar("loading", "lang"),
+                      **({"reading": chosen} if chosen is not None else {}))
     unit = "questions" if spec.is_qa else "pairs" if spec.is_generation else "examples"
     for s in sets:
         sizes = [len(b) for b in s.buckets]
@@ -189,6 +195,12 @@ def import_published_command(
         "--max-unlocated", help="Accept a set with up to this many bucket examples that "
         "are not found in its dev file (recorded in its manifest); more refuse the import.",
     )] = 0,
+    reading: Reading = None,
+    bucket_text: Annotated[str | None, typer.Option(
+        "--bucket-text", help="Where the release's text and the dev file's differ under "
+        "mBERT's pre-tokenizer (XNLI hi/th raw against the release's tokenized text; "
+        "PAWS-X quoted): dev-file puts the buckets in the dev file's text, release keeps "
+        "both. Without it such a set is refused.")] = None,
 ) -> None:
     """Convert the buckets published with the original study into fsxlt bucket sets.
 
@@ -206,18 +218,28 @@ def import_published_command(
     that remaining dev set, every bucket example found in dev-<lang>.tsv by its
     text (whitespace and control characters ignored, docs/sampling.md). A set
     already imported without one gets it added; its buckets stay as they are.
+    The dev file is read by --reading (recorded in the set; its runs read their
+    test files the same way), and a set whose release text differs from the dev
+    file's under mBERT's pre-tokenizer is refused unless --bucket-text.
 
     Examples:
 
       fsxlt buckets import-published published_buckets/ --out buckets/published
 
       fsxlt buckets import-published published_buckets/ -o buckets -d 'data/{task}'
+
+      fsxlt buckets import-published published_buckets/ -o buckets -d 'data/{task}' \
+          --reading study      # XNLI 1.0's xnli.dev.tsv tokenized; PAWS-X unquoted
     """
     from fsxlt.sampling.published import import_published
 
+    readings = readings_by_task(reading, [name for name in ("xnli", "pawsx")
+                                          if not task or name in task]) if reading else None
+    if bucket_text is not None and bucket_text not in ("release", "dev-file"):
+        raise FsxltError(f"--bucket-text is release or dev-file, got {bucket_text!r}")
     _check_store(out)
     summary = import_published(src, out, tasks=task, languages=lang, replace=replace,
-                               data_dir=data_dir,
+                               data_dir=data_dir, readings=readings, bucket_text=bucket_text,
                                max_unlocated=max_unlocated, progress=bar("importing", "set"))
     per_task = Counter(s.task for s in summary.sets)
     for name, count in sorted(per_task.items()):

@@ -52,6 +52,39 @@ EvalMaxTokens = Annotated[int | None, typer.Option(
 MicroBatch = Annotated[int | None, typer.Option(
     "--micro-batch", min=1, help="Encoder inputs per forward pass in training (default: 64; "
     "the step's loss and gradient are the same); lower it when a run runs out of memory.")]
+READING_HELP = ("How the data files become examples (repeatable): study (the study's "
+                "reading of the task: XNLI's tokenized columns, PAWS-X unquoted), default, or "
+                "AXIS=CHOICE: text=raw|tokenized (XNLI 1.0's sentence1_tokenized columns), "
+                "quoting=as-written|csv (a CSV-quoted field read as its value). Recorded with "
+                "the sets; their runs read their dev and test files the same way "
+                "(docs/protocol.md#readings).")
+Reading = Annotated[list[str] | None, typer.Option("--reading", help=READING_HELP)]
+
+
+def readings_by_task(values: list[str] | None, tasks: list[str]) -> dict[str, Any]:
+    """``--reading`` values for several tasks: ``study``/``default`` for each, ``AXIS=CHOICE``
+    for each task it applies to, ``TASK:AXIS=CHOICE`` for one; checked before any work."""
+    from fsxlt.data.readings import AXES, parse_reading
+    from fsxlt.errors import FsxltError
+    from fsxlt.tasks import get_task
+
+    chosen: dict[str, list[str]] = {name: [] for name in tasks}
+    for value in values or []:
+        task, sep, rest = value.partition(":")
+        if sep:
+            if task not in chosen:
+                raise FsxltError(f"--reading {value}: {task} is not a task of this command")
+            chosen[task].append(rest)
+            continue
+        axis = value.partition("=")[0]
+        for name in tasks:
+            if value in ("study", "default") or axis not in AXES or \
+                    AXES[axis].applies(get_task(name)):
+                chosen[name].append(value)
+    return {name: parse_reading(given, get_task(name)) for name, given in chosen.items()
+            if given}
+
+
 Lrs = Annotated[
     list[float] | None,
     typer.Option("--lr", help="Learning rate (repeatable); default: the task's grid."),

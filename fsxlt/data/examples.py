@@ -13,6 +13,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from fsxlt.data.readings import DEFAULT_READING, Reading
+
 
 @dataclass(frozen=True)
 class TextExample:
@@ -197,6 +199,7 @@ class Split:
     examples: list[Example]
     source: str
     sha256: str
+    reading: Reading = DEFAULT_READING  # how the file became examples (fsxlt.data.readings)
 
 
 # the keys of the seeded evaluation samples (fsxlt icl's --test-limit, fsxlt lm-adapt's

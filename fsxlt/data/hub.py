@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fsxlt.data.classification import marc_text_b
+from fsxlt.data.classification import csv_values, marc_text_b
 from fsxlt.data.examples import Example, QAExample, Split, TaggedSentence, TextExample
+from fsxlt.data.qa import relocated_start
+from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_text
 from fsxlt.tasks import TaskSpec
@@ -67,7 +69,10 @@ def examples_from_hub_rows(task: TaskSpec, rows: Any, source: str,
 
 def _qa_examples(rows: Any, source: str, language: str) -> list[Example]:
     """SQuAD-style hub rows (``id``, ``title``, ``context``, ``question``, ``answers`` with
-    ``text`` and ``answer_start`` lists) as QA examples; ids ``<source>:<question id>``."""
+    ``text`` and ``answer_start`` lists) as QA examples; ids ``<source>:<question id>``.
+    Each answer start goes through the relocation local files get
+    (:func:`fsxlt.data.qa.relocated_start`): the hub's XQuAD loader strips contexts and
+    keeps the offsets; an answer whose text is not in its context is refused."""
     examples: list[Example] = []
     for i, row in enumerate(rows):
         answers = row.get("answers") or {}
@@ -75,16 +80,31 @@ def _qa_examples(rows: Any, source: str, language: str) -> list[Example]:
         if not texts or len(texts) != len(starts):
             raise FsxltError(f"{source}:{i}: a question without answers (or answer starts)")
         qid = str(row.get("id") or i)
-        examples.append(QAExample(f"{source}:{qid}", qid, str(row["context"]),
+        context = str(row["context"])
+        placed = []
+        for text, start in zip(map(str, texts), starts, strict=True):
+            found = relocated_start(context, text, int(start)) if text else None
+            if found is None:
+                raise FsxltError(f"{source}:{i}: question {qid}: answer {text!r:.60} does not "
+                                 "occur in its context")
+            placed.append(found)
+        examples.append(QAExample(f"{source}:{qid}", qid, context,
                                   str(row["question"]), tuple(map(str, texts)),
-                                  tuple(int(s) for s in starts), str(row.get("title") or ""),
-                                  language))
+                                  tuple(placed), str(row.get("title") or ""), language))
     return examples
 
 
-def load_hub_split(task: TaskSpec, language: str, split: str) -> Split:
-    """Load a split from the Hugging Face hub (or its local cache) via ``datasets``."""
+def load_hub_split(task: TaskSpec, language: str, split: str,
+                   reading: Reading = DEFAULT_READING) -> Split:
+    """Load a split from the Hugging Face hub (or its local cache) via ``datasets``.
+    ``reading`` (:mod:`fsxlt.data.readings`): ``quoting=csv`` reads a CSV-quoted text as
+    its value, as for local files (the hub's PAWS-X holds none); ``text=tokenized`` is
+    refused (the hub's XNLI has no tokenized columns)."""
     hub = task.data.hf
+    if reading.get("text") != "raw":
+        raise FsxltError(f"{task.name}: reading text={reading.get('text')} reads XNLI 1.0's "
+                         "tokenized columns, which the hub's copy lacks; pass XNLI 1.0's "
+                         "xnli.dev.tsv/xnli.test.tsv with --data/--data-dir")
     if task.data.hub_unavailable:
         raise FsxltError(f"{task.name}: no Hugging Face copy loads: {task.data.hub_unavailable}")
     if hub is None:
@@ -108,5 +128,8 @@ def load_hub_split(task: TaskSpec, language: str, split: str) -> Split:
         ) from None
     source = f"hf:{hub.path}/{config}/{hub_split}"
     examples = examples_from_hub_rows(task, rows, source, language)
+    if reading.get("quoting") == "csv" and all(isinstance(e, TextExample) for e in examples):
+        examples = list(csv_values(examples))  # type: ignore[arg-type]
     digest = sha256_text("\n".join(json.dumps(e.to_dict(), sort_keys=True) for e in examples))
-    return Split(task.name, language, split, examples, source, digest)
+    return Split(task.name, language, split, examples, source, digest, reading)
+

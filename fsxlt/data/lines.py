@@ -24,6 +24,18 @@ def open_lines(path: Path) -> list[str]:
     return lines
 
 
+def csv_unquoted(text: str | None) -> str | None:
+    """The value of a field written with CSV quoting (wrapped in double quotes, each
+    inner double quote doubled, as Python's ``csv`` writer quotes a field holding a
+    quote), or None when ``text`` is not such a field."""
+    if not text or len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return None
+    inner = text[1:-1]
+    if '"' in inner.replace('""', ""):
+        return None
+    return inner.replace('""', '"')
+
+
 def check_label(task: TaskSpec, label: str, path: Path, line_no: int) -> str:
     """The label as the task names it (``label_aliases`` mapped), or a file:line error."""
     label = task.label_aliases.get(label, label)

@@ -7,9 +7,11 @@ SQuAD v1.1, XQuAD, MLQA and TyDiQA-GoldP (in XTREME's files) share one layout:
 per question, in file order; its id is ``<file>:<question id>``.
 
 An answer whose ``answer_start`` does not point at its text (a few such spans
-exist in the wild) is moved to the occurrence of the text in the context
-nearest to the given offset; an answer whose text does not occur in the
-context at all is an error naming the file and the question.
+exist in the wild; the hub's XQuAD rows, whose contexts its loader strips) is
+moved to the occurrence of the text in the context nearest to the given offset
+(:func:`relocated_start`, for local files and hub rows alike); an answer whose
+text does not occur in the context at all is an error naming the file (or row)
+and the question.
 
 A paragraph is a context: questions on one paragraph share its text, so
 :func:`paragraph_of` is the context itself and buckets, dev and test sets are
@@ -51,11 +53,11 @@ def _list(value: Any, what: str, path: Path) -> list[Any]:
     return value
 
 
-def _answer_start(context: str, text: str, start: Any, where: str, path: Path) -> int:
-    """Where ``text`` starts in ``context``: ``start`` if it points at it, else the nearest
-    occurrence; an error if the text does not occur at all."""
-    if not isinstance(text, str) or not text:
-        raise DataFormatError(path, f"{where}: an answer without text")
+def relocated_start(context: str, text: str, start: Any) -> int | None:
+    """Where ``text`` starts in ``context``: ``start`` if it points at it, else the
+    occurrence nearest to ``start`` (the earlier of two as near); None if the text does
+    not occur. Local files and hub rows go through it alike (the hub's XQuAD loader strips
+    contexts and keeps the offsets, which then miss)."""
     if isinstance(start, int) and context[start:start + len(text)] == text:
         return start
     found, at = [], context.find(text)
@@ -63,9 +65,20 @@ def _answer_start(context: str, text: str, start: Any, where: str, path: Path) -
         found.append(at)
         at = context.find(text, at + 1)
     if not found:
-        raise DataFormatError(path, f"{where}: answer {text!r} does not occur in its context")
+        return None
     given = start if isinstance(start, int) else 0
     return min(found, key=lambda offset: (abs(offset - given), offset))
+
+
+def _answer_start(context: str, text: str, start: Any, where: str, path: Path) -> int:
+    """:func:`relocated_start`, or an error naming the file where the text does not
+    occur (or there is none)."""
+    if not isinstance(text, str) or not text:
+        raise DataFormatError(path, f"{where}: an answer without text")
+    found = relocated_start(context, text, start)
+    if found is None:
+        raise DataFormatError(path, f"{where}: answer {text!r} does not occur in its context")
+    return found
 
 
 def _question(qa: Any, context: str, title: str, path: Path, language: str,

@@ -14,6 +14,7 @@ from fsxlt.data.fewclue import FEWCLUE_READERS, Skipped
 from fsxlt.data.generation import has_targets, read_squad_qg, read_xglue_src_tgt
 from fsxlt.data.hub import load_hub_split
 from fsxlt.data.qa import holdout_part, read_squad_json
+from fsxlt.data.readings import AXES, DEFAULT_READING, Reading
 from fsxlt.data.tagging import read_conll, read_conllu, read_xglue_tsv
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import sha256_file
@@ -74,7 +75,8 @@ def file_format(path: Path, task: TaskSpec) -> str:
 
 def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | None = None,
                   labelled: bool = True, language: str | None = None,
-                  split: str | None = None) -> list[Example]:
+                  split: str | None = None,
+                  reading: Reading = DEFAULT_READING) -> list[Example]:
     """Read every example of a local data file in the task's format.
 
     FewCLUE formats leave out examples without a label of the task and list
@@ -88,12 +90,14 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     paragraphs of that part (``test``, ``dev``, or ``train`` for any other split;
     without a split, the whole file: a file to predict; ``squad_qg``: ``test``, or every
     other paragraph). XGLUE's generation files (``xglue_src_tgt``) are read as a pair,
-    source and target (:mod:`fsxlt.data.generation`).
+    source and target (:mod:`fsxlt.data.generation`). ``reading``: how the file becomes
+    examples where a format offers a choice (:mod:`fsxlt.data.readings`).
     """
     task, path = get_task(task), Path(path)
     fmt = file_format(path, task)
+    check_reading(reading, fmt, str(path))
     if fmt == "tsv_pair":
-        examples = read_pair_tsv(path, task, labelled, language)
+        examples = read_pair_tsv(path, task, labelled, language, reading)
         if not examples and language is not None:
             raise DataFormatError(path, f"file holds no example of language {language!r}")
     elif fmt == "squad_json":
@@ -115,6 +119,14 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
         raise DataFormatError(path, "file holds no examples" if not skipped else
                               "file holds no example with a label of the task")
     return split_part(examples, task, split)
+
+
+def check_reading(reading: Reading, fmt: str, where: str) -> None:
+    """Refuse, in one line, a reading with a choice the format ``fmt`` does not offer."""
+    for axis, choice in reading.choices:
+        if fmt not in AXES[axis].formats:
+            raise FsxltError(f"{where}: reading {axis}={choice} applies to "
+                             f"{AXES[axis].where}, not to {fmt} files")
 
 
 def split_part(examples: list[Example], task: TaskSpec, split: str | None) -> list[Example]:
@@ -162,20 +174,22 @@ def has_labels(path: str | Path, task: str | TaskSpec, *, language: str | None =
 
 
 def load_split(task: str | TaskSpec, language: str, split: str, *,
-               path: str | Path | None = None, data_dir: str | Path | None = None) -> Split:
+               path: str | Path | None = None, data_dir: str | Path | None = None,
+               reading: Reading = DEFAULT_READING) -> Split:
     """Load one split of a task for one language.
 
     ``path`` names the file directly; otherwise ``data_dir`` plus the task's
     file pattern (``{split}-{lang}.tsv`` by default) is used; with neither,
-    the task's Hugging Face dataset is loaded.
+    the task's Hugging Face dataset is loaded. ``reading``: how the file becomes
+    examples (:mod:`fsxlt.data.readings`), recorded in the split.
     """
     task = get_task(task)
     task.check_language(language)
     if path is None and data_dir is not None:
         path = task.data.locate(data_dir, split, language)
     if path is None:
-        loaded = load_hub_split(task, language, split)
+        loaded = load_hub_split(task, language, split, reading)
         return replace(loaded, examples=split_part(loaded.examples, task, split))
     path = Path(path)
-    examples = read_examples(path, task, language=language, split=split)
-    return Split(task.name, language, split, examples, str(path), sha256_file(path))
+    examples = read_examples(path, task, language=language, split=split, reading=reading)
+    return Split(task.name, language, split, examples, str(path), sha256_file(path), reading)

@@ -101,7 +101,7 @@ def adapt_plan(task: str, language: str, bucket: Path, out: Path, *, start: str,
         runs.append(build_run(plan, language, k, (index, name), method, start,
                               start_is_checkpoint, path, Path(chosen_dev),
                               Path(test_path) if test_path else None, Path(out), hashes, None,
-                              files.strategy, plan.regimes[0]))
+                              files.strategy, plan.regimes[0], files.reading))
     check_eval_sets(runs)
     return runs
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fsxlt.data.files import data_file
+from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig, TaskPlan
 from fsxlt.execution.icl_runs import icl_cell_runs, icl_zero_shot_runs, lm_cell_runs
@@ -27,9 +28,10 @@ from fsxlt.tasks import TaskSpec
 
 
 def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path | None,
-               notes: list[str]) -> ZeroShotSpec | None:
+               notes: list[str], reading: Reading = DEFAULT_READING) -> ZeroShotSpec | None:
     """The K=0 record of a language: the checkpoint's zero-shot score, when it scored the
-    same test set as the sweep's runs (else none, and a note says why)."""
+    same test set as the sweep's runs, read as its set reads it (else none, and a note
+    says why)."""
     if not is_checkpoint(plan.start):
         return None
     meta = json.loads((Path(str(plan.start)) / CHECKPOINT_FILE).read_text(encoding="utf-8"))
@@ -38,12 +40,14 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
     scores = (meta.get("zero_shot") or {}).get(lang)
     if not scores:
         return None
-    if not _same_test(meta, plan.spec, lang, test, plan.test_limit):
+    if not _same_test(meta, plan.spec, lang, test, plan.test_limit, reading):
         cure = f"--target-test {lang}={test}" + (
             f" --test-limit {plan.test_limit}" if plan.test_limit is not None else "")
         notes.append(f"{plan.task}/{lang}: no K=0 record: {plan.start} scored zero-shot on "
                      f"another test set than the runs' ({test}"
                      + (f", a sample of {plan.test_limit}" if plan.test_limit else "")
+                     + (f", read by reading {reading.describe()}" if not reading.is_default
+                        else "")
                      + f"); source-train with {cure} to score this one")
         return None
     record = {
@@ -64,19 +68,19 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
 
 
 def _same_test(meta: dict, task: TaskSpec, lang: str, test: Path | None,
-               limit: int | None = None) -> bool:
+               limit: int | None = None, reading: Reading = DEFAULT_READING) -> bool:
     """Whether the checkpoint's zero-shot test set of ``lang`` holds the examples the runs
     score: the ``test`` file, or its seeded sample of ``limit`` (true when either is
     unknown and no limit is set: older records name no hash)."""
     recorded = (((meta.get("data") or {}).get("target_test") or {}).get(lang) or {})
     if test is None or not recorded.get("sha256"):
-        return limit is None
+        return limit is None and reading.is_default
     from fsxlt.data.examples import seeded_sample
     from fsxlt.execution.spec import EVAL_SAMPLE_KEYS
     from fsxlt.sampling.set_files import read_data_file
     from fsxlt.training.loop import examples_digest
 
-    examples = seeded_sample(read_data_file(test, task, lang, "test"), limit,
+    examples = seeded_sample(read_data_file(test, task, lang, "test", reading), limit,
                              EVAL_SAMPLE_KEYS["test"])
     return examples_digest(examples) == recorded["sha256"]
 
@@ -101,6 +105,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
         starts = _starts(plan, result.missing_starts if missing_starts_ok else None)
         for lang in plan.languages:
             untrained_sets: tuple[Path, Path | None] | None = None  # K=0 runs' dev, test
+            reading = DEFAULT_READING  # how the first K's set reads them
             for k in plan.k:
                 files = bucket_files(plan, lang, k, hashes)
                 first = len(result.runs)  # the cell's runs are appended from here
@@ -111,24 +116,26 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                     shared_dev = _shared_dev(spec, plan, lang, files)
                 if untrained_sets is None and files.buckets:
                     untrained_sets = (files.buckets[0][3] or shared_dev, test)
+                    reading = files.reading
                 for start, source_training, methods, arm_plan in starts:
                     for method, regime in product(methods, arm_plan.regimes):
                         for index, name, bucket, dev in files.buckets:
                             result.runs.append(build_run(
                                 arm_plan, lang, k, (index, name), method, start,
                                 source_training, bucket, dev or shared_dev, test, out, hashes,
-                                config.name, files.strategy, regime))
+                                config.name, files.strategy, regime, files.reading))
                 result.runs += icl_cell_runs(plan, lang, k, files, test, out, hashes,
                                              config.name)
                 result.runs += lm_cell_runs(plan, lang, files, out, hashes, config.name)
                 _plan_cell(result.runs, first, files)
             zero = _zero_shot(plan, lang, out, hashes,
-                              untrained_sets[1] if untrained_sets else None, result.notes)
+                              untrained_sets[1] if untrained_sets else None, result.notes,
+                              reading)
             if zero is not None:
                 result.zero_shot.append(zero)
             if untrained_sets is not None:
                 result.runs += _untrained_runs(starts, lang, untrained_sets, out, hashes,
-                                               config.name)
+                                               config.name, reading)
                 result.runs += icl_zero_shot_runs(plan, lang, untrained_sets[1], out, hashes,
                                                   config.name)
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
@@ -171,7 +178,7 @@ def _starts(plan: TaskPlan, missing: list[tuple[str, str]] | None,
 
 def _untrained_runs(starts: list[tuple[str, bool, tuple[str, ...], TaskPlan]], lang: str,
                     sets: tuple[Path, Path | None], out: Path, hashes: Hashes,
-                    sweep: str) -> list[RunSpec]:
+                    sweep: str, reading: Reading = DEFAULT_READING) -> list[RunSpec]:
     """The K=0 runs of a language: each method of a pretrained-encoder start (the no-source
     arm) that scores untrained (pet: FewCLUE's zero-shot), on the dev and test sets of the
     language's first K (``k0/<arm>/zero-shot.json``)."""
@@ -182,7 +189,8 @@ def _untrained_runs(starts: list[tuple[str, bool, tuple[str, ...], TaskPlan]], l
         for ref in methods:
             if arm_plan.method(ref).scores_untrained:
                 runs.append(build_run(arm_plan, lang, 0, (0, ZERO_SHOT_RUN), ref, start, False,
-                                      None, sets[0], sets[1], out, hashes, sweep))
+                                      None, sets[0], sets[1], out, hashes, sweep,
+                                      reading=reading))
     return runs
 
 

@@ -90,6 +90,8 @@ class RunSpec:
     dev_limit: int | None = None   # a seeded sample of N dev examples (read_eval)
     test_limit: int | None = None  # a seeded sample of N test examples
     precision: str = "fp32"        # the precision the run uses (fsxlt.models.precision)
+    reading: str = ""              # how its dev and test files are read: the set's reading
+    # (fsxlt.data.readings), its non-default choices as sorted JSON ("": the default)
     eval_max_tokens: int | None = None  # memory knobs, not in the identity (the engine's
     micro_batch: int | None = None      # defaults where None)
     planned_buckets: tuple[int, ...] = ()  # the cell's bucket indexes the sweep runs (the
@@ -105,8 +107,15 @@ class RunSpec:
 
         path, split, limit = ((self.dev_path, self.dev_split, self.dev_limit) if which == "dev"
                               else (self.test_path, self.test_split, self.test_limit))
-        examples = read_data_file(path, self.task_spec, self.language, split or None)
+        examples = read_data_file(path, self.task_spec, self.language, split or None,
+                                  self.load_reading())
         return seeded_sample(examples, limit, EVAL_SAMPLE_KEYS[which])
+
+    def load_reading(self) -> Any:
+        """The reading its dev and test files are read by (:mod:`fsxlt.data.readings`)."""
+        from fsxlt.data.readings import DEFAULT_READING, make_reading
+
+        return make_reading(json.loads(self.reading)) if self.reading else DEFAULT_READING
 
     @property
     def task_spec(self) -> Any:
@@ -388,9 +397,12 @@ def plan_precision(plan: TaskPlan) -> str:
 def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref: str,
               start: str, source_training: bool, bucket: Path | None, dev: Path,
               test: Path | None, out: Path, hashes: Hashes, sweep: str | None,
-              strategy: str = "", regime: str = DEFAULT_REGIME) -> RunSpec:
+              strategy: str = "", regime: str = DEFAULT_REGIME,
+              reading: Any = None) -> RunSpec:
     """One run's spec; ``sweep`` is the sweep's name (None: ``fsxlt adapt`` writes it).
-    ``bucket`` None: the K=0 run of a method that scores untrained (no bucket, k 0)."""
+    ``bucket`` None: the K=0 run of a method that scores untrained (no bucket, k 0).
+    ``reading``: its set's reading (:mod:`fsxlt.data.readings`), by which its dev and
+    test files are read; in the identity where it is not the default."""
     index, name = bucket_id
     bucket_sha = hashes.bucket(bucket) if bucket is not None else sha256_text("")
     method = plan.method(ref)
@@ -419,6 +431,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
     if plan.spec.is_qa:  # the decoding rule changes every QA score (fsxlt 0.4 had one rule)
         identity["qa_decoding"] = plan.qa_decoding
     identity.update(_reading(plan, test is not None))
+    if reading is not None and not reading.is_default:  # the default: earlier identities
+        identity["reading"] = reading.to_dict()
     precision = plan_precision(plan)
     if precision != DEFAULT_RESOLVED:  # fp32 runs keep the identity of fsxlt < 0.8's
         identity["precision"] = precision
@@ -461,6 +475,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    dev_split="" if plan.whole_dev and plan.spec.reads_parts else "dev",
                    test_split="" if plan.whole_test and plan.spec.reads_parts else "test",
                    dev_limit=plan.dev_limit, test_limit=plan.test_limit, precision=precision,
+                   reading=json.dumps(reading.to_dict(), sort_keys=True)
+                   if reading is not None and not reading.is_default else "",
                    eval_max_tokens=plan.eval_max_tokens, micro_batch=plan.micro_batch,
                    writer=ADAPT_WRITER if sweep is None else sweep_writer(sweep),
                    batch_size=plan.batch_size, patience_from=plan.patience_from,

@@ -18,6 +18,7 @@ from fsxlt.data import (
     load_split,
     read_examples,
 )
+from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import FsxltError
 from fsxlt.sampling.samplers import (
     check_k,
@@ -155,7 +156,7 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
                      labels=drawn.labels, missing_labels=drawn.missing, buckets=drawn.buckets,
                      dev_remaining=dev_remaining(task, split, drawn.pool, drawn.buckets,
                                                  context, seed),
-                     test=held_out,
+                     test=held_out, reading=split.reading.to_dict(),
                      test_source=None if held_out is None else {
                          "file": Path(split.source).name, "sha256": split.sha256,
                          "part": f"the {task.data.holdout_paragraphs} held-out paragraphs"})
@@ -168,8 +169,9 @@ def holdout_test(task: TaskSpec, split: Split) -> list[Example] | None:
     if not task.data.holdout_paragraphs:
         return None
     if split.source.startswith("hf:"):
-        return load_split(task, split.language, "test").examples
-    return read_examples(split.source, task, language=split.language, split="test")
+        return load_split(task, split.language, "test", reading=split.reading).examples
+    return read_examples(split.source, task, language=split.language, split="test",
+                         reading=split.reading)
 
 
 def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],
@@ -212,12 +214,14 @@ def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],
 def sample(task: str | TaskSpec, languages: Sequence[str], ks: Sequence[int], out: str | Path, *,
            data: str | Path | None = None, data_dir: str | Path | None = None,
            split: str | None = None, n_buckets: int | None = None, seed: int | None = None,
-           replace: bool = False,
+           replace: bool = False, reading: Reading = DEFAULT_READING,
            progress: Callable[[Iterable], Iterable] = lambda it: it) -> list[BucketSet]:
     """Sample bucket sets for every language and K and write them under ``out``.
 
     Data comes from ``data`` (one file, one language), ``data_dir`` (the
-    task's file pattern) or, with neither, the Hugging Face hub. Everything
+    task's file pattern) or, with neither, the Hugging Face hub, read by ``reading``
+    (:mod:`fsxlt.data.readings`; the sets record it, and their runs read their dev and
+    test files the same way). Everything
     is sampled before anything is written, so an error writes nothing. Sets
     are written by the store's write-once rule (:func:`write_sets`): a set
     already there unchanged is left alone, another one is refused unless
@@ -233,7 +237,8 @@ def sample(task: str | TaskSpec, languages: Sequence[str], ks: Sequence[int], ou
     split = split or task.sampling.split
     sets = []
     for language in progress(list(languages)):
-        loaded = load_split(task, language, split, path=data, data_dir=data_dir)
+        loaded = load_split(task, language, split, path=data, data_dir=data_dir,
+                            reading=reading)
         sets.extend(sample_set(task, loaded, k, n_buckets=n_buckets, seed=seed) for k in ks)
     write_sets(out, sets, replace=replace)
     return sets

@@ -59,6 +59,7 @@ from fsxlt.data import (
     TextExample,
     read_examples,
 )
+from fsxlt.data.readings import reading_of
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.sampling.locate import bucket_key, dev_keys, leaked, locate
@@ -494,7 +495,7 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
     if source is not None:
         source = Path(source)
         pool = read_examples(source, task, language=manifest["language"],
-                             split=manifest.get("split"))
+                             split=manifest.get("split"), reading=reading_of(manifest))
     violations = _check_integrity(manifest, buckets) + _check_dev_files(directory, manifest)
     label_counts: dict[str, dict[str, int]] = {}
     notes: list[str] = []

@@ -414,7 +414,7 @@ def _bucket_set(manifest: dict[str, Any], buckets: list[list[Example]],
         names=[str(e["name"]) for e in entries] if named else None, devs=devs,
         union=union, test=test,
         test_source=(manifest.get("test") or {}).get("source"),
-        strategy=manifest.get("strategy"))
+        strategy=manifest.get("strategy"), reading=dict(manifest.get("reading") or {}))
     return bucket_set
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from itertools import product
 
 from fsxlt.data import TextExample
+from fsxlt.data.lines import csv_unquoted
 
 Key = tuple[str, str]
 
@@ -47,17 +48,6 @@ def squeezed(text: str | None) -> str:
         return ""
     return "".join(ch for ch in text
                    if not ch.isspace() and unicodedata.category(ch) != "Cc")
-
-
-def csv_unquoted(text: str | None) -> str | None:
-    """The value of a field written with CSV quoting (wrapped in double quotes, each
-    inner double quote doubled), or None when ``text`` is not such a field."""
-    if not text or len(text) < 2 or text[0] != '"' or text[-1] != '"':
-        return None
-    inner = text[1:-1]
-    if '"' in inner.replace('""', ""):
-        return None
-    return inner.replace('""', '"')
 
 
 def _variants(text: str | None) -> set[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fsxlt.data.readings import reading_problem
 from fsxlt.errors import DataFormatError
 from fsxlt.fileio import PLAIN_NAME, plain_name
 from fsxlt.fileio import brief as _brief
@@ -58,6 +59,10 @@ def _manifest_problem(manifest: dict[str, Any]) -> str | None:
                            "a list of buckets")):
         if not ok(manifest.get(key)):
             return f"{key} is {_brief(manifest.get(key))}, not {what}"
+    if "reading" in manifest:
+        problem = reading_problem(manifest["reading"])
+        if problem is not None:
+            return f"reading: {problem}"
     strategy = manifest.get("strategy")
     if strategy is not None and not (isinstance(strategy, dict)
                                      and plain_name(strategy.get("name"))):

@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsxlt.data import TextExample, example_from_dict, read_conll, read_examples
+from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import read_json, sha256_file, sha256_text
+from fsxlt.sampling.forms import BUCKET_TEXTS, FormCheck, form_differences, in_dev_form
 from fsxlt.sampling.locate import Location, alike_lines, locate
 from fsxlt.sampling.store import DEV_REMAINING, BucketSet, write_sets
 from fsxlt.tasks import builtin_tasks, get_task
@@ -81,23 +83,31 @@ def dev_path(data_dir: str | Path, task_name: str, language: str) -> Path:
     return Path(task.data.locate(str(data_dir).replace("{task}", task.name), "dev", language))
 
 
-def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: int = 0) -> None:
+def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: int = 0,
+                  readings: dict[str, Reading] | None = None,
+                  bucket_text: str | None = None) -> None:
     """Give every set of ``summary`` that selects on a remaining dev set its remaining set,
-    computed from its dev file under ``data_dir``; refuse, in one line, a missing dev file
-    or a set with more than ``max_unlocated`` bucket examples not found in it."""
+    computed from its dev file under ``data_dir`` read by its task's reading
+    (``readings``, by task; the default where none is named); refuse, in one line, a
+    missing dev file, a set with more than ``max_unlocated`` bucket examples not found in
+    it, or a set whose release text and dev text differ under mBERT's pre-tokenizer unless
+    ``bucket_text`` says which to keep (:mod:`fsxlt.sampling.forms`)."""
     dev_files: dict[Path, list[TextExample]] = {}
     refusals = []
     for bucket_set in summary.sets:
         if not selects_on_remaining(bucket_set):
             continue
         path = dev_path(data_dir, bucket_set.task, bucket_set.language)
+        reading = (readings or {}).get(bucket_set.task, DEFAULT_READING)
+        bucket_set.reading = reading.to_dict()
         if path not in dev_files:
             if not path.is_file():
                 raise FsxltError(f"{path}: dev file of {bucket_set.task}/{bucket_set.language} "
                                  "not found (--data-dir: the remaining dev sets are computed "
                                  "from it); nothing was written")
             dev_files[path] = read_examples(path, get_task(bucket_set.task),
-                                            language=bucket_set.language, split="dev")
+                                            language=bucket_set.language, split="dev",
+                                            reading=reading)
             alike = alike_lines(dev_files[path])
             if alike:
                 summary.alike[str(path)] = [[ex.id for ex in group] for group in alike]
@@ -109,10 +119,43 @@ def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: i
         if not found.remaining:
             raise FsxltError(f"{set_name(bucket_set)}: its buckets hold every line of {path}, "
                              "leaving no dev examples for model selection; nothing was written")
+        forms = form_differences(zip(bucket_set.bucket_indices(), bucket_set.buckets,
+                                     strict=True), dev_files[path])
+        if forms.differ and bucket_text is None:
+            refusals.append(_form_refusal(bucket_set, path, forms, reading))
+            continue
         _keep_remaining(bucket_set, path, found, summary)
+        if forms.differ or bucket_text is not None:
+            _keep_form(bucket_set, forms, bucket_text)
     if refusals:
         more = f" ({len(refusals) - 1} more sets refused)" if len(refusals) > 1 else ""
         raise FsxltError(refusals[0] + more)
+
+
+def _form_refusal(bucket_set: BucketSet, path: Path, forms: FormCheck,
+                  reading: Reading) -> str:
+    bucket, release, dev = forms.examples[0]
+    cure = {"xnli": "read XNLI 1.0's xnli.dev.tsv (and xnli.test.tsv) in the release's form "
+                    "with --reading study",
+            "pawsx": "read the dev file unquoted, the release's form, with --reading study"
+            }.get(bucket_set.task, "read a dev file in the release's form")
+    return (f"{set_name(bucket_set)}: the release's text and {path.name}'s (reading "
+            f"{reading.describe()}) differ on {forms.differ} of {forms.compared} bucket "
+            f"examples under mBERT's pre-tokenizer (bucket {bucket:02d}: {release!r} against "
+            f"{dev!r}), so its runs would train on one form and select and test on another; "
+            f"{cure}, or pass --bucket-text dev-file to put the buckets in the dev file's form "
+            "(--bucket-text release keeps both); nothing was written")
+
+
+def _keep_form(bucket_set: BucketSet, forms: FormCheck, bucket_text: str | None) -> None:
+    """Record (and, for ``dev-file``, apply) the form the set's buckets keep."""
+    assert bucket_set.dev_provenance is not None
+    bucket_set.dev_provenance["forms"] = {**forms.to_dict(), "bucket_text": bucket_text}
+    if bucket_text == "dev-file":
+        bucket_set.buckets = in_dev_form(bucket_set.buckets,  # type: ignore[arg-type]
+                                         bucket_set.bucket_indices(), forms)
+        bucket_set.notes["bucket_text"] = ("dev-file: every located example holds its dev "
+                                           "line's text, not the release's")
 
 
 def _unlocated_refusal(bucket_set: BucketSet, path: Path, found: Location,
@@ -230,7 +273,8 @@ def _import_language(task_name: str, k: int, lang_dir: Path, root: Path,
 def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] | None = None,
                      languages: Iterable[str] | None = None,
                      replace: bool = False, data_dir: str | Path | None = None,
-                     max_unlocated: int = 0,
+                     max_unlocated: int = 0, readings: dict[str, Reading] | None = None,
+                     bucket_text: str | None = None,
                      progress: Callable[[Iterable], Iterable] = lambda it: it) -> ImportSummary:
     """Convert every published (task, K, language) under ``src`` into bucket sets under ``out``.
 
@@ -245,10 +289,19 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     filled in): the task's dev files, from which every set
     drawn from dev gets its remaining dev set (:func:`add_remaining`); a set already in
     the store without one gets it added, its buckets untouched. Without it, such sets
-    are imported without one and listed in the summary's ``no_dev``.
+    are imported without one and listed in the summary's ``no_dev``. ``readings``: how
+    each task's dev files are read (by task name; :mod:`fsxlt.data.readings`), recorded
+    in its sets; ``bucket_text``: which text a set keeps where the release's and the dev
+    file's differ (``release`` or ``dev-file``; None refuses such a set).
     """
     if max_unlocated < 0:
         raise FsxltError(f"--max-unlocated must be 0 or more, got {max_unlocated}")
+    if bucket_text is not None and bucket_text not in BUCKET_TEXTS:
+        raise FsxltError(f"--bucket-text is one of {', '.join(BUCKET_TEXTS)}, got "
+                         f"{bucket_text!r}")
+    if (readings or bucket_text) and data_dir is None:
+        raise FsxltError("--reading and --bucket-text say how dev files are read: they need "
+                         "--data-dir")
     src = Path(src)
     if not src.is_dir():
         raise FsxltError(f"{src}: no such directory")
@@ -277,7 +330,7 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
         raise FsxltError(f"{src}: no published buckets found "
                          "(expected <task>/<K>-shots/<language>/<i>-th/)")
     if data_dir is not None:
-        add_remaining(summary, data_dir, max_unlocated)
+        add_remaining(summary, data_dir, max_unlocated, readings, bucket_text)
     write_sets(out, summary.sets, replace=replace)
     summary.no_dev = [s for s in summary.sets if selects_on_remaining(s)
                       and s.dev_remaining is None and not _store_has_dev(s)]

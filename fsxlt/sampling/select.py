@@ -139,6 +139,7 @@ def select_set(task: TaskSpec, split: Split, k: int, strategy: Strategy,
         used = [{b.id for b in bucket} for bucket in buckets]
         devs = [[ex for ex in examples if ex.id not in ids] for ids in used]
     return BucketSet(task=task.name, language=split.language, k=k, sampler=SAMPLER, seed=seed,
+                     reading=split.reading.to_dict(),
                      split=split.split, source_file=Path(split.source).name,
                      source_sha256=split.sha256, labels=list(labels), missing_labels=missing,
                      buckets=buckets, devs=devs,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fsxlt.data.readings import DEFAULT_READING, Reading, reading_of, reading_problem
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
 from fsxlt.sampling.store import (
@@ -54,6 +55,7 @@ class SetFiles:
     source_sha256: str | None = None  # the file its buckets were drawn from (its manifest's)
     sampler: str = ""  # what drew the buckets (its manifest's): ``published`` for the study's
     dev_source_sha256: str | None = None  # the dev file a published set's remaining came from
+    reading: Reading = DEFAULT_READING  # how the set read its files: its runs read theirs so
 
     def no_remaining(self, task: str) -> FsxltError:
         """The refusal of a run that selects on the set's remaining dev set, which it lacks,
@@ -118,7 +120,7 @@ def set_files(directory: Path, digest: Digest = text_digest, n_buckets: int | No
                     (str(manifest.get("task")), str(manifest.get("language")),
                      int(manifest.get("k") or 0)), _source_sha256(manifest),
                     str(manifest.get("sampler") or ""),
-                    _source_sha256(manifest.get("dev_remaining") or {}))
+                    _source_sha256(manifest.get("dev_remaining") or {}), reading_of(manifest))
 
 
 def _source_sha256(meta: dict[str, Any]) -> str | None:
@@ -147,14 +149,23 @@ def named_files(bucket: Path, digest: Digest = text_digest,
                                      None)],
                     None, str(strategy.get("name") or ""),
                     coordinates=(loose.task, loose.language, loose.k),
-                    source_sha256=_source_sha256(loose.meta))
+                    source_sha256=_source_sha256(loose.meta), reading=_loose_reading(loose, bucket))
+
+
+def _loose_reading(bucket: Any, path: Path) -> Reading:
+    """The reading a bucket file on its own records (the default where it names none)."""
+    problem = reading_problem(bucket.meta["reading"]) if "reading" in bucket.meta else None
+    if problem is not None:
+        raise DataFormatError(path, f"not an fsxlt bucket: reading: {problem}")
+    return reading_of(bucket.meta)
 
 
 def read_data_file(path: str | Path, task: Any, language: str,
-                   split: str | None = None) -> list[Any]:
+                   split: str | None = None, reading: Reading = DEFAULT_READING) -> list[Any]:
     """A dev or test set's examples: a bucket set's own file (fsxlt's JSON lines beside its
-    manifest), else a data file in the task's format (``language``'s rows of a file that
-    holds every language; ``split``'s part of a file that holds several, XQuAD's)."""
+    manifest, read when the set was written), else a data file in the task's format
+    (``language``'s rows of a file that holds every language; ``split``'s part of a file
+    that holds several, XQuAD's), read by ``reading`` (the set's)."""
     from fsxlt.data import read_examples
 
     path = Path(path)
@@ -162,7 +173,7 @@ def read_data_file(path: str | Path, task: Any, language: str,
                                     or _fsxlt_examples(path)):
         return read_examples_jsonl(path)  # a set's file, or a part of one copied away
     try:
-        return read_examples(path, task, language=language, split=split)
+        return read_examples(path, task, language=language, split=split, reading=reading)
     except DataFormatError as err:
         if path.suffix != ".jsonl" or "invalid JSON" not in str(err):
             raise

@@ -101,6 +101,7 @@ class BucketSet:
     test: list[Example] | None = None
     test_source: dict[str, Any] | None = None
     strategy: dict[str, Any] | None = None  # a shot-selection strategy's name, pools, model
+    reading: dict[str, str] = field(default_factory=dict)  # fsxlt.data.readings: non-default
     written: WrittenSet | None = field(default=None, compare=False, repr=False)
 
     def bucket_indices(self) -> list[int]:
@@ -211,6 +212,8 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
         n_buckets=len(entries),
         labels=bucket_set.labels, missing_labels=bucket_set.missing_labels,
         buckets=entries, dev_remaining=None, notes=bucket_set.notes)
+    if bucket_set.reading:  # the set's, not a bucket's: the default reading is named by none
+        manifest["reading"] = dict(sorted(bucket_set.reading.items()))
     if bucket_set.missing_buckets:
         manifest["missing_buckets"] = bucket_set.missing_buckets
     if bucket_set.test is not None:
@@ -229,7 +232,8 @@ def render_set(bucket_set: BucketSet) -> dict[str, str]:
 
 NEW, UNCHANGED, REPLACED, DEV_ADDED = "new", "unchanged", "replaced", "dev set added"
 # the manifest fields a refusal names when they differ
-PROVENANCE = ("sampler", "seed", "split", "source", "strategy", "n_buckets", "labels",
+PROVENANCE = ("sampler", "seed", "split", "source", "reading", "strategy", "n_buckets",
+              "labels",
               "missing_labels", "missing_buckets", "test", "dev_remaining", "notes")
 
 
@@ -378,7 +382,7 @@ def _dev_only_change(directory: Path, old: dict[str, Any] | None,
     had, brings = bool(old.get("dev_remaining")), bool(new.get("dev_remaining"))
     if had == brings:
         return None
-    ignored = ("dev_remaining", "fsxlt_version")
+    ignored = ("dev_remaining", "fsxlt_version", "reading")  # the reading: of the dev file
     if ({k: v for k, v in old.items() if k not in ignored}
             != {k: v for k, v in new.items() if k not in ignored}):
         return None
