@@ -129,7 +129,7 @@ def icl_cell_runs(plan: TaskPlan, lang: str, k: int, files: SetFiles, test: Path
 
     refs = [BucketRef(k, index, name or bucket_name(index), path, hashes.bucket(path),
                       files.strategy) for index, name, path, _ in files.buckets]
-    return _arm_runs(plan, lang, test, out, hashes, sweep, refs)
+    return _arm_runs(plan, lang, test, out, hashes, sweep, refs, files.reading)
 
 
 def icl_zero_shot_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes: Hashes,
@@ -141,7 +141,7 @@ def icl_zero_shot_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes:
 
 
 def _arm_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes: Hashes, sweep: str,
-              refs: list[Any] | None) -> list[IclSweepRun]:
+              refs: list[Any] | None, reading: Any = None) -> list[IclSweepRun]:
     from fsxlt.icl.run import icl_runs
 
     if plan.icl is None:
@@ -153,7 +153,8 @@ def _arm_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes: Hashes, 
     for arm in plan.icl.arms:
         settings = replace(arm.settings, precision=precision)
         runs += [IclSweepRun(run, settings, arm.batch_size, writer, sweep)
-                 for run in icl_runs(spec, lang, settings, out, test, refs, digest=hashes.file)]
+                 for run in icl_runs(spec, lang, settings, out, test, refs, digest=hashes.file,
+                                     reading=reading)]
     return runs
 
 

@@ -48,6 +48,14 @@ class CausalLmRun:
         return identity_hash(self.identity)
 
     @property
+    def reading(self) -> Any:
+        """How its dev and test files are read: its bucket set's reading, which its identity
+        holds where it is not the default (:mod:`fsxlt.data.readings`)."""
+        from fsxlt.data.readings import reading_of
+
+        return reading_of(self.identity)
+
+    @property
     def id(self) -> str:
         return f"{self.task}/{self.language}/k{self.k}/{self.name}"
 

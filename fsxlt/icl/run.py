@@ -242,12 +242,14 @@ class BucketRef:
 def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, test_path: Path,
              buckets: list[BucketRef] | None, *,
              digest: Callable[[Path], str] | None = None,
-             predict: Path | None = None, whole_test: bool = False) -> list[IclRun]:
+             predict: Path | None = None, whole_test: bool = False,
+             reading: Any = None) -> list[IclRun]:
     """The runs of ``settings`` on ``buckets`` (one each), or the zero-shot run (K=0) when
     ``buckets`` is None; ``fsxlt icl`` and a sweep's ICL arms both build their runs here,
     so their identities are one. ``digest``: the test file's content hash (a sweep's
     cache; default: sha256 of its bytes). ``predict``: a file each run also predicts (its
-    content hash joins the identity)."""
+    content hash joins the identity). ``reading``: the bucket set's, by which the test file
+    is read (in the identity where it is not the default)."""
     from fsxlt.fileio import sha256_file, sha256_text
     from fsxlt.icl.model import model_fingerprint
 
@@ -262,6 +264,8 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
               "test": (digest or sha256_file)(Path(test_path)),
               **({"predict": sha256_file(predict)} if predict is not None else {}),
               **({"test_part": "whole"} if whole_test and spec.reads_parts else {}),
+              **({"reading": reading.to_dict()} if reading is not None
+                 and not reading.is_default else {}),
               **precision_identity(settings.precision)}
     to_predict = str(predict) if predict is not None else ""
     split = "" if whole_test and spec.reads_parts else "test"
@@ -323,7 +327,7 @@ def icl_plan(task: str | TaskSpec, language: str, bucket: Path | None, out: Path
         refs.append(BucketRef(loaded.k, loaded.index, loaded.name, path, loaded.sha256,
                               strategy))
     return icl_runs(spec, language, settings, out, test_path, refs, predict=predict,
-                    whole_test=whole)
+                    whole_test=whole, reading=files.reading if files is not None else None)
 
 
 # --------------------------------------------------------------------------- preparing
@@ -420,7 +424,8 @@ def load_test(run: IclRun, settings: IclSettings) -> list[Any]:
     bucket set's own test set (fixed splits: FewCLUE's)."""
     from fsxlt.sampling.set_files import read_data_file
 
-    examples = read_data_file(run.test_path, run.task_spec, run.language, run.test_split or None)
+    examples = read_data_file(run.test_path, run.task_spec, run.language, run.test_split or None,
+                              run.reading)
     if not examples:
         raise FsxltError(f"{run.test_path}: no test examples")
     return sample_test(examples, settings)

@@ -113,7 +113,8 @@ def load_split(run: LmRun, split: str) -> list[Any]:
 
     path = run.test_path if split == "test" else run.dev_path
     whole = run.whole_test if split == "test" else run.whole_dev  # a file named: as given
-    examples = read_data_file(path, run.task_spec, run.language, None if whole else split)
+    examples = read_data_file(path, run.task_spec, run.language, None if whole else split,
+                              run.reading)
     if not examples:
         raise FsxltError(f"{path}: no {split} examples")
     settings = run.settings

@@ -211,6 +211,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
               **({"predict": digest(check_predict_file(spec, predict, language))} if predict
                  else {}),
               **({"test_part": "whole"} if test is not None and spec.reads_parts else {}),
+              **({"reading": files.reading.to_dict()} if not files.reading.is_default else {}),
               **precision_identity(settings.precision)}
     runs = []
     for _, _, path, own_dev in files.buckets:

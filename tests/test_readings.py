@@ -1,0 +1,319 @@
+"""Readings (fsxlt.data.readings): each named way of reading a benchmark file gives what
+its reference gives, over generated files; a set is read one way (its buckets, remaining
+dev set and its runs' test files); a published set in two forms is refused and each cure
+works; what 0.10 wrote reads as before; the hub's QA rows are relocated as local files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fsxlt.cli import run_app
+from fsxlt.data import examples_from_hub_rows, read_examples
+from fsxlt.data.hub import load_hub_split
+from fsxlt.data.readings import DEFAULT_READING, make_reading, parse_reading, study_reading
+from fsxlt.errors import DataFormatError, FsxltError
+from fsxlt.sampling.check import check_set
+from fsxlt.sampling.set_files import set_files
+from fsxlt.sampling.store import read_set
+from fsxlt.tasks import get_task
+
+CSV_READING = make_reading({"quoting": "csv"})
+TOKENIZED = make_reading({"text": "tokenized"})
+
+# PAWS-X-like sentences: letters, Hangul, spaces and quotes (no tab or line break)
+_TEXT = st.text(alphabet=st.sampled_from(list('ab "Z한국,.')), min_size=1, max_size=14)
+_ROWS = st.lists(st.tuples(_TEXT, _TEXT, st.sampled_from(["0", "1"])), min_size=1,
+                 max_size=8)
+
+
+def _xtreme_file(rows, path: Path) -> None:
+    """PAWS-X as XTREME's preprocessing writes it: a CSV writer with tabs, CRLF line ends."""
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter="\t", lineterminator="\r\n").writerows(rows)
+    path.write_text(buffer.getvalue(), encoding="utf-8", newline="")
+
+
+def _own_file(rows, path: Path) -> None:
+    """PAWS-X's own layout: a header, an id column, every field as it is (no quoting)."""
+    lines = ["id\tsentence1\tsentence2\tlabel"] + [f"{i}\t{a}\t{b}\t{label}"
+                                                  for i, (a, b, label) in enumerate(rows, 1)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=_ROWS)
+def test_csv_quoting_read_as_the_references_read_it(tmp_path_factory, rows):
+    folder = tmp_path_factory.mktemp("pawsx")
+    xtreme, own = folder / "dev-ko.tsv", folder / "dev_2k.tsv"
+    _xtreme_file(rows, xtreme)
+    rows_with_bare_quote = [*rows, ('Ein "Wort" hier', "plain", "1")]  # as PAWS-X has them
+    _own_file(rows_with_bare_quote, own)
+    # XTREME's reader takes every field literally: fsxlt's default reading
+    with open(xtreme, encoding="utf-8", newline="") as handle:
+        literal = [line.rstrip("\r\n").split("\t") for line in handle]
+    as_written = read_examples(xtreme, "pawsx")
+    assert [[ex.text_a, ex.text_b] for ex in as_written] == [r[:2] for r in literal]
+    # a CSV reader undoes the quoting: reading quoting=csv gives the values, PAWS-X's text
+    with open(xtreme, encoding="utf-8", newline="") as handle:
+        values = list(csv.reader(handle, delimiter="\t"))
+    unquoted = read_examples(xtreme, "pawsx", reading=CSV_READING)
+    assert [[ex.text_a, ex.text_b] for ex in unquoted] == [r[:2] for r in values]
+    assert [(ex.text_a, ex.text_b, ex.label) for ex in unquoted] == [tuple(r) for r in rows]
+    # PAWS-X's own files, read as the hub's loader reads them (QUOTE_NONE): both readings
+    with open(own, encoding="utf-8", newline="") as handle:
+        reference = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    for reading in (DEFAULT_READING, CSV_READING):
+        read = read_examples(own, "pawsx", reading=reading)
+        assert [[ex.text_a, ex.text_b] for ex in read] == [r[1:3] for r in reference]
+
+
+XNLI_HEADER = ("language\tgold_label\tsentence1_binary_parse\tsentence2_binary_parse\t"
+               "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tpromptID\tpairID\t"
+               "genre\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\tsentence1_tokenized\t"
+               "sentence2_tokenized\tmatch")
+
+
+def _xnli_row(lang: str, label: str, raw: tuple[str, str], tokenized: tuple[str, str],
+              pair: int) -> str:
+    return "\t".join([lang, label, "(", "(", "(", "(", raw[0], raw[1], str(pair), str(pair),
+                      "fiction", label, label, label, label, label, tokenized[0],
+                      tokenized[1], "True"])
+
+
+def _tokenize(text: str) -> str:
+    """XNLI 1.0's tokenized column, roughly: punctuation cut off, Hindi split at the virama."""
+    return " ".join(text.replace(",", " ,").replace("।", " ।").replace("्", " ् ").split())
+
+
+HINDI = [("और उसने कहा, माँ, मैं घर आया हूं।", "उसने एक शब्द नहीं कहा।"),
+         ("कार्यक्रम युवा लोगों को पढ़ने के लिए है।", "प्रोत्साहित करते हैं।"),
+         ("वह स्कूल गया।", "वह घर पर रहा।"),
+         ("मैं क्या करूं?", "कुछ नहीं।"),
+         ("बस आई।", "बस नहीं आई।"),
+         ("वह पढ़ता है।", "वह पढ़ता नहीं है।")]
+LABELS = ["entailment", "neutral", "contradiction"]
+
+
+def write_xnli10(folder: Path, split: str, rows=HINDI, offset: int = 0) -> Path:
+    """XNLI 1.0's xnli.<split>.tsv: every language in one file, German rows between."""
+    lines = [XNLI_HEADER, _xnli_row("de", "neutral", ("Ein Satz.", "Noch einer."),
+                                    ("Ein Satz .", "Noch einer ."), 0)]
+    for i, (a, b) in enumerate(rows):
+        lines.append(_xnli_row("hi", LABELS[(i + offset) % 3], (a, b),
+                               (_tokenize(a), _tokenize(b)), i + 1))
+    path = folder / f"xnli.{split}.tsv"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_tokenized_columns_are_read_by_name_and_refused_where_absent(tmp_path):
+    path = write_xnli10(tmp_path, "dev")
+    raw = read_examples(path, "xnli", language="hi")
+    tokenized = read_examples(path, "xnli", language="hi", reading=TOKENIZED)
+    assert [(ex.text_a, ex.text_b) for ex in raw] == HINDI
+    assert [(ex.text_a, ex.text_b) for ex in tokenized] == \
+        [(_tokenize(a), _tokenize(b)) for a, b in HINDI]
+    assert [ex.id for ex in raw] == [ex.id for ex in tokenized]  # the same lines
+    xtreme = tmp_path / "dev-hi.tsv"
+    xtreme.write_text("a\tb\tneutral\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match="text=tokenized reads the word-tokenized "
+                       "columns of a header .* this file has no header"):
+        read_examples(xtreme, "xnli", reading=TOKENIZED)
+    header_only = tmp_path / "multinli.train.en.tsv"
+    header_only.write_text("premise\thypo\tlabel\na\tb\tneutral\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match="needs the column premise_tokenized and "
+                       "hypo_tokenized"):
+        read_examples(header_only, "xnli", reading=TOKENIZED)
+    with pytest.raises(FsxltError, match="the hub's copy lacks"):  # before any download
+        load_hub_split(get_task("xnli"), "hi", "dev", TOKENIZED)
+
+
+def test_readings_parse_by_name_and_refuse_what_does_not_apply():
+    xnli, pawsx, panx = get_task("xnli"), get_task("pawsx"), get_task("panx")
+    assert parse_reading(["study"], xnli).to_dict() == {"text": "tokenized"}
+    assert parse_reading(["study"], pawsx).to_dict() == {"quoting": "csv"}
+    assert study_reading(panx).is_default and parse_reading(None, panx).is_default
+    assert parse_reading(["study", "text=raw"], xnli).is_default  # later overrides earlier
+    assert parse_reading(["quoting=as-written"], pawsx).describe() == "default"
+    for values, message in ((["text=tokenized"], "panx has no text to choose"),
+                            (["casing=upper"], "expected study, default or AXIS=CHOICE"),
+                            (["quoting=smart"], "quoting is one of as-written, csv")):
+        with pytest.raises(FsxltError, match=message):
+            parse_reading(values, panx if "tokenized" in values[0] else pawsx)
+
+
+def test_a_reading_that_does_not_apply_is_refused_before_any_data(tmp_path, capsys):
+    assert run_app(["sample", "--task", "panx", "--lang", "de", "--data-dir",
+                    str(tmp_path / "nowhere"), "--out", str(tmp_path / "b"),
+                    "--reading", "quoting=csv"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "panx has no quoting to choose" in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_set_is_read_one_way_its_buckets_remaining_dev_and_runs_test(tmp_path, capsys):
+    from fsxlt.execution import expand, parse_config
+
+    data = tmp_path / "xnli10"
+    dev = write_xnli10(data, "dev")
+    write_xnli10(data, "test", rows=list(reversed(HINDI)), offset=1)
+    store = tmp_path / "buckets"
+    assert run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets",
+                    "1", "--data-dir", str(data), "--out", str(store),
+                    "--reading", "study"]) == 0
+    manifest, buckets, remaining = read_set(store / "xnli" / "hi" / "k1")
+    assert manifest["reading"] == {"text": "tokenized"}
+    tokenized = {_tokenize(a) for a, _b in HINDI}
+    assert {ex.text_a for ex in buckets[0].examples} <= tokenized
+    assert {ex.text_a for ex in remaining} <= tokenized
+    assert check_set(store / "xnli" / "hi" / "k1", dev).ok  # the source, read its way
+    assert set_files(store / "xnli" / "hi" / "k1").reading == TOKENIZED
+    start = tmp_path / "ckpt"
+    start.mkdir()
+    (start / "config.json").write_text("{}")
+    config = {"name": "read", "out": str(tmp_path / "runs"), "buckets": str(store),
+              "data_dir": str(data), "start": str(start), "n_buckets": 1,
+              "tasks": {"xnli": {"languages": ["hi"], "k": [1]}}}
+    run, = expand(parse_config(config)).runs
+    assert run.identity["reading"] == {"text": "tokenized"}
+    assert {ex.text_a for ex in run.read_eval("test")} == tokenized  # the test file, too
+    # the same buckets read the default way: another set, and other runs
+    other = tmp_path / "raw"
+    assert run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets",
+                    "1", "--data-dir", str(data), "--out", str(other)]) == 0
+    assert "reading" not in read_set(other / "xnli" / "hi" / "k1")[0]
+    raw_run, = expand(parse_config({**config, "buckets": str(other)})).runs
+    assert "reading" not in raw_run.identity and raw_run.config_hash != run.config_hash
+    capsys.readouterr()
+    assert run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets",
+                    "1", "--data-dir", str(data), "--out", str(store)]) == 2  # no silent swap
+    assert "holds another bucket set" in capsys.readouterr().err
+
+
+def test_a_manifest_naming_an_unknown_reading_is_one_line(tmp_path):
+    data = tmp_path / "xnli10"
+    write_xnli10(data, "dev")
+    store = tmp_path / "buckets"
+    run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets", "1",
+             "--data-dir", str(data), "--out", str(store), "--reading", "study"])
+    path = store / "xnli" / "hi" / "k1" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["reading"] = {"text": "lemmatized"}
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(FsxltError, match="reading: text is 'lemmatized', not one of raw, "
+                       "tokenized"):
+        read_set(path.parent)
+
+
+# ------------------------------------------------------------------ the published import
+
+RELEASE_HINDI = [(_tokenize(a), _tokenize(b)) for a, b in HINDI]
+
+
+def _release(root: Path) -> Path:
+    """One XNLI hi K=1 bucket in the release's (tokenized) form."""
+    folder = root / "xnli" / "1-shots" / "hindi" / "0-th"
+    folder.mkdir(parents=True)
+    sampled = {label: [{"uid": f"hindi-{100 + i}-val", "text_a": RELEASE_HINDI[i][0],
+                        "text_b": RELEASE_HINDI[i][1], "label": label}]
+               for i, label in enumerate(LABELS)}
+    (folder / "sampled.json").write_text(json.dumps(sampled, ensure_ascii=False))
+    return root
+
+
+def _xtreme_dev(folder: Path) -> Path:
+    """XTREME's dev-hi.tsv: the raw sentences, three columns."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"{a}\t{b}\t{LABELS[i % 3]}" for i, (a, b) in enumerate(HINDI)]
+    (folder / "dev-hi.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_a_set_in_two_forms_is_refused_and_each_cure_works(tmp_path, capsys):
+    src = _release(tmp_path / "release")
+    _xtreme_dev(tmp_path / "data" / "xnli")
+    base = ["buckets", "import-published", str(src), "--task", "xnli", "--data-dir",
+            str(tmp_path / "data" / "{task}")]
+    assert run_app([*base, "--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert ("xnli/hi/k1: the release's text and dev-hi.tsv's (reading default) differ on 3 "
+            "of 3 bucket examples under mBERT's pre-tokenizer") in err
+    assert "--reading study" in err and "--bucket-text dev-file" in err
+    assert not (tmp_path / "refused").exists()
+    # cure 1: the buckets in the dev file's text, one form throughout
+    assert run_app([*base, "--out", str(tmp_path / "dev-form"), "--bucket-text",
+                    "dev-file"]) == 0
+    manifest, buckets, remaining = read_set(tmp_path / "dev-form" / "xnli" / "hi" / "k1")
+    assert {(ex.text_a, ex.text_b) for ex in buckets[0].examples} == set(HINDI[:3])
+    assert [ex.id for ex in buckets[0].examples] == ["hindi-100-val", "hindi-101-val",
+                                                      "hindi-102-val"]
+    assert manifest["dev_remaining"]["forms"]["bucket_text"] == "dev-file"
+    assert manifest["dev_remaining"]["forms"]["differ"] == 3
+    assert check_set(tmp_path / "dev-form" / "xnli" / "hi" / "k1").ok
+    # cure 2: XNLI 1.0's own file read in the release's (tokenized) form
+    write_xnli10(tmp_path / "xnli10" / "xnli", "dev")
+    assert run_app(["buckets", "import-published", str(src), "--task", "xnli", "--data-dir",
+                    str(tmp_path / "xnli10" / "{task}"), "--out", str(tmp_path / "study"),
+                    "--reading", "study"]) == 0
+    manifest, buckets, remaining = read_set(tmp_path / "study" / "xnli" / "hi" / "k1")
+    assert manifest["reading"] == {"text": "tokenized"}
+    assert "forms" not in manifest["dev_remaining"]
+    assert [ex.text_a for ex in remaining] == [a for a, _b in RELEASE_HINDI[3:]]
+    # cure 3: both forms kept, said so in the manifest
+    assert run_app([*base, "--out", str(tmp_path / "mixed"), "--bucket-text", "release"]) == 0
+    manifest = read_set(tmp_path / "mixed" / "xnli" / "hi" / "k1")[0]
+    assert manifest["dev_remaining"]["forms"] == {
+        "compared": 3, "differ": 3, "bucket_text": "release",
+        "tokenizer": "mBERT's normaliser and pre-tokenizer (cased)"}
+
+
+def test_spacing_the_pre_tokenizer_undoes_is_no_difference(tmp_path):
+    from fsxlt.sampling.forms import mbert_words
+
+    assert mbert_words("Die Frau erklärt , die Regel gilt .") == \
+        mbert_words("Die Frau erklärt, die Regel gilt.")
+    assert mbert_words("表 A- 总共") == mbert_words("表A-总共")
+    assert mbert_words("कार ् यक") != mbert_words("कार्यक")
+    assert mbert_words('"""Ras"" Abbi"') != mbert_words('"Ras" Abbi')
+
+
+# ------------------------------------------------------------------------ the hub's QA rows
+
+@settings(max_examples=60, deadline=None)
+@given(lead=st.text(alphabet=" \n\t", min_size=0, max_size=4),
+       before=st.text(alphabet="abc ", max_size=20),
+       answer=st.text(alphabet="xyz", min_size=1, max_size=5),
+       after=st.text(alphabet="abcx ", max_size=20))
+def test_hub_qa_rows_are_relocated_as_local_files_are(tmp_path_factory, lead, before, answer,
+                                                      after):
+    """The hub's XQuAD loader strips a context and keeps the answer's offset into the
+    unstripped one: the row gets the start a local file with that context and offset gets."""
+    context, given_start = (lead + before + answer + after).strip(), len(lead + before)
+    row = {"id": "q1", "title": "t", "context": context, "question": "what?",
+           "answers": {"text": [answer], "answer_start": [given_start]}}
+    hub, = examples_from_hub_rows(get_task("xquad"), [row], "hf:xquad/xquad.de/validation",
+                                  "de")
+    path = tmp_path_factory.mktemp("xquad") / "xquad.de.json"
+    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{
+        "context": context, "qas": [{"id": "q1", "question": "what?", "answers": [
+            {"text": answer, "answer_start": given_start}]}]}]}]}), encoding="utf-8")
+    local, = read_examples(path, "xquad", language="de")
+    assert hub.starts == local.starts
+    assert hub.context[hub.starts[0]:hub.starts[0] + len(answer)] == answer
+
+
+def test_a_hub_qa_answer_not_in_its_context_is_refused():
+    row = {"id": "q9", "title": "t", "context": "nothing here", "question": "what?",
+           "answers": {"text": ["elsewhere"], "answer_start": [3]}}
+    with pytest.raises(FsxltError, match="question q9: answer 'elsewhere' does not occur in "
+                       "its context"):
+        examples_from_hub_rows(get_task("xquad"), [row], "hf:xquad/xquad.de/validation", "de")
