@@ -138,10 +138,12 @@ def test_tokenized_columns_are_read_by_name_and_refused_where_absent(tmp_path):
 
 def test_readings_parse_by_name_and_refuse_what_does_not_apply():
     xnli, pawsx, panx = get_task("xnli"), get_task("pawsx"), get_task("panx")
-    assert parse_reading(["study"], xnli).to_dict() == {"text": "tokenized"}
-    assert parse_reading(["study"], pawsx).to_dict() == {"quoting": "csv"}
+    assert parse_reading(["study"], xnli).to_dict() == {"remaining": "by-line",
+                                                        "text": "tokenized"}
+    assert parse_reading(["study"], pawsx).to_dict() == {"quoting": "csv",
+                                                         "remaining": "by-line"}
     assert study_reading(panx).is_default and parse_reading(None, panx).is_default
-    assert parse_reading(["study", "text=raw"], xnli).is_default  # later overrides earlier
+    assert parse_reading(["study", "text=raw"], xnli).to_dict() == {"remaining": "by-line"}
     assert parse_reading(["quoting=as-written"], pawsx).describe() == "default"
     for values, message in ((["text=tokenized"], "panx has no text to choose"),
                             (["casing=upper"], "expected study, default or AXIS=CHOICE"),
@@ -170,12 +172,13 @@ def test_a_set_is_read_one_way_its_buckets_remaining_dev_and_runs_test(tmp_path,
                     "1", "--data-dir", str(data), "--out", str(store),
                     "--reading", "study"]) == 0
     manifest, buckets, remaining = read_set(store / "xnli" / "hi" / "k1")
-    assert manifest["reading"] == {"text": "tokenized"}
+    assert manifest["reading"] == {"remaining": "by-line", "text": "tokenized"}
     tokenized = {_tokenize(a) for a, _b in HINDI}
     assert {ex.text_a for ex in buckets[0].examples} <= tokenized
     assert {ex.text_a for ex in remaining} <= tokenized
     assert check_set(store / "xnli" / "hi" / "k1", dev).ok  # the source, read its way
-    assert set_files(store / "xnli" / "hi" / "k1").reading == TOKENIZED
+    assert set_files(store / "xnli" / "hi" / "k1").reading == parse_reading("study",
+                                                                            get_task("xnli"))
     start = tmp_path / "ckpt"
     start.mkdir()
     (start / "config.json").write_text("{}")
@@ -183,7 +186,7 @@ def test_a_set_is_read_one_way_its_buckets_remaining_dev_and_runs_test(tmp_path,
               "data_dir": str(data), "start": str(start), "n_buckets": 1,
               "tasks": {"xnli": {"languages": ["hi"], "k": [1]}}}
     run, = expand(parse_config(config)).runs
-    assert run.identity["reading"] == {"text": "tokenized"}
+    assert run.identity["reading"] == {"remaining": "by-line", "text": "tokenized"}
     assert {ex.text_a for ex in run.read_eval("test")} == tokenized  # the test file, too
     # the same buckets read the default way: another set, and other runs
     other = tmp_path / "raw"
@@ -219,10 +222,11 @@ RELEASE_HINDI = [(_tokenize(a), _tokenize(b)) for a, b in HINDI]
 
 
 def _release(root: Path) -> Path:
-    """One XNLI hi K=1 bucket in the release's (tokenized) form."""
+    """One XNLI hi K=1 bucket in the release's (tokenized) form, its ids the release's (the
+    first three Hindi rows: Hindi is XNLI 1.0's eighth language of 2,490 dev rows each)."""
     folder = root / "xnli" / "1-shots" / "hindi" / "0-th"
     folder.mkdir(parents=True)
-    sampled = {label: [{"uid": f"hindi-{100 + i}-val", "text_a": RELEASE_HINDI[i][0],
+    sampled = {label: [{"uid": f"hindi-{2490 * 7 + i}-val", "text_a": RELEASE_HINDI[i][0],
                         "text_b": RELEASE_HINDI[i][1], "label": label}]
                for i, label in enumerate(LABELS)}
     (folder / "sampled.json").write_text(json.dumps(sampled, ensure_ascii=False))
@@ -254,8 +258,8 @@ def test_a_set_in_two_forms_is_refused_and_each_cure_works(tmp_path, capsys):
                     "dev-file"]) == 0
     manifest, buckets, remaining = read_set(tmp_path / "dev-form" / "xnli" / "hi" / "k1")
     assert {(ex.text_a, ex.text_b) for ex in buckets[0].examples} == set(HINDI[:3])
-    assert [ex.id for ex in buckets[0].examples] == ["hindi-100-val", "hindi-101-val",
-                                                      "hindi-102-val"]
+    assert [ex.id for ex in buckets[0].examples] == ["hindi-17430-val", "hindi-17431-val",
+                                                      "hindi-17432-val"]
     assert manifest["dev_remaining"]["forms"]["bucket_text"] == "dev-file"
     assert manifest["dev_remaining"]["forms"]["differ"] == 3
     assert check_set(tmp_path / "dev-form" / "xnli" / "hi" / "k1").ok
@@ -265,7 +269,7 @@ def test_a_set_in_two_forms_is_refused_and_each_cure_works(tmp_path, capsys):
                     str(tmp_path / "xnli10" / "{task}"), "--out", str(tmp_path / "study"),
                     "--reading", "study"]) == 0
     manifest, buckets, remaining = read_set(tmp_path / "study" / "xnli" / "hi" / "k1")
-    assert manifest["reading"] == {"text": "tokenized"}
+    assert manifest["reading"] == {"remaining": "by-line", "text": "tokenized"}
     assert "forms" not in manifest["dev_remaining"]
     assert [ex.text_a for ex in remaining] == [a for a, _b in RELEASE_HINDI[3:]]
     # cure 3: both forms kept, said so in the manifest
@@ -317,3 +321,84 @@ def test_a_hub_qa_answer_not_in_its_context_is_refused():
     with pytest.raises(FsxltError, match="question q9: answer 'elsewhere' does not occur in "
                        "its context"):
         examples_from_hub_rows(get_task("xquad"), [row], "hf:xquad/xquad.de/validation", "de")
+
+
+# ------------------------------------------------------------------- the remaining dev set
+
+def _pawsx_dev(folder: Path, rows) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "dev-de.tsv"
+    path.write_text("".join(f"{a}\t{b}\t{label}\n" for a, b, label in rows), encoding="utf-8")
+    return path
+
+
+PAWSX_ROWS = [("NS", "NS", "1"), ("A eins.", "A zwei.", "0"), ("B eins.", "B zwei.", "1"),
+              ("NS", "NS", "1"), ("C eins.", "C zwei.", "0"), ("D eins.", "D zwei.", "1"),
+              ("NS", "NS", "0"), ("E eins.", "E zwei.", "0")]
+
+
+def _pawsx_release(root: Path, lines: dict[str, int]) -> Path:
+    """One PAWS-X de K=1 bucket whose release ids name the dev lines ``lines`` (from 1)."""
+    folder = root / "pawsx" / "1-shots" / "german" / "0-th"
+    folder.mkdir(parents=True)
+    sampled = {label: [{"uid": f"german-{line}-val", "text_a": PAWSX_ROWS[line - 1][0],
+                        "text_b": PAWSX_ROWS[line - 1][1], "label": label}]
+               for label, line in lines.items()}
+    (folder / "sampled.json").write_text(json.dumps(sampled))
+    return root
+
+
+def test_by_line_keeps_a_line_repeating_a_bucket_text_and_by_text_drops_it(tmp_path, capsys):
+    src = _pawsx_release(tmp_path / "release", {"0": 2, "1": 1})  # line 1: NS/NS
+    _pawsx_dev(tmp_path / "data" / "pawsx", PAWSX_ROWS)
+    base = ["buckets", "import-published", str(src), "--task", "pawsx", "--data-dir",
+            str(tmp_path / "data" / "{task}")]
+    assert run_app([*base, "--out", str(tmp_path / "text")]) == 0
+    assert run_app([*base, "--out", str(tmp_path / "line"), "--reading", "study"]) == 0
+    by_text = read_set(tmp_path / "text" / "pawsx" / "de" / "k1")
+    by_line = read_set(tmp_path / "line" / "pawsx" / "de" / "k1")
+    assert [ex.id for ex in by_text[2]] == ["dev-de.tsv:3", "dev-de.tsv:5", "dev-de.tsv:6",
+                                            "dev-de.tsv:8"]
+    assert [ex.id for ex in by_line[2]] == ["dev-de.tsv:3", "dev-de.tsv:4", "dev-de.tsv:5",
+                                            "dev-de.tsv:6", "dev-de.tsv:7", "dev-de.tsv:8"]
+    assert by_line[0]["reading"] == {"quoting": "csv", "remaining": "by-line"}
+    assert "the release's ids" in by_line[0]["dev_remaining"]["rule"]
+    report = check_set(tmp_path / "line" / "pawsx" / "de" / "k1",
+                       tmp_path / "data" / "pawsx" / "dev-de.tsv")
+    assert report.ok and any("repeat a bucket example's text" in n for n in report.notes)
+    assert check_set(tmp_path / "text" / "pawsx" / "de" / "k1",
+                     tmp_path / "data" / "pawsx" / "dev-de.tsv").ok
+
+
+def test_by_line_refuses_an_id_that_names_another_line(tmp_path, capsys):
+    src = _pawsx_release(tmp_path / "release", {"0": 2, "1": 3})
+    _pawsx_dev(tmp_path / "data" / "pawsx", [PAWSX_ROWS[0], *PAWSX_ROWS])  # shifted a line
+    assert run_app(["buckets", "import-published", str(src), "--task", "pawsx", "--data-dir",
+                    str(tmp_path / "data" / "{task}"), "--out", str(tmp_path / "b"),
+                    "--reading", "remaining=by-line"]) == 2
+    err = capsys.readouterr().err
+    assert "its id names dev-de.tsv:2, which holds another example" in err
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_sampled_set_by_text_leaves_no_bucket_text_to_select_on(tmp_path, seed):
+    """Property over seeds: by-text leaves no line with a bucket example's text; the default
+    (by line) leaves exactly the lines no bucket holds."""
+    rows = [(f"S{i % 13}", f"T{i % 13}", str(i % 2)) for i in range(40)]  # texts repeat
+    dev = _pawsx_dev(tmp_path / "data", rows)
+    for reading in ([], ["--reading", "remaining=by-text"]):
+        out = tmp_path / ("text" if reading else "line")
+        assert run_app(["sample", "--task", "pawsx", "--lang", "de", "-k", "1", "--n-buckets",
+                        "3", "--seed", str(seed), "--data", str(dev), "--out", str(out),
+                        *reading]) == 0
+        manifest, buckets, remaining = read_set(out / "pawsx" / "de" / "k1")
+        used = {ex.id for bucket in buckets for ex in bucket.examples}
+        texts = {(ex.text_a, ex.text_b) for bucket in buckets for ex in bucket.examples}
+        if reading:
+            assert not any((ex.text_a, ex.text_b) in texts for ex in remaining)
+            assert manifest["reading"] == {"remaining": "by-text"}
+        else:
+            assert [ex.id for ex in remaining] == [f"dev-de.tsv:{i}" for i in range(1, 41)
+                                                   if f"dev-de.tsv:{i}" not in used]
+        assert check_set(out / "pawsx" / "de" / "k1", dev).ok

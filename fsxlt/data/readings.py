@@ -19,7 +19,9 @@ report. A set is read one way: its buckets, its remaining dev set and the test
 files its runs score on.
 
 ``study`` names the study's reading of each task it ran (:data:`STUDY`):
-XNLI's tokenized columns, PAWS-X unquoted. docs/protocol.md says why.
+XNLI's tokenized columns, PAWS-X unquoted, the remaining dev set by line.
+docs/protocol.md says why. ``remaining`` is no reading of a file but of a split:
+which of its lines select models once buckets are drawn from it.
 """
 
 from __future__ import annotations
@@ -59,13 +61,23 @@ AXES: dict[str, Axis] = {axis.name: axis for axis in (
                "text, the study's; a file with a quote no CSV writer leaves bare (PAWS-X's "
                "own files) is read as written"},
          ("tsv_pair",), "tab-separated pair files (xnli, pawsx)"),
+    Axis("remaining", "legacy", {
+        "legacy": "fsxlt 0.10's rule, which differs by path: a set fsxlt samples leaves out "
+                  "its bucket lines (by-line), the published import every line holding a "
+                  "bucket example's text (by-text)",
+        "by-line": "the dev split less the lines the buckets were drawn from (the published "
+                   "import: the lines the release's ids name); a line repeating a bucket "
+                   "example's text stays (the study's)",
+        "by-text": "the dev split less every line holding a bucket example's text, however "
+                   "often and under whatever label"},
+         ("tsv_pair",), "sets drawn from a dev split (xnli, pawsx)"),
 )}
 
 # the study's reading of each task it ran whose reading differs from the default
 # (docs/protocol.md, "Readings"): every other task the study ran reads the default way
 STUDY: dict[str, dict[str, str]] = {
-    "xnli": {"text": "tokenized"},
-    "pawsx": {"quoting": "csv"},
+    "xnli": {"text": "tokenized", "remaining": "by-line"},
+    "pawsx": {"quoting": "csv", "remaining": "by-line"},
 }
 
 

@@ -35,6 +35,7 @@ from fsxlt.sampling.samplers import (
     sentence_label_counts,
     untouched_pairs,
     untouched_questions,
+    without_texts,
 )
 from fsxlt.sampling.store import BucketSet, write_sets
 from fsxlt.tasks import TaskSpec, get_task
@@ -155,7 +156,7 @@ def sample_set(task: str | TaskSpec, split: Split, k: int, *, n_buckets: int | N
                      source_file=Path(split.source).name, source_sha256=split.sha256,
                      labels=drawn.labels, missing_labels=drawn.missing, buckets=drawn.buckets,
                      dev_remaining=dev_remaining(task, split, drawn.pool, drawn.buckets,
-                                                 context, seed),
+                                                 context, seed, split.reading),
                      test=held_out, reading=split.reading.to_dict(),
                      test_source=None if held_out is None else {
                          "file": Path(split.source).name, "sha256": split.sha256,
@@ -176,8 +177,10 @@ def holdout_test(task: TaskSpec, split: Split) -> list[Example] | None:
 
 def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],
                   buckets: Sequence[Sequence[Example]], context: str,
-                  seed: int = 0) -> list[Example] | None:
+                  seed: int = 0, reading: Reading = DEFAULT_READING) -> list[Example] | None:
     """The dev examples in no bucket (the set's early-stopping data), or None off a dev split.
+    Reading ``remaining=by-text`` leaves out every line holding a bucket example's text as
+    well; the other choices leave out the bucket lines only.
 
     Extractive QA (any split): the questions on paragraphs no bucket touches, at most
     ``sampling.dev_paragraphs`` paragraphs of them (a seeded choice). Generation: the
@@ -196,6 +199,8 @@ def dev_remaining(task: TaskSpec, split: Split, pool: Sequence[Example],
         remaining = untouched_pairs(pool, buckets)  # type: ignore[arg-type]
     else:
         remaining = remaining_examples(pool, buckets)
+        if reading.get("remaining") == "by-text":
+            remaining = without_texts(remaining, buckets)
     source = Path(split.source).name
     if not remaining:
         raise FsxltError(f"{context}: the buckets use every example of {source}, leaving no "

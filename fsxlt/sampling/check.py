@@ -62,7 +62,7 @@ from fsxlt.data import (
 from fsxlt.data.readings import reading_of
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file, sha256_text
-from fsxlt.sampling.locate import bucket_key, dev_keys, leaked, locate
+from fsxlt.sampling.locate import bucket_key, dev_keys, leaked, locate, locate_by_line
 from fsxlt.sampling.samplers import (
     bucket_label_counts,
     present_labels,
@@ -333,13 +333,18 @@ def _check_k_pairs(directory: Path, manifest: dict[str, Any], buckets: list[Buck
     return found
 
 
-def _expected_remaining(pool: list[Example], buckets: list[Bucket]) -> list[str]:
+def _expected_remaining(pool: list[Example], buckets: list[Bucket],
+                        by_text: bool = False) -> list[str]:
     """The ids the remaining dev set must hold: the source minus the buckets (generation:
-    minus every pair on a bucket's source)."""
+    minus every pair on a bucket's source; ``by_text``: minus every line holding a bucket
+    example's texts)."""
     used = {ex.id for bucket in buckets for ex in bucket.examples}
     sources = _sources([ex for bucket in buckets for ex in bucket.examples])
+    texts = {(ex.text_a, ex.text_b) for bucket in buckets for ex in bucket.examples
+             if isinstance(ex, TextExample)} if by_text else set()
     return [ex.id for ex in pool if ex.id not in used and not (
-        isinstance(ex, GenerationExample) and ex.source in sources)]
+        isinstance(ex, GenerationExample) and ex.source in sources) and not (
+        isinstance(ex, TextExample) and (ex.text_a, ex.text_b) in texts)]
 
 
 def _qa_remaining_ok(pool: list[Example], buckets: list[Bucket],
@@ -472,7 +477,10 @@ def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
     if remaining is not None and published:
         drawn = [(bucket.index, [ex for ex in bucket.examples if isinstance(ex, TextExample)])
                  for bucket in buckets]
-        expected = [ex.id for ex in locate(drawn, pool).remaining]
+        expected = [ex.id for ex in (
+            locate_by_line(manifest["task"], manifest["language"], drawn, pool)
+            if reading_of(manifest).get("remaining") == "by-line"
+            else locate(drawn, pool)).remaining]
         if [ex.id for ex in remaining] != expected:
             found.append(Violation(None, "dev-remaining",
                                    f"the remaining dev set is not {source.name} less the lines "
@@ -480,7 +488,8 @@ def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
     if remaining is not None and not published:
         qa = any(isinstance(ex, QAExample) for ex in pool)
         if (not _qa_remaining_ok(pool, buckets, remaining) if qa
-                else [ex.id for ex in remaining] != _expected_remaining(pool, buckets)):
+                else [ex.id for ex in remaining] != _expected_remaining(
+                    pool, buckets, reading_of(manifest).get("remaining") == "by-text")):
             found.append(Violation(None, "dev-remaining",
                                    "the remaining dev set is not the source minus the buckets"))
     return found
@@ -520,13 +529,15 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
         violations += _dev_leak(buckets, remaining)
     else:
         strategy = manifest.get("sampler") == STRATEGY_SAMPLER
-        violations += _check_classification(manifest, buckets, remaining,
-                                            disjoint=not strategy)
+        by_line = reading_of(manifest).get("remaining") == "by-line"
+        violations += _check_classification(manifest, buckets,
+                                            None if by_line and _published(buckets)
+                                            else remaining, disjoint=not strategy)
     if manifest.get("sampler") == STRATEGY_SAMPLER:
         violations += _check_strategy_set(directory, manifest, buckets, pool)
     if source is not None:
         violations += _check_source(manifest, buckets, remaining, source, pool)
-    notes += _dev_notes(task, manifest, remaining)
+    notes += _dev_notes(task, manifest, remaining, buckets)
     sizes = [len(b.examples) for b in buckets]
     return SetReport(directory=str(directory), task=task.name, language=manifest["language"],
                      k=manifest["k"], sampler=manifest["sampler"], n_buckets=len(buckets),
@@ -537,7 +548,7 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
 
 
 def _dev_notes(task: Any, manifest: dict[str, Any], remaining: list[Example] | None,
-               ) -> list[str]:
+               buckets: list[Bucket]) -> list[str]:
     """A published set's remaining dev set, as its import left it: none (its runs are
     refused until it is added), or bucket examples its dev file did not hold (accepted)."""
     if manifest.get("sampler") != "published" or not task.selects_on_remaining:
@@ -545,11 +556,20 @@ def _dev_notes(task: Any, manifest: dict[str, Any], remaining: list[Example] | N
     if remaining is None:
         return ["no remaining dev set, which its runs select models on: add it with fsxlt "
                 "buckets import-published RELEASE --out STORE --data-dir DIR"]
+    notes = []
+    if reading_of(manifest).get("remaining") == "by-line":  # the study's rule keeps them
+        examples = [ex for bucket in buckets for ex in bucket.examples
+                    if isinstance(ex, TextExample)]
+        repeated = leaked(examples, remaining)
+        if repeated:
+            notes.append(f"{len(repeated)} remaining dev lines repeat a bucket example's text "
+                         f"(e.g. {repeated[0].id}); the by-line rule, the study's, keeps them")
     unlocated = (manifest.get("dev_remaining") or {}).get("unlocated") or []
-    if not unlocated:
-        return []
-    return [f"{len(unlocated)} bucket examples were not located in the dev file at import "
-            "(accepted with --max-unlocated): the remaining dev set may hold them"]
+    if unlocated:
+        notes.append(f"{len(unlocated)} bucket examples were not located in the dev file at "
+                     "import (accepted with --max-unlocated): the remaining dev set may hold "
+                     "them")
+    return notes
 
 
 def check_store(root: str | Path, source: str | Path | None = None) -> list[SetReport]:

@@ -30,6 +30,7 @@ bucket trains on selects a model.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -134,6 +135,54 @@ def locate(buckets: Iterable[tuple[int, Sequence[TextExample]]],
     return Location(located, unlocated, len(dropped), remaining)
 
 
+# The release's ids (``hindi-19296-val``) index XNLI 1.0's dev rows of every language in
+# this order, 2,490 a language; PAWS-X's (``korean-1275-val``) the dev file's lines from 1.
+# Checked on the release against XTREME's dev files: every id names the line holding its
+# example (docs/sampling.md, "By line").
+XNLI_ORDER = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur",
+              "vi", "zh")
+XNLI_DEV_ROWS = 2490
+_RELEASE_ID = re.compile(r"^[a-z]+-(\d+)-val$")
+
+
+def release_position(task: str, language: str, uid: str) -> int | None:
+    """The position (from 0) in its language's dev examples, in file order, of the example a
+    release id names, or None where the id names none (another form, another task)."""
+    found = _RELEASE_ID.match(uid)
+    if found is None:
+        return None
+    number = int(found.group(1))
+    if task == "xnli" and language in XNLI_ORDER:
+        return number - XNLI_DEV_ROWS * XNLI_ORDER.index(language)
+    if task == "pawsx":
+        return number - 1
+    return None
+
+
+def locate_by_line(task: str, language: str,
+                   buckets: Iterable[tuple[int, Sequence[TextExample]]],
+                   dev: Sequence[TextExample]) -> Location:
+    """The study's rule: every bucket example is the dev example its release id names
+    (:func:`release_position`), checked there by the match key and label; the remaining
+    set is the dev file less those lines only (a line repeating a bucket's text stays)."""
+    located, unlocated, dropped = 0, [], set()
+    for bucket, examples in buckets:
+        for example in examples:
+            position = release_position(task, language, example.id)
+            if position is None or not 0 <= position < len(dev):
+                unlocated.append(Unlocated(bucket, example, "its id names no dev line"))
+                continue
+            line = dev[position]
+            if bucket_key(example) not in dev_keys(line) or line.label != example.label:
+                unlocated.append(Unlocated(bucket, example, f"its id names {line.id}, which "
+                                           "holds another example"))
+                continue
+            located += 1
+            dropped.add(position)
+    remaining = [example for position, example in enumerate(dev) if position not in dropped]
+    return Location(located, unlocated, len(dropped), remaining)
+
+
 def alike_lines(dev: Sequence[TextExample]) -> list[list[TextExample]]:
     """Groups of dev lines that differ as written (texts or label) but share a match key:
     the pairs the match key could merge. Exact duplicates are not listed (they are one
@@ -157,5 +206,6 @@ def leaked(bucket_examples: Iterable[TextExample],
     return [example for example in remaining if dev_keys(example) & keys]
 
 
-__all__ = ["Location", "Unlocated", "alike_lines", "bucket_key", "csv_unquoted", "dev_keys",
+__all__ = ["XNLI_DEV_ROWS", "XNLI_ORDER", "locate_by_line", "release_position",
+           "Location", "Unlocated", "alike_lines", "bucket_key", "csv_unquoted", "dev_keys",
            "leaked", "locate", "squeezed"]

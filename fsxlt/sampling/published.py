@@ -35,7 +35,7 @@ from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import DataFormatError, FsxltError
 from fsxlt.fileio import read_json, sha256_file, sha256_text
 from fsxlt.sampling.forms import BUCKET_TEXTS, FormCheck, form_differences, in_dev_form
-from fsxlt.sampling.locate import Location, alike_lines, locate
+from fsxlt.sampling.locate import Location, alike_lines, locate, locate_by_line
 from fsxlt.sampling.store import DEV_REMAINING, BucketSet, write_sets
 from fsxlt.tasks import builtin_tasks, get_task
 from fsxlt.tasks.languages import language_code
@@ -111,8 +111,9 @@ def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: i
             alike = alike_lines(dev_files[path])
             if alike:
                 summary.alike[str(path)] = [[ex.id for ex in group] for group in alike]
-        found = locate(zip(bucket_set.bucket_indices(), bucket_set.buckets, strict=True),
-                       dev_files[path])
+        drawn = zip(bucket_set.bucket_indices(), bucket_set.buckets, strict=True)
+        found = (locate_by_line(bucket_set.task, bucket_set.language, drawn, dev_files[path])
+                 if reading.get("remaining") == "by-line" else locate(drawn, dev_files[path]))
         if len(found.unlocated) > max_unlocated:
             refusals.append(_unlocated_refusal(bucket_set, path, found, max_unlocated))
             continue
@@ -169,13 +170,19 @@ def _unlocated_refusal(bucket_set: BucketSet, path: Path, found: Location,
             f"(now {allowed}), recorded in the set's manifest")
 
 
+BY_TEXT_RULE = ("the dev file less every line holding the text of an example of this K's "
+                "buckets (docs/sampling.md)")
+BY_LINE_RULE = ("the dev file less the lines the release's ids of this K's buckets name "
+                "(the study's; docs/sampling.md)")
+
+
 def _keep_remaining(bucket_set: BucketSet, path: Path, found: Location,
                     summary: ImportSummary) -> None:
+    by_line = bucket_set.reading.get("remaining") == "by-line"
     bucket_set.dev_remaining = found.remaining
     bucket_set.dev_provenance = {
         "source": {"file": path.name, "sha256": sha256_file(path)},
-        "rule": "the dev file less every line holding the text of an example of this K's "
-                "buckets (docs/sampling.md)",
+        "rule": BY_LINE_RULE if by_line else BY_TEXT_RULE,
         "located": found.located, "removed": found.removed,
         "unlocated": [u.to_dict() for u in found.unlocated],
     }

@@ -224,6 +224,13 @@ def remaining_examples(pool: Sequence[TextExample],
     return [ex for ex in pool if ex.id not in used]
 
 
+def without_texts(examples: Sequence[TextExample],
+                  buckets: Sequence[Sequence[TextExample]]) -> list[TextExample]:
+    """``examples`` less every one holding the texts of a bucket example (any label)."""
+    texts = {(ex.text_a, ex.text_b) for bucket in buckets for ex in bucket}
+    return [ex for ex in examples if (ex.text_a, ex.text_b) not in texts]
+
+
 # --------------------------------------------------------------------------- tagging
 
 def sentence_label_counts(sentence: TaggedSentence, unit: str) -> Counter[str]:
