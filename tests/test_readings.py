@@ -402,3 +402,48 @@ def test_a_sampled_set_by_text_leaves_no_bucket_text_to_select_on(tmp_path, seed
             assert [ex.id for ex in remaining] == [f"dev-de.tsv:{i}" for i in range(1, 41)
                                                    if f"dev-de.tsv:{i}" not in used]
         assert check_set(out / "pawsx" / "de" / "k1", dev).ok
+
+
+# ------------------------------------------------------------------------------ the report
+
+def test_the_report_names_each_tasks_readings_and_notes_a_cell_that_mixes_them(tmp_path):
+    from fsxlt.fileio import atomic_write_json
+    from fsxlt.report import load_records, report_text
+    from tests.test_report import fake_record
+
+    notes: list[str] = []
+    for index in range(4):
+        record = fake_record("de", 1, "full", index, 0.6 + index / 100)
+        if index < 2:  # two runs on a set read the study's way, two the default way
+            record["run"] = {"identity": {"reading": {"remaining": "by-line",
+                                                      "text": "tokenized"}}}
+        atomic_write_json(tmp_path / "xnli" / "de" / "k1" / "full" / f"{index:02d}.json",
+                          record)
+    text = report_text(tmp_path, warn=notes.append)
+    assert "Readings of the data files (docs/protocol.md#readings):" in text
+    assert "- xnli: default (1 cell)" in text
+    assert "- xnli: remaining=by-line, text=tokenized (1 cell)" in text
+    assert any("xnli/de/k1/full mix records whose data files were read differently" in n
+               for n in notes)
+    default_only = tmp_path / "plain"
+    atomic_write_json(default_only / "xnli" / "de" / "k1" / "full" / "00.json",
+                      fake_record("de", 1, "full", 0, 0.6))
+    assert "Readings" not in report_text(default_only)  # what 0.10 wrote reads as before
+    assert list(load_records(default_only).scores["reading"]) == ["default"]
+
+
+def test_the_bucket_card_says_how_the_set_was_read(tmp_path):
+    data = tmp_path / "xnli10"
+    write_xnli10(data, "dev")
+    store = tmp_path / "buckets"
+    run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets", "1",
+             "--data-dir", str(data), "--out", str(store), "--reading", "study"])
+    assert run_app(["buckets", "export", str(store), str(tmp_path / "hf"), "--format",
+                    "hf"]) == 0
+    card = (tmp_path / "hf" / "README.md").read_text(encoding="utf-8")
+    assert ("- **Reading**: `text=tokenized`, `quoting=as-written`, `remaining=by-line` "
+            "(the study's); the set's runs read their dev and test files the same way") in card
+    assert run_app(["buckets", "import-hf", str(tmp_path / "hf"), "--out",
+                    str(tmp_path / "back")]) == 0
+    assert read_set(tmp_path / "back" / "xnli" / "hi" / "k1")[0]["reading"] == \
+        {"remaining": "by-line", "text": "tokenized"}

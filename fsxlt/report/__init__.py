@@ -33,9 +33,9 @@ from fsxlt.study.runs import STRATEGY_MARK
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
 __all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "aggregate", "compare", "foreign_metrics",
-           "load_records", "mixed_long_sentences", "mixed_precisions", "mixed_tests",
-           "mixed_threads", "mixed_versions", "other_bucket_sets", "render", "render_compare",
-           "report_text", "sources_text", "strategies_text", "write_report"]
+           "load_records", "mixed_long_sentences", "mixed_precisions", "mixed_readings",
+           "mixed_tests", "mixed_threads", "mixed_versions", "other_bucket_sets", "render",
+           "render_compare", "report_text", "sources_text", "strategies_text", "write_report"]
 
 
 # what a report writes into its folder: report, cells, records, sources, strategies and
@@ -90,7 +90,7 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
     for note in (mixed_versions(records), mixed_threads(records), mixed_tests(records),
                  foreign_metrics(records), other_bucket_sets(records),
                  mixed_long_sentences(records), mixed_precisions(records),
-                 learned_nothing_note(records)):
+                 mixed_readings(records), learned_nothing_note(records)):
         if note and warn:
             warn(note)
     return records
@@ -215,6 +215,16 @@ def mixed_precisions(records: Records) -> str | None:
         return None
     return (f"note: {mixed[0]} mix records run in {' and '.join(mixed[1])}; see "
             "docs/training.md#precision")
+
+
+def mixed_readings(records: Records) -> str | None:
+    """One line naming the cells whose records read their dev and test files differently
+    (docs/protocol.md#readings): a mean over them mixes two inputs."""
+    mixed = _mixed_cells(records, "reading")
+    if mixed is None:
+        return None
+    return (f"note: {mixed[0]} mix records whose data files were read differently "
+            f"({'; '.join(mixed[1])}); see docs/protocol.md#readings")
 
 
 def mixed_long_sentences(records: Records) -> str | None:

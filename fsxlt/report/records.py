@@ -76,7 +76,7 @@ SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "test_exact_ma
                        "best_epoch", "metric", "fixed", "record", "bucket_sha256",
                        "test_sha256", "fsxlt_version", "torch_threads", "long_sentences",
                        "unequal_label_tokens", "set_size", "start_path", "precision",
-                       "planned"]
+                       "planned", "reading"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -260,7 +260,33 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
                 long_sentences=record_long_sentences(record),
                 unequal_label_tokens=_unequal_label_tokens(record),
                 set_size=_set_size(record["bucket"]), start_path=_start_path(record),
-                precision=record_precision(record), planned=record_plan(record))
+                precision=record_precision(record), planned=record_plan(record),
+                reading=record_reading(record))
+
+
+def record_reading(record: dict[str, Any]) -> str:
+    """How a record's dev and test files were read (its run identity's ``reading``, fsxlt
+    0.11+: docs/protocol.md#readings), as ``remaining=by-line, text=tokenized``;
+    ``default`` where it names none."""
+    run = record.get("run")
+    identity = run.get("identity") if isinstance(run, dict) else None
+    value = identity.get("reading") if isinstance(identity, dict) else None
+    if not isinstance(value, dict) or not value:
+        return "default"
+    return ", ".join(f"{axis}={value[axis]}" for axis in sorted(value))
+
+
+def reading_lines(records: Records) -> list[str]:
+    """The report's lines on readings, where a record names one other than the default:
+    each task's readings with their cells' count."""
+    scores = records.scores
+    if scores.empty or set(scores["reading"].fillna("default")) <= {"default"}:
+        return []
+    lines = ["Readings of the data files (docs/protocol.md#readings):"]
+    for (task, reading), part in scores.groupby(["task", "reading"], sort=True):
+        cells = part.groupby(["language", "k", "arm"]).ngroups
+        lines.append(f"- {task}: {reading} ({cells} cell{'s' if cells > 1 else ''})")
+    return lines
 
 
 def record_plan(record: dict[str, Any]) -> str:

@@ -35,7 +35,7 @@ import pandas as pd
 
 from fsxlt.errors import FsxltError
 from fsxlt.methods import METHODS, method_label
-from fsxlt.report.records import Records
+from fsxlt.report.records import Records, reading_lines
 from fsxlt.study.imports import SEPARATOR as IMPORT_SEPARATOR
 from fsxlt.study.runs import (
     DEFAULT_REGIME,
@@ -521,7 +521,7 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None
              f"({'sample' if ddof == 1 else 'population' if ddof == 0 else 'custom'} "
              f"standard deviation); (n=…) marks a bucket count other than {counts} "
              f"({FIXED_SPLITS} for fixed splits such as FewCLUE's)."]
-    lines += unequal_tokens_notes(cells)
+    lines += unequal_tokens_notes(cells) + reading_lines(records)
     missing = cells[(cells["k"] > 0) & (cells["missing"] != "")]
     if len(missing):
         lines.append("Missing buckets:")

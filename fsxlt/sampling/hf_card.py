@@ -76,6 +76,7 @@ def _set_section(one: Any) -> list[str]:
              f"{GUARANTEES.get(sampler, 'see fsxlt docs/sampling.md')}.", "",
              f"- **Origin**: {_origin(manifest)}",
              f"- **Source data**: {_source(task, manifest)}",
+             f"- **Reading**: {_reading(task, manifest)}",
              f"- **Columns**: {_columns(task, manifest)}"]
     if manifest.get("missing_labels"):
         lines.append(f"- Labels that never occur in the pool the buckets were drawn from: "
@@ -87,6 +88,19 @@ def _set_section(one: Any) -> list[str]:
     for split, digest in split_hashes(manifest).items():
         lines.append(f"| {split} | {_split_role(split)} | `{digest}` |")
     return [*lines, ""]
+
+
+def _reading(task: TaskSpec, manifest: dict[str, Any]) -> str:
+    """How the set's files became examples, every axis of the task with its choice
+    (fsxlt docs/protocol.md#readings)."""
+    from fsxlt.data.readings import reading_of, study_reading
+
+    choices = reading_of(manifest).full(task)
+    if not choices:
+        return "the task's only one"
+    named = ", ".join(f"`{axis}={choice}`" for axis, choice in choices.items())
+    study = " (the study's)" if reading_of(manifest) == study_reading(task) else ""
+    return f"{named}{study}; the set's runs read their dev and test files the same way"
 
 
 def _language(code: str) -> str:
