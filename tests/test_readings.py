@@ -447,3 +447,27 @@ def test_the_bucket_card_says_how_the_set_was_read(tmp_path):
                     str(tmp_path / "back")]) == 0
     assert read_set(tmp_path / "back" / "xnli" / "hi" / "k1")[0]["reading"] == \
         {"remaining": "by-line", "text": "tokenized"}
+
+
+def test_source_train_reads_the_target_files_as_the_set_does(tmp_path, capsys):
+    """``source-train --reading``: its target dev and test sets are the set's examples (so
+    that a sweep on the set takes its zero-shot score as K=0); refused before any data."""
+    from fsxlt.cli.inputs import target_data
+    from fsxlt.execution.expansion import _same_test
+    from fsxlt.training.loop import examples_digest
+
+    data = tmp_path / "xnli10"
+    write_xnli10(data, "dev")
+    test = write_xnli10(data, "test", rows=list(reversed(HINDI)), offset=1)
+    study = parse_reading("study", get_task("xnli"))
+    sources: dict[str, str] = {}
+    tdev, ttest = target_data(get_task("xnli"), ["hi"], {}, {}, data, sources, study)
+    assert {ex.text_a for ex in ttest["hi"]} == {_tokenize(a) for a, _b in HINDI}
+    meta = {"data": {"target_test": {"hi": {"sha256": examples_digest(ttest["hi"])}}}}
+    assert _same_test(meta, get_task("xnli"), "hi", test, None, study)
+    assert not _same_test(meta, get_task("xnli"), "hi", test)  # read raw: other examples
+    assert run_app(["source-train", "--task", "xnli", "--data-dir", str(data), "--target",
+                    "hi", "--reading", "text=lemmas", "--out", str(tmp_path / "ckpt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "text is one of raw, tokenized" in err
+    assert not (tmp_path / "ckpt").exists()

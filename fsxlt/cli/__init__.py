@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from fsxlt.cli import analyze as _analyze  # noqa: F401  (registers commands)
+from fsxlt.cli import adapt as _adapt  # noqa: F401  (registers commands)
+from fsxlt.cli import analyze as _analyze  # noqa: F401
 from fsxlt.cli import buckets as _buckets  # noqa: F401
 from fsxlt.cli import demo as _demo  # noqa: F401
 from fsxlt.cli import evaluate as _evaluate  # noqa: F401

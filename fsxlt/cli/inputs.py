@@ -8,21 +8,24 @@ from pathlib import Path
 import typer
 
 from fsxlt.data import Example, has_labels, load_split
+from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import FsxltError
 from fsxlt.tasks import TaskSpec
 
 
 def read_split(
-    task: TaskSpec, lang: str, split: str, path: Path | None, data_dir: Path | None
+    task: TaskSpec, lang: str, split: str, path: Path | None, data_dir: Path | None,
+    reading: Reading = DEFAULT_READING,
 ) -> tuple[list[Example], str]:
-    """Examples and their source from an explicit file or ``data_dir`` + the task pattern."""
+    """Examples and their source from an explicit file or ``data_dir`` + the task pattern,
+    read by ``reading`` (:mod:`fsxlt.data.readings`)."""
     if path is not None:
         from fsxlt.sampling.set_files import read_data_file
 
-        return read_data_file(path, task, lang, split), str(path)
+        return read_data_file(path, task, lang, split, reading), str(path)
     if data_dir is None:
         raise FsxltError(f"no {split} data for {lang}: pass a file or --data-dir")
-    loaded = load_split(task, lang, split, data_dir=data_dir)
+    loaded = load_split(task, lang, split, data_dir=data_dir, reading=reading)
     return loaded.examples, loaded.source
 
 
@@ -33,8 +36,8 @@ def limit_examples(examples: list[Example], limit: int | None) -> list[Example]:
     return examples if limit is None else examples[:limit]
 
 
-def _zero_shot_test(task: TaskSpec, lang: str,
-                    data_dir: Path) -> tuple[list[Example], str] | None:
+def _zero_shot_test(task: TaskSpec, lang: str, data_dir: Path,
+                    reading: Reading = DEFAULT_READING) -> tuple[list[Example], str] | None:
     """A target's test set from ``data_dir`` for the zero-shot score, or None (said in a
     one-line note) when there is none to score: no test file, or one without labels
     (XGLUE's test files, which only XGLUE scores)."""
@@ -44,7 +47,7 @@ def _zero_shot_test(task: TaskSpec, lang: str,
     elif not has_labels(path, task, language=lang):
         why = "the test file carries no labels (a file to predict, as XGLUE's are)"
     else:
-        loaded = load_split(task, lang, "test", path=path)
+        loaded = load_split(task, lang, "test", path=path, reading=reading)
         return loaded.examples, loaded.source
     typer.echo(f"note: {path}: {why}; no zero-shot test score for {lang} (pass "
                f"--target-test {lang}=FILE to score a labelled one)", err=True)
@@ -87,21 +90,24 @@ def source_data(spec: TaskSpec, source_langs: list[str], train_file: Path | None
 
 def target_data(spec: TaskSpec, targets: list[str] | None, dev_files: dict[str, Path],
                  test_files: dict[str, Path], data_dir: Path | None, sources: dict[str, str],
+                 reading: Reading = DEFAULT_READING,
                  ) -> tuple[dict[str, list[Example]], dict[str, list[Example]]]:
     """The dev and test sets of every target (``--target``, ``--target-dev``,
-    ``--target-test``); where each came from is added to ``sources``."""
+    ``--target-test``), read by ``reading``; where each came from is added to
+    ``sources``."""
     langs = list(dict.fromkeys(list(targets or []) + list(dev_files) + list(test_files)))
     tdev, ttest = {}, {}
     for lang in langs:
         spec.check_language(lang)
         if lang in dev_files or data_dir is not None:
             tdev[lang], sources[f"dev-{lang}"] = read_split(
-                spec, lang, "dev", dev_files.get(lang), data_dir
+                spec, lang, "dev", dev_files.get(lang), data_dir, reading
             )
         if lang in test_files:
             ttest[lang], sources[f"test-{lang}"] = read_split(
-                spec, lang, "test", test_files[lang], data_dir
+                spec, lang, "test", test_files[lang], data_dir, reading
             )
-        elif data_dir is not None and (found := _zero_shot_test(spec, lang, data_dir)):
+        elif data_dir is not None and (found := _zero_shot_test(spec, lang, data_dir,
+                                                                reading)):
             ttest[lang], sources[f"test-{lang}"] = found
     return tdev, ttest
