@@ -195,6 +195,12 @@ def test_a_set_is_read_one_way_its_buckets_remaining_dev_and_runs_test(tmp_path,
     assert "reading" not in read_set(other / "xnli" / "hi" / "k1")[0]
     raw_run, = expand(parse_config({**config, "buckets": str(other)})).runs
     assert "reading" not in raw_run.identity and raw_run.config_hash != run.config_hash
+    # a sweep that names the study's reading takes the first set and refuses the other
+    assert expand(parse_config({**config, "reading": "study"})).runs == [run]
+    with pytest.raises(FsxltError, match="its set was read by reading default, the sweep asks "
+                       "for remaining=by-line, text=tokenized; import or sample it into another "
+                       "store with --reading remaining=by-line --reading text=tokenized"):
+        expand(parse_config({**config, "buckets": str(other), "reading": "study"}))
     capsys.readouterr()
     assert run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets",
                     "1", "--data-dir", str(data), "--out", str(store)]) == 2  # no silent swap

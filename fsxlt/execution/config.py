@@ -35,6 +35,9 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # bf16, fp16 (CUDA) or fp32 (fsxlt.models.precision);
                                     # resolved when the sweep starts, in every run's identity
                                     # unless fp32
+    reading: null                   # null: each bucket set as it was read; study, default or
+                                    # AXIS=CHOICE items: every set must have been read so
+                                    # (docs/protocol.md#readings), else refused in one line
     eval_max_tokens: null           # wordpieces per evaluation batch (null: 32768 on a GPU,
                                     # 4096 on CPU); lower it when a run runs out of memory
     micro_batch: null               # encoder inputs per forward pass in training (null: 64);
@@ -133,7 +136,8 @@ SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed
             "method_options", "select_start", "predict", "batch_size", "patience_from",
             "icl", "regimes", "joint", "average_last", "source_dev", "long_sentences",
             "optimizer", "label_all_tokens", "qa_decoding", "lm_lora", "shared_multi",
-            "precision", "eval_max_tokens", "micro_batch", "dev_limit", "test_limit")
+            "precision", "eval_max_tokens", "micro_batch", "dev_limit", "test_limit",
+            "reading")
 # what no_source_training may set for its own arm, beside encoder and methods
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
                       "long_sentences", "optimizer", "label_all_tokens")
@@ -185,6 +189,8 @@ class TaskPlan:
     precision: str = "auto"          # as asked; resolve_precisions makes it the one used
     eval_max_tokens: int | None = None  # wordpieces per evaluation batch (None: the device's)
     micro_batch: int | None = None   # encoder inputs per training forward pass (None: 64)
+    reading: Any = None              # the reading every bucket set must have been read by
+    # (fsxlt.data.readings; None: any, each set's own)
 
     @property
     def spec(self) -> TaskSpec:
@@ -298,9 +304,21 @@ def _task_plan(name: str, raw: dict[str, Any], top: dict[str, Any], where: str) 
                                                             "shared_multi"),
         precision=check_precision(text(merged["precision"], where, "precision") or "auto",
                                   f"{where}: precision"),
+        reading=_reading(merged["reading"], spec, where),
         **{key: None if merged[key] is None else number(merged[key], where, key, int, 1)
            for key in ("eval_max_tokens", "micro_batch", "dev_limit", "test_limit")},
         **_protocol(merged, spec, where), **_regimes(merged, where, name))
+
+
+def _reading(value: Any, spec: TaskSpec, where: str) -> Any:
+    """``reading``: null (each set as it was read) or the reading its sets must have:
+    ``study``, ``default`` or ``AXIS=CHOICE`` items (fsxlt.data.readings)."""
+    from fsxlt.data.readings import parse_reading
+
+    if value is None:
+        return None
+    items = [text(item, where, "reading") for item in as_list(value, where, "reading")]
+    return parse_reading(items, spec, f"{where}: reading")
 
 
 def _languages(spec: TaskSpec, raw: dict[str, Any], where: str) -> tuple[str, ...]:

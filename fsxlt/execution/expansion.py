@@ -108,6 +108,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
             reading = DEFAULT_READING  # how the first K's set reads them
             for k in plan.k:
                 files = bucket_files(plan, lang, k, hashes)
+                check_set_reading(plan, files)
                 first = len(result.runs)  # the cell's runs are appended from here
                 test = files.test or data_file(spec, plan.data_dir, "test", lang)
                 files.check_test(test, spec)
@@ -140,6 +141,18 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
                                                   config.name)
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
     return result
+
+
+def check_set_reading(plan: TaskPlan, files: SetFiles) -> None:
+    """Refuse, in one line, a set read otherwise than the sweep's ``reading`` asks."""
+    if plan.reading is None or files.reading == plan.reading:
+        return
+    cure = ("--reading " + " --reading ".join(f"{a}={v}" for a, v in plan.reading.choices)
+            if not plan.reading.is_default else "no --reading")
+    raise FsxltError(f"{files.directory}: its set was read by reading "
+                     f"{files.reading.describe()}, the sweep asks for "
+                     f"{plan.reading.describe()}; import or sample it into another store with "
+                     f"{cure}")
 
 
 def _plan_cell(runs: list[Any], first: int, files: SetFiles) -> None:
