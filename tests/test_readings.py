@@ -477,3 +477,69 @@ def test_source_train_reads_the_target_files_as_the_set_does(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "text is one of raw, tokenized" in err
     assert not (tmp_path / "ckpt").exists()
+
+
+# --------------------------------------------------------------- FewCLUE's baseline input
+
+BASELINE = make_reading({"input": "baseline"})
+
+
+def test_csl_as_the_fine_tuning_baseline_gives_it(tmp_path):
+    """FewCLUE's fine-tuning baseline: text_a the keywords joined by a space, text_b the
+    abstract (CLUEbenchmark/FewCLUE 62a02c6, baselines/models_tf/fine_tuning/
+    classifier_utils.py lines 500-501); fsxlt's own: the abstract, then the keywords
+    joined by 、."""
+    path = tmp_path / "train_0.json"
+    rows = [{"id": 1, "abst": "一篇摘要。", "keyword": ["甲", "乙、丙"], "label": "1"},
+            {"id": 2, "abst": "另一篇。", "keyword": ["丁"], "label": "0"}]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    ours = read_examples(path, "csl")
+    theirs = read_examples(path, "csl", reading=BASELINE)
+    assert [(ex.text_a, ex.text_b) for ex in ours] == [("一篇摘要。", "甲、乙、丙"),
+                                                      ("另一篇。", "丁")]
+    assert [(ex.text_a, ex.text_b, ex.label) for ex in theirs] == [
+        ("甲 乙、丙", "一篇摘要。", "1"), ("丁", "另一篇。", "0")]
+    assert [ex.id for ex in ours] == [ex.id for ex in theirs]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_cluewsc_marks_as_the_fine_tuning_baseline_marks(tmp_path_factory, data):
+    """The baseline wraps the noun phrase (span 1) in _ and the pronoun (span 2) in [ ]
+    in the text as written (classifier_utils.py lines 886-895: four insertions whose
+    offsets shift by the marks before them); fsxlt's own marks are [ ] and < >."""
+    text = data.draw(st.text(alphabet="他她它我们小明书桌上的是", min_size=4, max_size=20))
+    a = data.draw(st.integers(0, len(text) - 2))
+    a_len = data.draw(st.integers(1, max(1, min(3, len(text) - a - 1))))
+    free = [i for i in range(len(text)) if i + 1 <= len(text) and (i + 1 <= a or i >= a + a_len)]
+    b = data.draw(st.sampled_from(free))
+    noun, pronoun = text[a:a + a_len], text[b]
+    row = {"idx": 0, "text": text, "label": "true", "target": {
+        "span1_index": a, "span1_text": noun, "span2_index": b, "span2_text": pronoun}}
+    path = tmp_path_factory.mktemp("wsc") / "train_0.json"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    def wrapped(noun_marks: tuple[str, str], pronoun_marks: tuple[str, str]) -> str:
+        first, second = sorted([(a, noun, *noun_marks), (b, pronoun, *pronoun_marks)])
+        return (text[:first[0]] + first[2] + first[1] + first[3]
+                + text[first[0] + len(first[1]):second[0]] + second[2] + second[1]
+                + second[3] + text[second[0] + len(second[1]):])
+
+    example, = read_examples(path, "cluewsc", reading=BASELINE)
+    assert example.text_a == wrapped(("_", "_"), ("[", "]"))
+    ours, = read_examples(path, "cluewsc")
+    assert ours.text_a == wrapped(("[", "]"), ("<", ">"))
+
+
+def test_a_prompt_arm_on_a_baseline_set_is_refused_in_one_line():
+    from fsxlt.data.readings import check_arm_reading
+
+    for arm in ("pet", "icl", "lm-lora"):
+        with pytest.raises(FsxltError, match=f"is for fine-tuning arms; {arm}'s patterns"):
+            check_arm_reading(arm, BASELINE, "csl")
+    check_arm_reading("full", BASELINE, "csl")
+    check_arm_reading("pet", DEFAULT_READING, "csl")
+    assert parse_reading(["input=baseline"], get_task("cluewsc")) == BASELINE
+    with pytest.raises(FsxltError, match="eprstmt has no input to choose"):
+        parse_reading(["input=baseline"], get_task("eprstmt"))

@@ -300,6 +300,10 @@ def import_fewclue_command(
     task: Annotated[list[str] | None, typer.Option(
         "--task", "-t", help="Only these FewCLUE tasks (repeatable).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help=REPLACE_HELP)] = False,
+    reading: Annotated[list[str] | None, typer.Option(
+        "--reading", help="input=baseline: CSL's and CLUEWSC's input strings as FewCLUE's "
+        "fine-tuning baseline gives them (keywords joined by a space, then the abstract; "
+        "_noun_ and [pronoun]); recorded in their sets (docs/fewclue.md).")] = None,
 ) -> None:
     """Turn FewCLUE's fixed splits into bucket sets, one per task.
 
@@ -319,12 +323,18 @@ def import_fewclue_command(
     Example:
 
       fsxlt buckets import-fewclue FewCLUE/datasets --out buckets/fewclue
+
+      fsxlt buckets import-fewclue FewCLUE/datasets --out buckets/fewclue-baseline \
+          --task csl --task cluewsc --reading input=baseline
     """
     from fsxlt.sampling.fewclue import check_out_apart, import_fewclue
+    from fsxlt.tasks.fewclue import fewclue_tasks
 
+    readings = readings_by_task(reading, [name for name in (task or fewclue_tasks())
+                                          if name in fewclue_tasks()]) if reading else None
     check_out_apart(src, out)
     _check_store(out)
-    result = import_fewclue(src, out, tasks=task, replace=replace,
+    result = import_fewclue(src, out, tasks=task, replace=replace, readings=readings,
                             progress=bar("importing", "task"))
     for s in result.sets:
         sizes = " ".join(f"{name}:{len(b)}" for name, b in zip(s.names, s.buckets, strict=True))

@@ -9,10 +9,14 @@ from typing import Any
 
 from fsxlt.data.examples import ChoiceExample, TextExample
 from fsxlt.data.lines import open_lines
+from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import DataFormatError
 from fsxlt.tasks import TaskSpec
 
 WSC_MARKS = (("[", "]"), ("<", ">"))  # around the noun phrase (span 1) and the pronoun (span 2)
+# FewCLUE's fine-tuning baseline's marks (reading input=baseline), CLUEbenchmark/FewCLUE
+# 62a02c6, baselines/models_tf/fine_tuning/classifier_utils.py lines 886-895
+BASELINE_WSC_MARKS = (("_", "_"), ("[", "]"))
 CHID_BLANK = "#idiom#"
 
 
@@ -122,9 +126,16 @@ def _fewclue_label(task: TaskSpec, row: dict[str, Any], key: str, path: Path, li
 
 
 def read_fewclue_json(path: Path, task: TaskSpec, skipped: Skipped | None = None,
-                      labelled: bool = True) -> list[TextExample]:
-    """FewCLUE's single-text and pair tasks: one JSON object per line, keys in ``data.fields``."""
+                      labelled: bool = True, reading: Reading = DEFAULT_READING,
+                      ) -> list[TextExample]:
+    """FewCLUE's single-text and pair tasks: one JSON object per line, keys in ``data.fields``.
+
+    Reading ``input=baseline`` (CSL): the keywords joined by a space, then the abstract,
+    as FewCLUE's fine-tuning baseline gives them (CLUEbenchmark/FewCLUE 62a02c6,
+    baselines/models_tf/fine_tuning/classifier_utils.py lines 500-501)."""
     fields = task.data.fields
+    if reading.get("input") == "baseline":
+        return _baseline_csl(path, task, skipped, labelled)
     examples = []
     for line_no, row in json_rows(path):
         text_a = _text_field(row, fields.get("text_a", "sentence"), path, line_no)
@@ -136,6 +147,23 @@ def read_fewclue_json(path: Path, task: TaskSpec, skipped: Skipped | None = None
             items = _lossy_items(row, fields.get("text_b")) if text_b is not None else None
             examples.append(TextExample(f"{path.name}:{line_no}", text_a, text_b, label,
                                         items))
+    return examples
+
+
+def _baseline_csl(path: Path, task: TaskSpec, skipped: Skipped | None,
+                  labelled: bool) -> list[TextExample]:
+    """CSL as the fine-tuning baseline reads it (:func:`read_fewclue_json`)."""
+    fields = task.data.fields
+    examples = []
+    for line_no, row in json_rows(path):
+        keywords = _text_field(row, fields["text_b"], path, line_no)
+        items = row[fields["text_b"]]
+        text_a = " ".join(items) if isinstance(items, list) else keywords
+        abstract = _text_field(row, fields.get("text_a", "sentence"), path, line_no)
+        label = _fewclue_label(task, row, fields.get("label", "label"), path, line_no,
+                               skipped, labelled)
+        if label is not None:
+            examples.append(TextExample(f"{path.name}:{line_no}", text_a, abstract, label))
     return examples
 
 
@@ -166,8 +194,10 @@ def _check_apart(spans: list[tuple[int, str]], path: Path, line_no: int) -> None
                     f"span{j + 1} ({start_b}-{start_b + len(span_b)} {span_b!r}) overlap", line_no)
 
 
-def mark_spans(text: str, spans: list[tuple[int, str]], path: Path, line_no: int) -> str:
-    """``text`` with each (offset, span text) wrapped in its marks (:data:`WSC_MARKS`).
+def mark_spans(text: str, spans: list[tuple[int, str]], path: Path, line_no: int,
+               marks: tuple[tuple[str, str], ...] = WSC_MARKS) -> str:
+    """``text`` with each (offset, span text) wrapped in its marks (:data:`WSC_MARKS`;
+    the baseline's: :data:`BASELINE_WSC_MARKS`).
 
     Each offset must be an integer >= 0 at which the text holds the span's
     (non-empty) text, and no two spans may share a character; anything else
@@ -180,7 +210,7 @@ def mark_spans(text: str, spans: list[tuple[int, str]], path: Path, line_no: int
     order = sorted(range(len(spans)), key=lambda i: spans[i][0], reverse=True)
     for i in order:  # from the end, so earlier offsets stay valid
         offset, span = spans[i]
-        left, right = WSC_MARKS[i]
+        left, right = marks[i]
         text = text[:offset] + left + span + right + text[offset + len(span):]
     return text
 
@@ -205,16 +235,19 @@ def _wsc_spans(row: dict[str, Any], path: Path, line_no: int) -> list[tuple[Any,
 
 
 def read_fewclue_wsc(path: Path, task: TaskSpec, skipped: Skipped | None = None,
-                     labelled: bool = True) -> list[TextExample]:
+                     labelled: bool = True, reading: Reading = DEFAULT_READING,
+                     ) -> list[TextExample]:
     """CLUEWSC: ``text`` and ``target`` (two spans with character offsets), label true/false.
 
     The noun phrase is marked ``[...]`` and the pronoun ``<...>`` in the text
-    the model reads (see :func:`mark_spans` for what a span must be).
+    the model reads (see :func:`mark_spans` for what a span must be); reading
+    ``input=baseline``: ``_..._`` and ``[...]``, the fine-tuning baseline's.
     """
+    marks = BASELINE_WSC_MARKS if reading.get("input") == "baseline" else WSC_MARKS
     examples = []
     for line_no, row in json_rows(path):
         text = _string_field(row, "text", path, line_no)
-        marked = mark_spans(text, _wsc_spans(row, path, line_no), path, line_no)
+        marked = mark_spans(text, _wsc_spans(row, path, line_no), path, line_no, marks)
         label = _fewclue_label(task, row, "label", path, line_no, skipped, labelled)
         if label is not None:
             examples.append(TextExample(f"{path.name}:{line_no}", marked, None, label))

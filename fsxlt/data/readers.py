@@ -106,6 +106,8 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
         examples = read_squad_qg(path, task, language=language or "", split=split)
     elif fmt == "xglue_src_tgt":
         examples = read_xglue_src_tgt(path, labelled=labelled, language=language or "")
+    elif fmt in ("fewclue_json", "fewclue_wsc"):
+        examples = UNLABELLED_READERS[fmt](path, task, skipped, labelled, reading)
     elif fmt in UNLABELLED_READERS:
         examples = UNLABELLED_READERS[fmt](path, task, skipped, labelled)
     elif not labelled:

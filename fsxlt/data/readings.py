@@ -43,9 +43,10 @@ class Axis:
     choices: Mapping[str, str]
     formats: tuple[str, ...]
     where: str  # the tasks it applies to, in words
+    tasks: tuple[str, ...] = ()  # only these tasks of those formats (none: every one)
 
     def applies(self, task: Any) -> bool:
-        return task.data.format in self.formats
+        return task.data.format in self.formats and (not self.tasks or task.name in self.tasks)
 
 
 AXES: dict[str, Axis] = {axis.name: axis for axis in (
@@ -71,6 +72,13 @@ AXES: dict[str, Axis] = {axis.name: axis for axis in (
         "by-text": "the dev split less every line holding a bucket example's text, however "
                    "often and under whatever label"},
          ("tsv_pair",), "sets drawn from a dev split (xnli, pawsx)"),
+    Axis("input", "fsxlt", {
+        "fsxlt": "fsxlt's input strings: CSL the abstract, then the keywords joined by 、; "
+                 "CLUEWSC the noun phrase marked [...] and the pronoun <...>",
+        "baseline": "FewCLUE's fine-tuning baseline's: CSL the keywords joined by a space, "
+                    "then the abstract; CLUEWSC the noun phrase marked _..._ and the pronoun "
+                    "[...] (for fine-tuning arms: PET patterns and ICL prompts read fsxlt's)"},
+         ("fewclue_json", "fewclue_wsc"), "FewCLUE's csl and cluewsc", ("csl", "cluewsc")),
 )}
 
 # the study's reading of each task it ran whose reading differs from the default
@@ -177,6 +185,16 @@ def parse_reading(values: str | Iterable[str] | None, task: Any,
     return make_reading(chosen)
 
 
+def check_arm_reading(arm: str, reading: Reading, task: str) -> None:
+    """Refuse, in one line, a prompt-based arm (``pet``, ``icl``, ``lm-lora``) on a set read
+    ``input=baseline``: its patterns and prompts name fsxlt's fields, which the baseline's
+    CSL input swaps."""
+    if reading.get("input") == "baseline" and arm in ("pet", "icl", "lm-lora"):
+        raise FsxltError(f"{task}: a set read input=baseline (FewCLUE's fine-tuning "
+                         f"baseline's input strings) is for fine-tuning arms; {arm}'s "
+                         "patterns read fsxlt's input: import the set without --reading")
+
+
 def readings_help() -> str:
     """Every axis and its choices, for ``--help``."""
     lines = []
@@ -187,5 +205,6 @@ def readings_help() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["AXES", "DEFAULT_READING", "STUDY", "Axis", "Reading", "make_reading",
+__all__ = ["AXES", "DEFAULT_READING", "STUDY", "Axis", "Reading", "check_arm_reading",
+           "make_reading",
            "parse_reading", "reading_of", "reading_problem", "readings_help", "study_reading"]

@@ -433,6 +433,9 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
     identity.update(_reading(plan, test is not None))
     if reading is not None and not reading.is_default:  # the default: earlier identities
         identity["reading"] = reading.to_dict()
+        from fsxlt.data.readings import check_arm_reading
+
+        check_arm_reading(method.name, reading, plan.task)
     precision = plan_precision(plan)
     if precision != DEFAULT_RESOLVED:  # fp32 runs keep the identity of fsxlt < 0.8's
         identity["precision"] = precision

@@ -237,7 +237,8 @@ def run_group(runs: Sequence[RunSpec], device: str = "auto",
             if should_stop is not None and should_stop():
                 return outcomes
             try:
-                unlabelled = _unlabelled(run.predict_path, task, run.language, to_predict)
+                unlabelled = _unlabelled(run.predict_path, task, run.language, to_predict,
+                                         run.load_reading())
                 sources.give(engine, run)
                 report(_adapt_one(engine, run, test if save_predictions else None, unlabelled))
             except Exception as err:
@@ -303,7 +304,8 @@ def _run_shared_group(runs: Sequence[RunSpec], device: str,
                         test_source=run.test_path or None)
             sources.give(engine, members[0])
             unlabelled = {run.language: _unlabelled(run.predict_path, task, run.language,
-                                                    to_predict) for run in members}
+                                                    to_predict, run.load_reading())
+                          for run in members}
             companions = {lang: bucket for lang, bucket in
                           members[0].load_companions().items()
                           if lang not in {run.language for run in members}}
@@ -450,14 +452,14 @@ def _sentence_encoder(name: str | None, cache: dict[str, Any]) -> Any:
 
 
 def _unlabelled(path: str, task: Any, language: str, cache: dict[str, tuple[list, list]],
-                ) -> tuple[list, list] | None:
+                reading: Any = None) -> tuple[list, list] | None:
     """The examples and ids of a run's file to predict (read once per group), or None."""
     from fsxlt.study.submission import read_unlabelled
 
     if not path:
         return None
     if path not in cache:
-        cache[path] = read_unlabelled(path, task, language)
+        cache[path] = read_unlabelled(path, task, language, reading)
     return cache[path]
 
 

@@ -269,6 +269,10 @@ def icl_runs(spec: TaskSpec, language: str, settings: IclSettings, out: Path, te
               **precision_identity(settings.precision)}
     to_predict = str(predict) if predict is not None else ""
     split = "" if whole_test and spec.reads_parts else "test"
+    if reading is not None:
+        from fsxlt.data.readings import check_arm_reading
+
+        check_arm_reading("icl", reading, spec.name)
     if buckets is None:
         identity = {**common, "k": 0, "index": 0, "bucket": sha256_text("")}
         return [IclRun(spec.name, language, 0, 0, ZERO_SHOT_RUN, "", sha256_text(""),

@@ -197,6 +197,9 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
     if settings.gguf_file and Path(settings.model).is_dir() and not gguf.is_file():
         raise FsxltError(f"{gguf}: GGUF file not found")
     files = named_files(Path(bucket))
+    from fsxlt.data.readings import check_arm_reading
+
+    check_arm_reading("lm-lora", files.reading, spec.name)
     test_path = _test_file(spec, language, test, data_dir, files.test)
     files.check_test(test_path, spec, "--test" if test else "the test file",
                      whole=test is not None)

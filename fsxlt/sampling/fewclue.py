@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsxlt.data import NO_LABEL, Example, Skipped, read_examples
+from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import sha256_file
 from fsxlt.sampling.store import BucketSet, write_sets
@@ -76,10 +77,11 @@ def split_files(split: str) -> tuple[str, str]:
     return f"train_{split}.json", f"dev_{split}.json"
 
 
-def _read_test(path: Path, task: TaskSpec, unlabelled: list[str]) -> list[Example]:
+def _read_test(path: Path, task: TaskSpec, unlabelled: list[str],
+               reading: Reading = DEFAULT_READING) -> list[Example]:
     """The test file; its unlabelled examples are left out and counted in ``unlabelled``."""
     skipped = Skipped()
-    examples = read_examples(path, task, skipped=skipped)
+    examples = read_examples(path, task, skipped=skipped, reading=reading)
     if skipped:
         lines = ", ".join(f"{line} ({label if label == NO_LABEL else 'no label'})"
                           for _file, line, label in skipped[:3])
@@ -89,8 +91,9 @@ def _read_test(path: Path, task: TaskSpec, unlabelled: list[str]) -> list[Exampl
     return examples
 
 
-def import_task(directory: Path, task: TaskSpec, unlabelled: list[str]) -> BucketSet:
-    """One task directory as a bucket set.
+def import_task(directory: Path, task: TaskSpec, unlabelled: list[str],
+                reading: Reading = DEFAULT_READING) -> BucketSet:
+    """One task directory as a bucket set, every file read by ``reading`` (recorded).
 
     Raises on a missing or malformed file, and on a training or dev example
     without a label of the task; the test file's unlabelled examples are
@@ -99,17 +102,17 @@ def import_task(directory: Path, task: TaskSpec, unlabelled: list[str]) -> Bucke
     buckets, devs = [], []
     for split in SPLITS:
         train_name, dev_name = split_files(split)
-        buckets.append(read_examples(directory / train_name, task))
-        devs.append(read_examples(directory / dev_name, task))
+        buckets.append(read_examples(directory / train_name, task, reading=reading))
+        devs.append(read_examples(directory / dev_name, task, reading=reading))
     test_name = task.data.file_name("test", LANGUAGE)
     test_path = directory / test_name
-    test = _read_test(test_path, task, unlabelled)
+    test = _read_test(test_path, task, unlabelled, reading)
     return BucketSet(
         task=task.name, language=LANGUAGE, k=len(buckets[0]), sampler=SAMPLER, seed=None,
         split="train", source_file=directory.name, source_sha256=None,
         labels=list(task.labels), buckets=buckets, indices=list(range(len(SPLITS))),
         names=[bucket_name(split) for split in SPLITS],
-        devs=devs, union=UNION, test=test,
+        devs=devs, union=UNION, test=test, reading=reading.to_dict(),
         test_source={"file": test_name, "sha256": sha256_file(test_path)},
         notes={"benchmark": "FewCLUE", "splits": {
             bucket_name(split): dict(zip(("train", "dev"), split_files(split), strict=True))
@@ -117,7 +120,7 @@ def import_task(directory: Path, task: TaskSpec, unlabelled: list[str]) -> Bucke
 
 
 def import_fewclue(src: str | Path, out: str | Path, *, tasks: Sequence[str] | None = None,
-                   replace: bool = False,
+                   replace: bool = False, readings: dict[str, Reading] | None = None,
                    progress: Callable[[Iterable], Iterable] = lambda it: it) -> FewClueImport:
     """Import every FewCLUE task found under ``src`` (or just ``tasks``) into the store ``out``.
 
@@ -127,7 +130,9 @@ def import_fewclue(src: str | Path, out: str | Path, *, tasks: Sequence[str] | N
     when ``out`` is ``src`` or lies inside it. Sets are written by the
     store's write-once rule (:func:`write_sets`: a set already there
     unchanged is left alone, another one is refused unless ``replace``;
-    each set's ``written`` says what happened).
+    each set's ``written`` says what happened). ``readings``: how each task's files are
+    read (by task name; :mod:`fsxlt.data.readings`: ``input=baseline`` for CSL and
+    CLUEWSC), recorded in its set.
     """
     src = Path(src)
     if not src.is_dir():
@@ -146,7 +151,8 @@ def import_fewclue(src: str | Path, out: str | Path, *, tasks: Sequence[str] | N
             result.skipped_tasks.append(f"{name}: {directory} {problem}")
             continue
         try:
-            result.sets.append(import_task(directory, get_task(name), result.unlabelled))
+            result.sets.append(import_task(directory, get_task(name), result.unlabelled,
+                                           (readings or {}).get(name, DEFAULT_READING)))
         except (FsxltError, OSError) as err:
             result.skipped_tasks.append(f"{name}: {err}")
     if not result.sets:

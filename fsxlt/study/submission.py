@@ -101,12 +101,13 @@ def fewclue_split(bucket: dict[str, Any]) -> bool:
     return sampler == FIXED_SAMPLER or (sampler is None and bucket.get("name") is not None)
 
 
-def read_unlabelled(path: str | Path, task: TaskSpec,
-                    language: str | None = None) -> tuple[list[Example], list[Any]]:
+def read_unlabelled(path: str | Path, task: TaskSpec, language: str | None = None,
+                    reading: Any = None) -> tuple[list[Example], list[Any]]:
     """The examples of a file to predict and the id each gives (FewCLUE: its ``id`` or
     ``idx`` as the file has it, see :func:`fsxlt.data.source_ids`; else line numbers).
 
-    ``language`` picks its rows from a file that holds every language (XNLI).
+    ``language`` picks its rows from a file that holds every language (XNLI);
+    ``reading``: the run's set's (:mod:`fsxlt.data.readings`), for classification files.
     Labels are not read where the format allows files without them (their
     examples carry the task's first label as a stand-in that nothing reads).
     """
@@ -123,7 +124,8 @@ def read_unlabelled(path: str | Path, task: TaskSpec,
     if task.is_generation:  # the sources alone (XGLUE's test splits have no targets)
         examples = read_examples(path, task, labelled=False, language=language)
         return examples, [ex.id for ex in examples]
-    examples = read_examples(path, task, labelled=False, language=language)
+    examples = read_examples(path, task, labelled=False, language=language,
+                             **({"reading": reading} if reading is not None else {}))
     placeholder = task.labels[0]
     examples = [replace(ex, label=placeholder) for ex in examples]
     if task.submission_format != "fewclue":
