@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from fsxlt.data import TaggedSentence
+from fsxlt.errors import FsxltError
 from fsxlt.metrics.scores import compute_scores, seqeval_scores, token_accuracy
 from fsxlt.models.encoding import Featurizer, collate
 from fsxlt.models.prediction import make_eval_set, predict_ids, prepare_eval, score
@@ -117,6 +118,35 @@ def test_no_word_is_dropped_by_truncation(encoder_dir):
     assert len(long_sentence.tokens) > 100
     scores = score(start.model, eval_set, task)
     assert scores["n_words"] == sum(len(s.tokens) for s in sentences)
+
+
+def test_truncated_evaluation_scores_the_words_that_fit_and_counts_no_other(encoder_dir):
+    """Reading eval_long=truncate (the study's): a long sentence is scored on the words
+    whose wordpieces fit in max_seq_length, the others neither predicted nor counted; a
+    sentence that fits is scored as under eval_long=whole."""
+    task = get_task("panx")
+    start = load_start(encoder_dir, task, seed=0)
+    whole = Featurizer(start.tokenizer, task, max_seq_length=8)
+    cut = Featurizer(start.tokenizer, task, max_seq_length=8, eval_long="truncate")
+    long = ner_data(40, seed=3)
+    long_sentence = TaggedSentence(
+        "long:1", tuple(t for s in long for t in s.tokens), tuple(g for s in long for g in s.tags))
+    short = [s for s in ner_data(30, seed=4) if len(whole.encode([s], windows=True).rows) == 1]
+    sentences = [long_sentence] + short[:3]
+    encoded = cut.encode(sentences, windows=True)
+    fits = [sum(len(row.words) for row in whole.encode([s], windows=False).rows)
+            for s in sentences]
+    assert encoded.word_counts == fits and fits[0] < len(long_sentence.tokens)
+    assert encoded.gold == [list(s.tags[:n]) for s, n in zip(sentences, fits, strict=True)]
+    assert len(encoded.rows) == len(sentences)  # one row each: the first window
+    truncated = score(start.model, prepare_eval(cut, sentences), task)
+    assert truncated["n_words"] == sum(fits)
+    predicted = predict_ids(start.model, prepare_eval(cut, sentences))
+    in_full = predict_ids(start.model, prepare_eval(whole, sentences))
+    assert predicted[0] == in_full[0][:fits[0]]  # the first window scores alike either way
+    assert predicted[1:] == in_full[1:]
+    with pytest.raises(FsxltError, match="eval_long is whole or truncate"):
+        Featurizer(start.tokenizer, task, eval_long="cut")
 
 
 def test_windowed_prediction_matches_per_window_forward(encoder_dir):

@@ -543,3 +543,33 @@ def test_a_prompt_arm_on_a_baseline_set_is_refused_in_one_line():
     assert parse_reading(["input=baseline"], get_task("cluewsc")) == BASELINE
     with pytest.raises(FsxltError, match="eprstmt has no input to choose"):
         parse_reading(["input=baseline"], get_task("eprstmt"))
+
+
+def test_a_tagging_set_read_the_studys_way_is_scored_truncated(tmp_path):
+    """panx under --reading study: eval_long=truncate reaches each run's identity and the
+    engine that scores it; a set read the default way keeps the engine as it was."""
+    from fsxlt.execution import expand, parse_config
+    from fsxlt.execution.worker import engine_options
+    from tests.train_fixtures import ner_data, write_conll
+
+    data = tmp_path / "panx"
+    data.mkdir()
+    write_conll(data / "train-de.tsv", ner_data(60, seed=1))
+    write_conll(data / "dev-de.tsv", ner_data(20, seed=2))
+    write_conll(data / "test-de.tsv", ner_data(20, seed=3))
+    start = tmp_path / "ckpt"
+    start.mkdir()
+    (start / "config.json").write_text("{}")
+    runs = {}
+    for name, reading in (("study", ["--reading", "study"]), ("plain", [])):
+        assert run_app(["sample", "--task", "panx", "--lang", "de", "-k", "1", "--n-buckets",
+                        "1", "--data-dir", str(data), "--out", str(tmp_path / name),
+                        *reading]) == 0
+        runs[name], = expand(parse_config({
+            "name": name, "out": str(tmp_path / f"runs-{name}"),
+            "buckets": str(tmp_path / name), "data_dir": str(data), "start": str(start),
+            "n_buckets": 1, "tasks": {"panx": {"languages": ["de"], "k": [1]}}})).runs
+    assert runs["study"].identity["reading"] == {"eval_long": "truncate"}
+    assert engine_options(runs["study"])["eval_long"] == "truncate"
+    assert "eval_long" not in engine_options(runs["plain"])
+    assert "reading" not in runs["plain"].identity

@@ -219,7 +219,8 @@ def source_train_cmd(
 
     --reading reads the target dev and test files as a bucket set reads them (its
     manifest's reading, e.g. study), so that a sweep on that set takes this zero-shot
-    score as its K=0; the source files are read as they are.
+    score as its K=0; the source files are read as they are, and eval_long=truncate
+    scores every dev and test set's long tagging sentences on the words that fit.
 
     With --average-last the summary lists every candidate's dev and target test scores;
     --keep picks which one is saved (and scores zero-shot); --keep oracle also saves each
@@ -280,7 +281,7 @@ def source_train_cmd(
         progress=True,
         method=method, average_last=average_last, keep=keep, long_sentences=long_sentences,
         optimizer=settings, label_all_tokens=label_all_tokens, head=head,
-        seeds=seeds, seed_weights=seed_weights)
+        seeds=seeds, seed_weights=seed_weights, eval_long=target_reading.get("eval_long"))
     result.save(out, overwrite=overwrite)  # with the oracle starts, OUT/oracle-<lang>
     _print_source_result(result, source_langs == ["en"] and select == "source-dev", out)
 

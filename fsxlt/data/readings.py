@@ -19,9 +19,11 @@ report. A set is read one way: its buckets, its remaining dev set and the test
 files its runs score on.
 
 ``study`` names the study's reading of each task it ran (:data:`STUDY`):
-XNLI's tokenized columns, PAWS-X unquoted, the remaining dev set by line.
+XNLI's tokenized columns, PAWS-X unquoted, the remaining dev set by line, long
+tagging sentences truncated in evaluation.
 docs/protocol.md says why. ``remaining`` is no reading of a file but of a split:
-which of its lines select models once buckets are drawn from it.
+which of its lines select models once buckets are drawn from it; ``eval_long`` is how
+a tagging split is scored (:class:`fsxlt.models.encoding.Featurizer`), not read.
 """
 
 from __future__ import annotations
@@ -72,6 +74,13 @@ AXES: dict[str, Axis] = {axis.name: axis for axis in (
         "by-text": "the dev split less every line holding a bucket example's text, however "
                    "often and under whatever label"},
          ("tsv_pair",), "sets drawn from a dev split (xnli, pawsx)"),
+    Axis("eval_long", "whole", {
+        "whole": "a tagging sentence longer than max_seq_length is scored in windows, every "
+                 "word of it",
+        "truncate": "it is scored on the words that fit in max_seq_length wordpieces, the "
+                    "rest neither predicted nor counted (the study's: its code cuts "
+                    "evaluation inputs as it cuts training inputs)"},
+         ("conll", "conllu"), "tagging files (panx, udpos)"),
     Axis("input", "fsxlt", {
         "fsxlt": "fsxlt's input strings: CSL the abstract, then the keywords joined by 、; "
                  "CLUEWSC the noun phrase marked [...] and the pronoun <...>",
@@ -86,6 +95,8 @@ AXES: dict[str, Axis] = {axis.name: axis for axis in (
 STUDY: dict[str, dict[str, str]] = {
     "xnli": {"text": "tokenized", "remaining": "by-line"},
     "pawsx": {"quoting": "csv", "remaining": "by-line"},
+    "panx": {"eval_long": "truncate"},
+    "udpos": {"eval_long": "truncate"},
 }
 
 

@@ -73,6 +73,8 @@ def _same_test(meta: dict, task: TaskSpec, lang: str, test: Path | None,
     score: the ``test`` file, or its seeded sample of ``limit`` (true when either is
     unknown and no limit is set: older records name no hash)."""
     recorded = (((meta.get("data") or {}).get("target_test") or {}).get(lang) or {})
+    if (meta.get("eval_long") or "whole") != reading.get("eval_long"):
+        return False  # scored under another rule for long tagging sentences
     if test is None or not recorded.get("sha256"):
         return limit is None and reading.is_default
     from fsxlt.data.examples import seeded_sample

@@ -256,6 +256,9 @@ def engine_options(run: RunSpec) -> dict[str, Any]:
     differ in one of them need engines of their own)."""
     options: dict[str, Any] = {"max_seq_length": run.max_seq_length,
                                "qa_decoding": run.qa_decoding, "precision": run.precision}
+    eval_long = run.load_reading().get("eval_long")
+    if eval_long != "whole":  # the set's reading: a long tagging sentence scored truncated
+        options["eval_long"] = eval_long
     if run.eval_max_tokens is not None:
         options["eval_max_tokens"] = run.eval_max_tokens
     if run.micro_batch is not None:

@@ -104,11 +104,17 @@ class Featurizer:
     """Turns examples into wordpiece ids with a fast tokenizer, once per split.
 
     ``qa_decoding`` (extractive QA): the rule its splits' answers are decoded by
-    (:data:`fsxlt.models.spans.QA_DECODING`)."""
+    (:data:`fsxlt.models.spans.QA_DECODING`). ``eval_long`` (tagging): how an evaluation
+    split's sentence longer than ``max_seq_length`` is scored: ``whole`` (in windows,
+    every word) or ``truncate`` (the words that fit; the others neither predicted nor in
+    the gold the metric reads: the study's, reading ``eval_long``)."""
 
     def __init__(self, tokenizer: Any, task: TaskSpec, max_seq_length: int | None = None,
-                 qa_decoding: str = DEFAULT_QA_DECODING):
+                 qa_decoding: str = DEFAULT_QA_DECODING, eval_long: str = "whole"):
         check_qa_decoding(qa_decoding)
+        if eval_long not in ("whole", "truncate"):
+            raise FsxltError(f"eval_long is whole or truncate, got {eval_long!r}")
+        self.eval_long = eval_long
         if not getattr(tokenizer, "is_fast", False):
             raise FsxltError("fsxlt needs a fast (Rust) tokenizer to map words to wordpieces")
         if task.is_generation:
@@ -145,7 +151,8 @@ class Featurizer:
         if self.task.is_qa:
             return self._encode_qa(examples)
         if self.task.is_tagging:
-            return self._encode_tagged(examples, windows)
+            cut = windows and self.eval_long == "truncate"
+            return self._encode_tagged(examples, windows and not cut, cut_gold=cut)
         if self.task.is_multiple_choice:
             return self._encode_choices(examples)
         return self._encode_text(examples)
@@ -229,11 +236,12 @@ class Featurizer:
                             [1] * len(texts), groups)
 
     def _encode_tagged(self, examples: Sequence[Example], windows: bool,
-                       all_pieces: bool = False) -> EncodedSplit:
+                       all_pieces: bool = False, cut_gold: bool = False) -> EncodedSplit:
         sentences = [ex for ex in examples if isinstance(ex, TaggedSentence)]
         if len(sentences) != len(examples):
             raise FsxltError(f"task {self.task.name} expects tagged sentences, got text examples")
         rows: list[Row] = []
+        kept: list[int] = []  # the words each sentence's rows score (cut_gold: the gold's)
         unk = self.tokenizer.unk_token_id
         enc = self.tokenizer([list(s.tokens) for s in sentences], is_split_into_words=True,
                              add_special_tokens=False) if sentences else None
@@ -248,7 +256,9 @@ class Featurizer:
                     word_pieces.append(unk)
                 del word_pieces[:-self.budget]  # absurdly long word: keep its last pieces
             labels = [self._label(tag) for tag in sentence.tags]
-            for start, stop in self._windows(pieces, windows):
+            spans = self._windows(pieces, windows)
+            kept.append(spans[-1][1])
+            for start, stop in spans:
                 row_ids = list(self.prefix)
                 positions, words = [], []
                 for word in range(start, stop):
@@ -262,6 +272,10 @@ class Featurizer:
                                 else None,
                                 labels=[labels[word] for word in words], positions=positions,
                                 words=words))
+        if cut_gold:  # the words past the cut are not scored: gold as long as the rows
+            return EncodedSplit("tagging", rows, len(sentences),
+                                [list(s.tags[:n]) for s, n in zip(sentences, kept, strict=True)],
+                                kept)
         return EncodedSplit("tagging", rows, len(sentences), [list(s.tags) for s in sentences],
                             [len(s.tokens) for s in sentences])
 

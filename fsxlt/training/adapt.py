@@ -127,7 +127,8 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
                  device: str | torch.device | None = None, max_seq_length: int | None = None,
                  precision: str = "auto", micro_batch: int = 64,
                  eval_max_tokens: int | None = None,
-                 feature_cache: bool = True, qa_decoding: str = DEFAULT_QA_DECODING):
+                 feature_cache: bool = True, qa_decoding: str = DEFAULT_QA_DECODING,
+                 eval_long: str = "whole"):
         self.task = get_task(task)
         self.language = language
         self.device = resolve_device(device)
@@ -136,7 +137,8 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
         self.start = start
         self.model = start.model.to(self.device)
         self.model.use_linear_head()
-        self.featurizer = Featurizer(start.tokenizer, self.task, max_seq_length, qa_decoding)
+        self.featurizer = Featurizer(start.tokenizer, self.task, max_seq_length, qa_decoding,
+                                     eval_long)  # eval_long: a long tagging sentence scored
         self.eval_max_tokens = eval_max_tokens or eval_token_budget(self.device)
         self.test: EvalSet | None = (prepare_eval(self.featurizer, test, self.device,
                                                   max_tokens=self.eval_max_tokens)

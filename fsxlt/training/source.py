@@ -128,6 +128,7 @@ class _Schedule:
     optimizer: OptimizerSettings = OptimizerSettings()  # the study's Adam, constant lr
     label_all_tokens: bool = False  # tagging: every wordpiece of a word scored in training
     head: str = DEFAULT_HEAD  # classification: BERT's pooler head, or cls (the peer's)
+    eval_long: str = "whole"  # tagging: a long dev/test sentence scored whole or truncated
 
 
 @dataclass
@@ -200,7 +201,8 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
                  long_sentences: str = DEFAULT_LONG_SENTENCES,
                  seeds: Sequence[int] | None = None,
                  seed_weights: str | None = None, optimizer: OptimizerSettings | None = None,
-                 label_all_tokens: bool = False, head: str = DEFAULT_HEAD) -> SourceResult:
+                 label_all_tokens: bool = False, head: str = DEFAULT_HEAD,
+                 eval_long: str = "whole") -> SourceResult:
     """Source-train ``model_name`` on ``train``; select by the source ``dev`` score.
 
     ``source_languages`` (default: the task's, English) are the languages of ``train`` (a
@@ -232,13 +234,15 @@ def source_train(task: str | TaskSpec, train: Sequence[Example],
     ``long_sentences``: a training sentence longer than ``max_seq_length``, ``truncate``d
     (the study's) or cut into ``windows`` (tagging); ``label_all_tokens``: tagging, every
     wordpiece of a word scored in training; ``head``: ``pooler`` (the study's) or ``cls`` (the
-    peer's: no pooler; :mod:`fsxlt.models.model`). The record (the checkpoint) says each.
+    peer's: no pooler; :mod:`fsxlt.models.model`); ``eval_long``: a long tagging dev or
+    test sentence scored ``whole`` or ``truncate``d (:class:`~fsxlt.models.encoding.
+    Featurizer`). The record (the checkpoint) says each.
     """
     task, model_name = get_task(task), pinned(str(model_name))  # hub: NAME@COMMIT it loads
     schedule = replace(_schedule(task, lrs, epochs, batch_size, seed, long_sentences),
                        optimizer=optimizer or OptimizerSettings(),
                        label_all_tokens=check_label_all_tokens(label_all_tokens, task),
-                       head=check_head(head, task.kind, "--head"))
+                       head=check_head(head, task.kind, "--head"), eval_long=eval_long)
     check_averaging(average_last, keep, schedule.lrs)
     plan = check_seeds(seeds, seed, keep, seed_weights, schedule.lrs)
     sources_langs = list(source_languages or [task.source_language])
@@ -289,7 +293,8 @@ def _run(request: _Request) -> _Run:
     check_tokenizer(start.tokenizer, request.model_name,
                     [text for ex in data.train[:200] for text in example_texts(ex)])
     model = start.model.to(device)
-    featurizer = Featurizer(start.tokenizer, task, request.max_seq_length)
+    featurizer = Featurizer(start.tokenizer, task, request.max_seq_length,
+                            eval_long=schedule.eval_long)
     trainer = get_method(request.method, task.kind)
     check_source_training(type(trainer))
     bind_to_start(trainer, task, data.languages[0], start)
@@ -560,6 +565,7 @@ def _config(training: _Training, model_name: str, data: _Data, read: dict[str, A
               **({"qa_decoding": training.featurizer.qa_decoding} if task.is_qa else {}),
               **({} if schedule.long_sentences == DEFAULT_LONG_SENTENCES
                  else {"long_sentences": schedule.long_sentences}),
+              **({"eval_long": schedule.eval_long} if schedule.eval_long != "whole" else {}),
               **({"optimizer": schedule.optimizer.changes()} if schedule.optimizer.changes()
                  else {}), **({"label_all_tokens": True} if schedule.label_all_tokens else {}),
               **({"head": schedule.head} if schedule.head != DEFAULT_HEAD else {}),
@@ -637,6 +643,7 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
         "max_seq_length": training.featurizer.max_len, "optimizer": schedule.optimizer.describe(),
         **({"qa_decoding": training.featurizer.qa_decoding} if task.is_qa else {}),
         "long_sentences": schedule.long_sentences, "label_all_tokens": schedule.label_all_tokens,
+        **({"eval_long": schedule.eval_long} if schedule.eval_long != "whole" else {}),
         **({"head": schedule.head} if task.kind in ("classification", "multiple_choice")
            else {}),
         "data": read, "checkpoints": search.checkpoints, "lr_results": search.lr_results,
