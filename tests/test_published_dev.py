@@ -345,11 +345,16 @@ def test_a_test_file_that_is_the_dev_file_is_refused(release, tmp_path):
 
 def _tiny_release(root: Path, data: Path) -> None:
     """One bucket per published (task, K, language) folder of the release, with dev and
-    test files for each language: the release's shape, at no size."""
+    test files for each language in the study's form: the release's shape, at no size.
+    XNLI's are XNLI 1.0's own two files (every language, the tokenized columns); each
+    classification bucket's release ids name the dev lines of its examples, as the
+    release's do (fsxlt.sampling.locate.release_position)."""
+    from fsxlt.sampling.locate import XNLI_DEV_ROWS, XNLI_ORDER
     from fsxlt.tasks import get_task
     from fsxlt.tasks.languages import language_code
 
     listing = json.loads((REPO / "tests/fixtures/published_release.json").read_text())
+    xnli10: dict[str, list[str]] = {"dev": [], "test": []}
     for task, ks in listing.items():
         spec = get_task(task)
         for k, folders in ks.items():
@@ -365,7 +370,8 @@ def _tiny_release(root: Path, data: Path) -> None:
                         (data / task / f"{split}-{code}.tsv").write_text(
                             f"Ada\t{tag}\n\nBonn\t{tag}\n", encoding="utf-8")
                     continue
-                sampled = {label: [{"uid": f"{folder}-{i}-val", "text_a": f"{code} {label}",
+                first = XNLI_DEV_ROWS * XNLI_ORDER.index(code) if task == "xnli" else 1
+                sampled = {label: [{"uid": f"{folder}-{first + i}-val", "text_a": f"{code} {label}",
                                     "text_b": "b", "label": label}]
                            for i, label in enumerate(spec.labels)}
                 (bucket / "sampled.json").write_text(json.dumps(sampled))
@@ -373,24 +379,39 @@ def _tiny_release(root: Path, data: Path) -> None:
                 texts += [(f"{code} other {label}", label) for label in spec.labels]
                 for split in ("dev", "test"):
                     chosen = texts if split == "dev" else texts[len(spec.labels):]
+                    if task == "xnli":
+                        if not any(row.startswith(f"{code}\t") for row in xnli10[split]):
+                            xnli10[split] += [_xnli10_row(code, text, label)
+                                              for text, label in chosen]
+                        continue
                     path = spec.data.locate(str(data / task), split, code)
                     rows = [json.dumps({"review_body": text, "review_title": "b",
                                         "product_category": "x", "stars": int(label)})
                             if task == "marc"
                             else f"{text}\tb\t{label}" for text, label in chosen]
                     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    for split, rows in xnli10.items():
+        header = "language\tgold_label\tsentence1\tsentence2\tsentence1_tokenized\t" \
+                 "sentence2_tokenized"
+        (data / "xnli" / f"xnli.{split}.tsv").write_text("\n".join([header, *rows]) + "\n",
+                                                         encoding="utf-8")
+
+
+def _xnli10_row(code: str, text: str, label: str) -> str:
+    return "\t".join([code, label, text, "b", text, "b"])
 
 
 def test_the_published_sweep_config_runs_every_set_of_the_release(tmp_path, monkeypatch):
-    """configs/sweeps/published.yaml on a store imported from the whole release's shape
-    (every task, language and K of it; one bucket each here) plans every run, refuses
-    nothing, and covers every target language and K the release has."""
+    """configs/sweeps/published.yaml on a store imported the study's way (--reading study)
+    from the whole release's shape (every task, language and K of it; one bucket each
+    here) plans every run, refuses nothing, and covers every target language and K the
+    release has."""
     from fsxlt.execution import expand, load_config
 
     monkeypatch.chdir(tmp_path)
     _tiny_release(tmp_path / "release", tmp_path / "data")
     assert run_app(["buckets", "import-published", "release", "--out", "buckets/published",
-                    "--data-dir", "data/{task}"]) == 0
+                    "--data-dir", "data/{task}", "--reading", "study"]) == 0
     for task in ("xnli", "pawsx", "marc", "udpos", "panx"):
         (tmp_path / "ckpt" / f"{task}-mbert").mkdir(parents=True)
         (tmp_path / "ckpt" / f"{task}-mbert" / "config.json").write_text("{}")

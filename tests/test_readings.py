@@ -142,7 +142,8 @@ def test_readings_parse_by_name_and_refuse_what_does_not_apply():
                                                         "text": "tokenized"}
     assert parse_reading(["study"], pawsx).to_dict() == {"quoting": "csv",
                                                          "remaining": "by-line"}
-    assert study_reading(panx).is_default and parse_reading(None, panx).is_default
+    assert study_reading(panx).to_dict() == {"eval_long": "truncate"}
+    assert study_reading(get_task("marc")).is_default and parse_reading(None, panx).is_default
     assert parse_reading(["study", "text=raw"], xnli).to_dict() == {"remaining": "by-line"}
     assert parse_reading(["quoting=as-written"], pawsx).describe() == "default"
     for values, message in ((["text=tokenized"], "panx has no text to choose"),

@@ -22,6 +22,7 @@ buckets_app = typer.Typer(help="Import published buckets and check any bucket se
                           no_args_is_help=True)
 app.add_typer(buckets_app, name="buckets")
 
+RELEASE_TASKS = ("xnli", "pawsx", "marc", "udpos", "panx")  # the tasks the study released
 REPLACE_HELP = ("Replace a bucket set already in the store with different files (never "
                 "deletes anything but a bucket set); without it such a set is refused.")
 
@@ -233,7 +234,7 @@ def import_published_command(
     """
     from fsxlt.sampling.published import import_published
 
-    readings = readings_by_task(reading, [name for name in ("xnli", "pawsx")
+    readings = readings_by_task(reading, [name for name in RELEASE_TASKS
                                           if not task or name in task]) if reading else None
     if bucket_text is not None and bucket_text not in ("release", "dev-file"):
         raise FsxltError(f"--bucket-text is release or dev-file, got {bucket_text!r}")

@@ -92,28 +92,29 @@ def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: i
     missing dev file, a set with more than ``max_unlocated`` bucket examples not found in
     it, or a set whose release text and dev text differ under mBERT's pre-tokenizer unless
     ``bucket_text`` says which to keep (:mod:`fsxlt.sampling.forms`)."""
-    dev_files: dict[Path, list[TextExample]] = {}
-    refusals = []
+    dev_files: dict[tuple[Path, str], list[TextExample]] = {}  # a file of every language
+    refusals = []  # (XNLI 1.0's) is read once per language
     for bucket_set in summary.sets:
         if not selects_on_remaining(bucket_set):
             continue
         path = dev_path(data_dir, bucket_set.task, bucket_set.language)
         reading = (readings or {}).get(bucket_set.task, DEFAULT_READING)
         bucket_set.reading = reading.to_dict()
-        if path not in dev_files:
+        key = (path, bucket_set.language)
+        if key not in dev_files:
             if not path.is_file():
                 raise FsxltError(f"{path}: dev file of {bucket_set.task}/{bucket_set.language} "
                                  "not found (--data-dir: the remaining dev sets are computed "
                                  "from it); nothing was written")
-            dev_files[path] = read_examples(path, get_task(bucket_set.task),
-                                            language=bucket_set.language, split="dev",
-                                            reading=reading)
-            alike = alike_lines(dev_files[path])
+            dev_files[key] = read_examples(path, get_task(bucket_set.task),
+                                           language=bucket_set.language, split="dev",
+                                           reading=reading)
+            alike = alike_lines(dev_files[key])
             if alike:
                 summary.alike[str(path)] = [[ex.id for ex in group] for group in alike]
         drawn = zip(bucket_set.bucket_indices(), bucket_set.buckets, strict=True)
-        found = (locate_by_line(bucket_set.task, bucket_set.language, drawn, dev_files[path])
-                 if reading.get("remaining") == "by-line" else locate(drawn, dev_files[path]))
+        found = (locate_by_line(bucket_set.task, bucket_set.language, drawn, dev_files[key])
+                 if reading.get("remaining") == "by-line" else locate(drawn, dev_files[key]))
         if len(found.unlocated) > max_unlocated:
             refusals.append(_unlocated_refusal(bucket_set, path, found, max_unlocated))
             continue
@@ -121,7 +122,7 @@ def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: i
             raise FsxltError(f"{set_name(bucket_set)}: its buckets hold every line of {path}, "
                              "leaving no dev examples for model selection; nothing was written")
         forms = form_differences(zip(bucket_set.bucket_indices(), bucket_set.buckets,
-                                     strict=True), dev_files[path])
+                                     strict=True), dev_files[key])
         if forms.differ and bucket_text is None:
             refusals.append(_form_refusal(bucket_set, path, forms, reading))
             continue
@@ -306,9 +307,11 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     if bucket_text is not None and bucket_text not in BUCKET_TEXTS:
         raise FsxltError(f"--bucket-text is one of {', '.join(BUCKET_TEXTS)}, got "
                          f"{bucket_text!r}")
-    if (readings or bucket_text) and data_dir is None:
-        raise FsxltError("--reading and --bucket-text say how dev files are read: they need "
-                         "--data-dir")
+    if data_dir is None and (bucket_text is not None or any(
+            not reading.is_default and get_task(name).selects_on_remaining
+            for name, reading in (readings or {}).items())):
+        raise FsxltError("--bucket-text and XNLI's and PAWS-X's --reading say how their dev "
+                         "files are read: they need --data-dir")
     src = Path(src)
     if not src.is_dir():
         raise FsxltError(f"{src}: no such directory")
@@ -332,6 +335,7 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
     for task_name, k, lang_dir in progress(jobs):
         bucket_set = _import_language(task_name, k, lang_dir, src, summary)
         if bucket_set is not None:
+            bucket_set.reading = (readings or {}).get(task_name, DEFAULT_READING).to_dict()
             summary.sets.append(bucket_set)
     if not summary.sets:
         raise FsxltError(f"{src}: no published buckets found "
