@@ -42,7 +42,8 @@ def _zero_shot(plan: TaskPlan, lang: str, out: Path, hashes: Hashes, test: Path 
         return None
     if not _same_test(meta, plan.spec, lang, test, plan.test_limit, reading):
         cure = f"--target-test {lang}={test}" + (
-            f" --test-limit {plan.test_limit}" if plan.test_limit is not None else "")
+            f" --test-limit {plan.test_limit}" if plan.test_limit is not None else "") + "".join(
+            f" --reading {axis}={choice}" for axis, choice in reading.choices)
         notes.append(f"{plan.task}/{lang}: no K=0 record: {plan.start} scored zero-shot on "
                      f"another test set than the runs' ({test}"
                      + (f", a sample of {plan.test_limit}" if plan.test_limit else "")
