@@ -98,8 +98,8 @@ tasks:
 EOF
   fsxlt sweep "sweep-$store.yaml" --workers 1
 done
-fsxlt report runs-mixed --compare runs-one --out report-compare 2>&1 | tail -20 || true
 for store in mixed one; do fsxlt report "runs-$store" --out "report-$store" >/dev/null; done
+# each (task, language, K, bucket) under both: the test score (points) and the difference
 python - <<'EOF'
 import csv
 from pathlib import Path
