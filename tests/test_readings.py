@@ -208,12 +208,18 @@ def test_a_set_is_read_one_way_its_buckets_remaining_dev_and_runs_test(tmp_path,
     assert "holds another bucket set" in capsys.readouterr().err
 
 
-def test_a_manifest_naming_an_unknown_reading_is_one_line(tmp_path):
+def _study_set(tmp_path: Path) -> Path:
+    """A store holding one XNLI hi K=1 set sampled the study's way from XNLI 1.0's file."""
     data = tmp_path / "xnli10"
     write_xnli10(data, "dev")
     store = tmp_path / "buckets"
-    run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets", "1",
-             "--data-dir", str(data), "--out", str(store), "--reading", "study"])
+    assert run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets", "1",
+                    "--data-dir", str(data), "--out", str(store), "--reading", "study"]) == 0
+    return store
+
+
+def test_a_manifest_naming_an_unknown_reading_is_one_line(tmp_path):
+    store = _study_set(tmp_path)
     path = store / "xnli" / "hi" / "k1" / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest["reading"] = {"text": "lemmatized"}
@@ -440,11 +446,7 @@ def test_the_report_names_each_tasks_readings_and_notes_a_cell_that_mixes_them(t
 
 
 def test_the_bucket_card_says_how_the_set_was_read(tmp_path):
-    data = tmp_path / "xnli10"
-    write_xnli10(data, "dev")
-    store = tmp_path / "buckets"
-    run_app(["sample", "--task", "xnli", "--lang", "hi", "-k", "1", "--n-buckets", "1",
-             "--data-dir", str(data), "--out", str(store), "--reading", "study"])
+    store = _study_set(tmp_path)
     assert run_app(["buckets", "export", str(store), str(tmp_path / "hf"), "--format",
                     "hf"]) == 0
     card = (tmp_path / "hf" / "README.md").read_text(encoding="utf-8")

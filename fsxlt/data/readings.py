@@ -6,7 +6,7 @@ sentence twice, as written (``sentence1``) and word-tokenized
 read the second. XTREME wrote PAWS-X with a CSV writer, which wraps every field
 holding a ``"`` in quotes and doubles the inner ones; PAWS-X's own files, the
 hub's loader and the study carry no quoting. Which form a loader takes changes
-the model's input (Hindi and Thai under mBERT, nearly every example under a
+the model's input (Hindi under mBERT, nearly every example under a
 sentencepiece model), so fsxlt names it.
 
 A **reading** is one choice per *axis* (:data:`AXES`). Every axis's default is

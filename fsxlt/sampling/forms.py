@@ -11,7 +11,7 @@ mBERT's own normaliser and pre-tokenizer (``bert-base-multilingual-cased``:
 control characters dropped, CJK characters split, punctuation split, no
 lower-casing, accents kept). Spacing that the pre-tokenizer undoes
 (``erklärt , die`` against ``erklärt, die``) is no difference; Hindi conjuncts
-split at the virama, Thai word boundaries and CSV quotes are.
+split at the virama and CSV quotes are.
 
 An import refuses a set with differences unless told which form to keep
 (``bucket_text``): ``release`` keeps the release's text (the manifest records
@@ -22,14 +22,13 @@ one form (a new set: its buckets' hashes are not the release's).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from fsxlt.data import TextExample
-from fsxlt.sampling.locate import bucket_key, dev_keys
+from fsxlt.sampling.locate import bucket_key, dev_index
 
 BUCKET_TEXTS = ("release", "dev-file")
 
@@ -73,10 +72,7 @@ def form_differences(buckets: Sequence[tuple[int, Sequence[TextExample]]],
                      dev: Sequence[TextExample], keep: int = 3) -> FormCheck:
     """Pair each bucket example with the first dev line holding its texts and label
     under the match key, and count the pairs whose mBERT words differ."""
-    index: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for position, example in enumerate(dev):
-        for key in dev_keys(example):
-            index[key].append(position)
+    index = dev_index(dev)
     compared = differ = 0
     shown: list[tuple[int, str, str]] = []
     dev_texts: dict[tuple[int, int], TextExample] = {}

@@ -105,7 +105,8 @@ class Location:
     remaining: list[TextExample] = field(repr=False)
 
 
-def _index(dev: Sequence[TextExample]) -> dict[Key, list[int]]:
+def dev_index(dev: Sequence[TextExample]) -> dict[Key, list[int]]:
+    """Each match key of ``dev``'s lines -> their positions (:func:`dev_keys`)."""
     index: dict[Key, list[int]] = defaultdict(list)
     for position, example in enumerate(dev):
         for key in dev_keys(example):
@@ -117,7 +118,7 @@ def locate(buckets: Iterable[tuple[int, Sequence[TextExample]]],
            dev: Sequence[TextExample]) -> Location:
     """Find every example of ``buckets`` ((index, examples) pairs) in ``dev``, and the dev
     lines that remain (module docstring)."""
-    index = _index(dev)
+    index = dev_index(dev)
     located, unlocated, dropped = 0, [], set()
     for bucket, examples in buckets:
         for example in examples:
@@ -189,7 +190,7 @@ def alike_lines(dev: Sequence[TextExample]) -> list[list[TextExample]]:
     example written twice), nor lines whose texts agree and labels differ (the label
     keeps them apart when locating)."""
     groups = []
-    for lines in _index(dev).values():
+    for lines in dev_index(dev).values():
         if len(lines) < 2:
             continue
         written = {(dev[line].text_a, dev[line].text_b) for line in lines}
@@ -207,5 +208,6 @@ def leaked(bucket_examples: Iterable[TextExample],
 
 
 __all__ = ["XNLI_DEV_ROWS", "XNLI_ORDER", "locate_by_line", "release_position",
-           "Location", "Unlocated", "alike_lines", "bucket_key", "csv_unquoted", "dev_keys",
+           "Location", "Unlocated", "alike_lines", "bucket_key", "csv_unquoted", "dev_index",
+           "dev_keys",
            "leaked", "locate", "squeezed"]
