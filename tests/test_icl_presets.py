@@ -11,6 +11,7 @@ import pytest
 from fsxlt.cli import run_app
 from fsxlt.data import TextExample
 from fsxlt.errors import FsxltError
+from fsxlt.icl.plan import check_settings
 from fsxlt.icl.presets import (
     FEWCLUE_TASKS,
     LM_EVAL_VERSION,
@@ -21,7 +22,7 @@ from fsxlt.icl.presets import (
     pawsx_sentences,
     render_for,
 )
-from fsxlt.icl.run import IclSettings, check_settings
+from fsxlt.icl.run import IclSettings
 from fsxlt.icl.scoring import (
     OptionScores,
     decision_scores,

@@ -7,7 +7,7 @@ import pytest
 
 from fsxlt.data import TextExample
 from fsxlt.errors import FsxltError
-from fsxlt.icl.run import check_task
+from fsxlt.icl.plan import check_task
 from fsxlt.synthetic.benchmark import TASKS as SYNTHETIC_TASKS
 from fsxlt.tasks import TaskSpec, builtin_tasks, get_task
 from fsxlt.tasks.prompts import PromptSettings, render

@@ -88,7 +88,8 @@ def icl_cmd(
     """
     from fsxlt.errors import FsxltError
     from fsxlt.fileio import check_output_dir
-    from fsxlt.icl.run import IclSettings, icl_plan
+    from fsxlt.icl.plan import icl_plan
+    from fsxlt.icl.run import IclSettings
     from fsxlt.study.directories import check_apart_from_models
 
     if save_prompts and not lm_options.save_predictions:

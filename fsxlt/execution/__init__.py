@@ -19,7 +19,7 @@ calls ``prepare`` and ``execute``).
   sweep builds them.
 - :mod:`~fsxlt.execution.icl_config`: the ``icl:`` section (in-context learning
   arms); :mod:`~fsxlt.execution.icl_runs`: their runs on the cells' buckets and
-  at K=0, built by :func:`fsxlt.icl.run.icl_runs` as ``fsxlt icl`` builds them.
+  at K=0, built by :func:`fsxlt.icl.plan.icl_runs` as ``fsxlt icl`` builds them.
 - :mod:`fsxlt.study.runs` (not in this package): where records go, their format
   and the write rule every run follows.
 - :mod:`~fsxlt.execution.worker`: one group of runs in one process.

@@ -152,7 +152,7 @@ def check_arm_names(arms: Sequence[Any], name: str, where: str, task: str,
 
 def _check_task(spec: TaskSpec, where: str) -> None:
     """A task in-context learning cannot score, or without prompts: one line."""
-    from fsxlt.icl.run import check_task
+    from fsxlt.icl.plan import check_task
 
     try:
         check_task(spec)
@@ -227,7 +227,7 @@ def stop_setting(raw: Any, where: str, key: str) -> tuple[str, ...]:
 def _checked_arm(arm: IclArm, spec: TaskSpec, languages: Sequence[str], where: str) -> IclArm:
     """The arm, its settings checked together, on the task, in each of the task's
     languages."""
-    from fsxlt.icl.run import check_settings
+    from fsxlt.icl.plan import check_settings
 
     try:
         arm.settings.check()

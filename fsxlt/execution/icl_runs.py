@@ -1,7 +1,7 @@
 """A sweep's runs of the causal LM: the ICL arms of a task on a cell's bucket set and at
 K=0, and its LoRA arms (``lm_lora``) on the cell's bucket set.
 
-An ICL run is an :class:`~fsxlt.icl.run.IclRun` built by :func:`fsxlt.icl.run.icl_runs`
+An ICL run is an :class:`~fsxlt.icl.run.IclRun` built by :func:`fsxlt.icl.plan.icl_runs`
 (the identity and record path ``fsxlt icl`` gives the same run), a LoRA run an
 :class:`~fsxlt.icl.tuning_plan.LmRun` built by :func:`fsxlt.icl.tuning_plan.lm_plan`
 (as ``fsxlt lm-adapt --bucket SET --data-dir DATA_DIR`` builds it). Each is wrapped
@@ -125,7 +125,7 @@ class LmSweepRun(CausalLmSweepRun):
 def icl_cell_runs(plan: TaskPlan, lang: str, k: int, files: SetFiles, test: Path, out: Path,
                   hashes: Hashes, sweep: str) -> list[IclSweepRun]:
     """Every ICL arm of ``plan`` on the buckets of one cell (the adapting arms' buckets)."""
-    from fsxlt.icl.run import BucketRef
+    from fsxlt.icl.plan import BucketRef
 
     refs = [BucketRef(k, index, name or bucket_name(index), path, hashes.bucket(path),
                       files.strategy) for index, name, path, _ in files.buckets]
@@ -142,7 +142,7 @@ def icl_zero_shot_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes:
 
 def _arm_runs(plan: TaskPlan, lang: str, test: Path, out: Path, hashes: Hashes, sweep: str,
               refs: list[Any] | None, reading: Any = None) -> list[IclSweepRun]:
-    from fsxlt.icl.run import icl_runs
+    from fsxlt.icl.plan import icl_runs
 
     if plan.icl is None:
         return []

@@ -127,7 +127,7 @@ class LmRun(CausalLmRun):
 def check_lm_settings(spec: TaskSpec, language: str, settings: LmSettings) -> None:
     """Everything wrong with LoRA runs of ``spec`` in ``language`` before a model loads (the
     task, the settings): one line. The tasks are the ICL arm's."""
-    from fsxlt.icl.run import check_task
+    from fsxlt.icl.plan import check_task
 
     spec.check_language(language)
     check_task(spec)
@@ -185,7 +185,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
     file is hashed (a sweep's cache; default: sha256 of its bytes)."""
     from fsxlt.fileio import sha256_file
     from fsxlt.icl.model import model_fingerprint
-    from fsxlt.icl.run import check_predict_file
+    from fsxlt.icl.plan import check_predict_file
     from fsxlt.sampling.set_files import named_files
     from fsxlt.sampling.store import read_bucket
 
