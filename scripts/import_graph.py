@@ -15,7 +15,7 @@ table, and ``__main__``) is outside the layers and left out of the upward count.
 
     0  errors, fileio, config_checks, lazy, identity, plugins   (the ground floor)
     1  tasks, data, synthetic, study.runs, study.directories, sampling.store,
-       sampling.samplers             (what a task, its data and a record are)
+       sampling.set_compare, sampling.samplers   (what a task, its data and a record are)
     2  metrics                       (every metric; scoring prediction files)
     3  models                        (encoder and heads, featurizers, prediction, LoRA, PET)
     4  methods                       (what adapting changes; plug-ins)
@@ -44,7 +44,7 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "fileio", "config_checks", "lazy", "identity", "plugins", "terminal"),
     ("tasks", "data", "synthetic", "study", "study.runs", "study.directories", "sampling.store",
-     "sampling.manifest", "sampling.samplers"),
+     "sampling.set_compare", "sampling.manifest", "sampling.samplers"),
     ("metrics",),
     ("models",),
     ("methods",),
