@@ -48,7 +48,7 @@ from fsxlt.models.encoding import (
     collate,
 )
 from fsxlt.models.model import DEFAULT_HEAD, FsxltModel, check_head
-from fsxlt.models.precision import DEFAULT_RESOLVED, resolve_precision
+from fsxlt.models.precision import resolve_precision
 from fsxlt.models.prediction import (
     describe_examples,
     make_eval_set,
@@ -68,7 +68,6 @@ from fsxlt.training.checkpoint import (
 from fsxlt.training.loop import (
     average_states,
     config_hash,
-    data_info,
     make_optimizer,
     restore,
     seed_all,
@@ -86,6 +85,13 @@ from fsxlt.training.oracle import (
     oracle_config,
 )
 from fsxlt.training.seed_average import SeedMember, SeedPlan, check_seeds, seed_average_record
+from fsxlt.training.source_record import (  # learned_nothing: re-exported
+    config,
+    data_record,
+    learned_nothing,
+    oracle,
+    protocol,
+)
 from fsxlt.training.starts import bind_to_start
 
 SOURCE_FORMAT = "fsxlt-source-run/1"
@@ -335,7 +341,7 @@ def _oracle_starts(training: _Training, search: _Search, data: _Data,
     its weights (the model holds the last of them afterwards)."""
     if training.oracles is None:
         return []
-    grid = _oracle(search.checkpoints, data.target_dev)
+    grid = oracle(search.checkpoints, data.target_dev)
     starts = []
     for lang, best in training.oracles.best.items():
         assert (best.lr, best.epoch) == (grid[lang]["lr"], grid[lang]["epoch"])
@@ -364,7 +370,7 @@ def _average_seeds(request: _Request, plan: SeedPlan) -> SourceResult:
     scores = _scores(training)
     record = _record(training, run.search, request.data, request.model_name, plan.config())
     record = seed_average_record(record, members, plan, scores,
-                                 lambda checkpoints: _oracle(checkpoints,
+                                 lambda checkpoints: oracle(checkpoints,
                                                              request.data.target_dev))
     return SourceResult(model, run.result.tokenizer, record,
                         wall_time_s=round(sum(m.wall_time_s for m in members), 3))
@@ -507,18 +513,12 @@ def _scores(training: _Training) -> tuple[dict[str, float], dict[str, float]]:
     return scores(sets.dev), scores(sets.test)
 
 
-def _protocol(data: _Data) -> str:
-    """The selection protocol's name: the study's ``english-dev``, else ``select``."""
-    return "english-dev" if data.languages == ["en"] and data.select == "source-dev" \
-        else data.select
-
-
 def _keep_candidate(training: _Training, search: _Search, data: _Data) -> None:
     """Score the selected checkpoint (the model holds it) as the first candidate, then load
     the candidate ``keep`` names into the model."""
     collector, best = training.collector, search.best
     assert collector is not None and best is not None
-    collector.add_selected(_protocol(data), best[1], best[2])
+    collector.add_selected(protocol(data), best[1], best[2])
     if collector.kept_state is not None:
         restore(training.model, collector.kept_state)
 
@@ -529,91 +529,6 @@ def _add_candidates(record: dict[str, Any], collector: CandidateCollector) -> No
     if collector.averaging.keep != "selected":
         record["selection"].update(keep=collector.averaging.keep,
                                    kept=collector.kept_name())
-
-
-def _data_record(data: _Data, task: TaskSpec) -> dict[str, Any]:
-    """What the training read: each set's hash and where it came from (the source dev sets
-    too, when the source is not the study's English alone)."""
-    sources = data.sources
-    record = {"train": data_info(data.train, sources.get("train")),
-              "dev": data_info(data.source_dev[data.languages[0]], sources.get("dev")),
-              "target_dev": {lang: data_info(ex, sources.get(f"dev-{lang}"))
-                             for lang, ex in data.target_dev.items()},
-              "target_test": {lang: data_info(ex, sources.get(f"test-{lang}"))
-                              for lang, ex in data.target_test.items()}}
-    if _beyond_the_study(data, task):
-        record["source_dev"] = {lang: data_info(ex, sources.get(f"dev-{lang}"))
-                                for lang, ex in data.source_dev.items()}
-    return record
-
-
-def _beyond_the_study(data: _Data, task: TaskSpec) -> bool:
-    """Whether the source is other than English alone selected on its dev set (the study's,
-    whose config hash stays what it always was)."""
-    return (data.languages != [task.source_language] or data.select != "source-dev"
-            or len(data.source_dev) > 1)
-
-
-def _config(training: _Training, model_name: str, data: _Data, read: dict[str, Any],
-            extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What determines the checkpoint; its hash is the record's ``config_hash``."""
-    task, trainer, schedule = training.task, training.trainer, training.schedule
-    config = {"task": task.name, "labels": list(task.labels), "encoder": model_name,
-              **({"method": trainer.identity()} if trainer.identity() is not None else {}),
-              "lrs": schedule.lrs, "epochs": schedule.epochs, "batch_size": schedule.batch_size,
-              "seed": schedule.seed, "max_seq_length": training.featurizer.max_len,
-              **({"qa_decoding": training.featurizer.qa_decoding} if task.is_qa else {}),
-              **({} if schedule.long_sentences == DEFAULT_LONG_SENTENCES
-                 else {"long_sentences": schedule.long_sentences}),
-              **({"eval_long": schedule.eval_long} if schedule.eval_long != "whole" else {}),
-              **({"optimizer": schedule.optimizer.changes()} if schedule.optimizer.changes()
-                 else {}), **({"label_all_tokens": True} if schedule.label_all_tokens else {}),
-              **({"head": schedule.head} if schedule.head != DEFAULT_HEAD else {}),
-              **({"precision": training.precision}
-                 if training.precision != DEFAULT_RESOLVED else {}),
-              "data": {k: (v["sha256"] if isinstance(v, dict) and "sha256" in v else
-                           {lang: d["sha256"] for lang, d in v.items()})
-                       for k, v in read.items() if k != "source_dev"}}
-    if _beyond_the_study(data, task):
-        config.update(source_languages=data.languages, select=data.select,
-                      source_dev={lang: d["sha256"] for lang, d in read["source_dev"].items()})
-    if training.collector is not None:
-        config.update(training.collector.averaging.config())  # nothing when the defaults
-    config.update(extra or {})  # an oracle start's language and rule; the seeds averaged
-    return config
-
-
-def _oracle(checkpoints: list[dict[str, Any]], target_dev: dict[str, Any]) -> dict[str, Any]:
-    """Per target language, the checkpoint its own dev set would select (first best wins)."""
-    oracle = {}
-    for lang in target_dev:
-        top = max(checkpoints, key=lambda c, lang=lang: c["dev"][lang])
-        oracle[lang] = {"lr": top["lr"], "epoch": top["epoch"], "dev_score": top["dev"][lang],
-                        "test_score": top.get("test", {}).get(lang)}
-        if "seed" in top:  # several seeds' checkpoints (keep average-seeds)
-            oracle[lang]["seed"] = top["seed"]
-    return oracle
-
-
-def learned_nothing(task: TaskSpec, scores: dict[str, dict[str, Any]],
-                    predicted: dict[str, list[Any]]) -> list[str]:
-    """One line per source dev set on which the kept model learned nothing: a score of 0,
-    or (classification, multiple choice) one label predicted for every example; empty when
-    it learned. The checkpoint's record keeps them (``warnings``), ``fsxlt source-train``
-    prints them, and every report over runs adapted from it repeats them."""
-    lines = []
-    for lang, found in scores.items():
-        labels = predicted.get(lang) or []
-        one = (task.kind in ("classification", "multiple_choice") and len(labels) > 1
-               and len({str(label) for label in labels}) == 1)
-        if abs(float(found.get("score") or 0.0)) < 1e-12:
-            lines.append(f"the kept checkpoint scores 0.00 on the {lang} dev set: it learned "
-                         "nothing (check the tokenizer, the data and the learning rates)")
-        elif one:
-            lines.append(f"the kept checkpoint predicts one label ({labels[0]}) for all "
-                         f"{len(labels)} examples of the {lang} dev set: it learned nothing "
-                         "of the task")
-    return lines
 
 
 def _record(training: _Training, search: _Search, data: _Data, model_name: str,
@@ -633,7 +548,7 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
         desc=f"source-train {task.name}: zero-shot test")}  # minutes for QA: a bar says so
     for lang in set(zero_shot) & set(languages):
         zero_shot[lang]["in_source"] = True  # trained on it: not a zero-shot score
-    read = _data_record(data, task)
+    read = data_record(data, task)
     return {
         "format": SOURCE_FORMAT, "task": task.name, "kind": task.kind,
         "labels": list(task.labels), "metric": task.metric, "encoder": model_name,
@@ -647,13 +562,13 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
         **({"head": schedule.head} if task.kind in ("classification", "multiple_choice")
            else {}),
         "data": read, "checkpoints": search.checkpoints, "lr_results": search.lr_results,
-        "selection": {"protocol": _protocol(data),
+        "selection": {"protocol": protocol(data),
                       "languages": sets.selecting,
                       "lr": best[1], "epoch": best[2], "dev_score": best[0]},
         "english_dev": source_scores[languages[0]], "source_dev": source_scores,
-        "zero_shot": zero_shot, "oracle": _oracle(search.checkpoints, data.target_dev),
+        "zero_shot": zero_shot, "oracle": oracle(search.checkpoints, data.target_dev),
         "warnings": learned_nothing(task, source_scores, source_predicted),
         "device": training.device.type, "precision": training.precision,
         "torch_threads": torch.get_num_threads(), "versions": versions(),
-        "config_hash": config_hash(_config(training, model_name, data, read, config_extra)),
+        "config_hash": config_hash(config(training, model_name, data, read, config_extra)),
     }
