@@ -6,6 +6,7 @@
 
 - :mod:`~fsxlt.report.records`: RUNS_DIR -> tidy DataFrames (corrupt files named, not counted).
 - :mod:`~fsxlt.report.tables`: mean ± std over buckets, gains, variants, drops.
+- :mod:`~fsxlt.report.page`: the page: its notes, its tables in order, rendered.
 - :mod:`~fsxlt.report.compare`: paired differences, bootstrap CI, Wilcoxon p.
 - :mod:`~fsxlt.report.notes`: the one-line notes beside the tables (mixed cells, ...).
 - :mod:`~fsxlt.report.plots`: distributions, score vs K, learning curves.
@@ -38,8 +39,9 @@ from fsxlt.report.notes import (
     mixed_versions,
     other_bucket_sets,
 )
+from fsxlt.report.page import render
 from fsxlt.report.records import Records, load_records
-from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate, render
+from fsxlt.report.tables import EXPECTED_BUCKETS, FORMATS, aggregate
 
 SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
@@ -131,8 +133,8 @@ def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof
     """Write ``report.<md|tex|csv>``, ``cells.csv`` (one row per cell), ``records.csv`` (one
     row per finished record: the per-bucket scores) and (``plots``) ``plots/`` under
     ``out``."""
+    from fsxlt.report.page import cells_csv, records_csv, render_html
     from fsxlt.report.plots import make_plots
-    from fsxlt.report.tables import cells_csv, records_csv, render_html
 
     _check(fmt)
     claim_report_dir(out, runs_dir)
@@ -160,7 +162,7 @@ def sources_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | None =
                  warn: Warn | None = None) -> str:
     """The source x target zero-shot tables from K=0 records and checkpoints under
     ``runs_dir``; also written to ``out/sources.<ext>``."""
-    from fsxlt.report.tables import render_sources
+    from fsxlt.report.page import render_sources
 
     _check(fmt)
     if out is not None:
