@@ -53,11 +53,15 @@ MicroBatch = Annotated[int | None, typer.Option(
     "--micro-batch", min=1, help="Encoder inputs per forward pass in training (default: 64; "
     "the step's loss and gradient are the same); lower it when a run runs out of memory.")]
 READING_HELP = ("How the data files become examples (repeatable): study (the study's "
-                "reading of the task: XNLI's tokenized columns, PAWS-X unquoted), default, or "
-                "AXIS=CHOICE: text=raw|tokenized (XNLI 1.0's sentence1_tokenized columns), "
-                "quoting=as-written|csv (a CSV-quoted field read as its value). Recorded with "
-                "the sets; their runs read their dev and test files the same way "
-                "(docs/protocol.md#readings).")
+                "reading of the task: XNLI's tokenized columns, PAWS-X unquoted, the "
+                "remaining dev set by line, long tagging sentences truncated in evaluation, "
+                "UD's multiword tokens fused as XTREME fused them), default, or AXIS=CHOICE: "
+                "text=raw|tokenized (XNLI 1.0's sentence1_tokenized columns), "
+                "quoting=as-written|csv (a CSV-quoted field read as its value), "
+                "remaining=legacy|by-line|by-text, eval_long=whole|truncate, "
+                "tokens=words|xtreme (UD-POS .conllu files), input=fsxlt|baseline (FewCLUE "
+                "csl, cluewsc). Recorded with the sets; their runs read their dev and test "
+                "files the same way (docs/protocol.md#readings).")
 Reading = Annotated[list[str] | None, typer.Option("--reading", help=READING_HELP)]
 
 

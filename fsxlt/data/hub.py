@@ -99,12 +99,17 @@ def load_hub_split(task: TaskSpec, language: str, split: str,
     """Load a split from the Hugging Face hub (or its local cache) via ``datasets``.
     ``reading`` (:mod:`fsxlt.data.readings`): ``quoting=csv`` reads a CSV-quoted text as
     its value, as for local files (the hub's PAWS-X holds none); ``text=tokenized`` is
-    refused (the hub's XNLI has no tokenized columns)."""
+    refused (the hub's XNLI has no tokenized columns), as is ``tokens=xtreme`` (the hub's
+    UD rows hold no multiword tokens)."""
     hub = task.data.hf
     if reading.get("text") != "raw":
         raise FsxltError(f"{task.name}: reading text={reading.get('text')} reads XNLI 1.0's "
                          "tokenized columns, which the hub's copy lacks; pass XNLI 1.0's "
                          "xnli.dev.tsv/xnli.test.tsv with --data/--data-dir")
+    if reading.get("tokens") != "words":
+        raise FsxltError(f"{task.name}: reading tokens={reading.get('tokens')} fuses "
+                         "multiword tokens, which the hub's rows no longer hold; pass the "
+                         "treebank's .conllu files (or XTREME's TSVs) with --data/--data-dir")
     if task.data.hub_unavailable:
         raise FsxltError(f"{task.name}: no Hugging Face copy loads: {task.data.hub_unavailable}")
     if hub is None:

@@ -113,7 +113,10 @@ def read_examples(path: str | Path, task: str | TaskSpec, *, skipped: Skipped | 
     elif not labelled:
         raise FsxltError(f"task {task.name}: unlabelled files are read for FewCLUE, XGLUE "
                          "and SQuAD formats only")
-    elif fmt in ("conll", "conllu"):
+    elif fmt == "conllu":
+        examples = read_conllu(path, task, require_breaks=True,
+                               tokens=reading.get("tokens"), language=language or "")
+    elif fmt == "conll":
         examples = READERS[fmt](path, task, require_breaks=True)
     else:
         examples = READERS[fmt](path, task)

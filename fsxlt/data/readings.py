@@ -20,7 +20,8 @@ files its runs score on.
 
 ``study`` names the study's reading of each task it ran (:data:`STUDY`):
 XNLI's tokenized columns, PAWS-X unquoted, the remaining dev set by line, long
-tagging sentences truncated in evaluation.
+tagging sentences truncated in evaluation, UD's multiword tokens fused as XTREME's
+preprocessing fused them (:mod:`fsxlt.data.ud_xtreme`).
 docs/protocol.md says why. ``remaining`` is no reading of a file but of a split:
 which of its lines select models once buckets are drawn from it; ``eval_long`` is how
 a tagging split is scored (:class:`fsxlt.models.encoding.Featurizer`), not read.
@@ -81,6 +82,15 @@ AXES: dict[str, Axis] = {axis.name: axis for axis in (
                     "rest neither predicted nor counted (the study's: its code cuts "
                     "evaluation inputs as it cuts training inputs)"},
          ("conll", "conllu"), "tagging files (panx, udpos)"),
+    Axis("tokens", "words", {
+        "words": "a CoNLL-U file's syntactic words (Spanish del is read as de and el, each "
+                 "with its own tag); the hub's rows likewise; a TSV file's tokens as written",
+        "xtreme": "a CoNLL-U file as XTREME's preprocessing turned it into TSV lines (the "
+                  "study's): a multiword token is one token with its head word's tag, "
+                  "spaces and zero-width non-joiners leave a token, sentences with "
+                  "withheld forms are left out; a TSV file as written (XTREME's TSVs are "
+                  "that conversion's output); the hub's rows are refused"},
+         ("conll", "conllu"), "UD-POS files (udpos)", ("udpos",)),
     Axis("input", "fsxlt", {
         "fsxlt": "fsxlt's input strings: CSL the abstract, then the keywords joined by 、; "
                  "CLUEWSC the noun phrase marked [...] and the pronoun <...>",
@@ -96,7 +106,7 @@ STUDY: dict[str, dict[str, str]] = {
     "xnli": {"text": "tokenized", "remaining": "by-line"},
     "pawsx": {"quoting": "csv", "remaining": "by-line"},
     "panx": {"eval_long": "truncate"},
-    "udpos": {"eval_long": "truncate"},
+    "udpos": {"eval_long": "truncate", "tokens": "xtreme"},
 }
 
 

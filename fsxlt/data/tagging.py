@@ -9,6 +9,7 @@ from typing import Any
 
 from fsxlt.data.examples import TaggedSentence, TextExample
 from fsxlt.data.lines import check_label, open_lines
+from fsxlt.data.ud_xtreme import ConversionError, Span, Word, deps_heads, xtreme_tokens
 from fsxlt.errors import DataFormatError
 from fsxlt.tasks import TaskSpec
 
@@ -131,17 +132,22 @@ def read_conll(path: Path, task: TaskSpec, *,
     return sentences
 
 
-def read_conllu(path: Path, task: TaskSpec, *,
-                require_breaks: bool = False) -> list[TaggedSentence]:
+def read_conllu(path: Path, task: TaskSpec, *, require_breaks: bool = False,
+                tokens: str = "words", language: str = "") -> list[TaggedSentence]:
     """CoNLL-U: the UPOS column of each word; multiword ranges and empty nodes are skipped.
 
     ``require_breaks``: as for :func:`read_conll` (CoNLL-U ends every
-    sentence with a blank line anyway).
+    sentence with a blank line anyway). ``tokens="xtreme"`` reads each sentence as
+    XTREME's preprocessing wrote it into its TSV files, the study's input: a multiword
+    token as one token with its head word's tag, forms without spaces and zero-width
+    non-joiners, sentences with withheld forms left out (:mod:`fsxlt.data.ud_xtreme`;
+    ``language`` picks its precedence list).
     """
     lines = open_lines(path)
     sentences = []
     for start, block in _tagging_blocks(lines, path, require_breaks):
-        tokens, tags, first = [], [], None
+        words: list[Word] = []
+        spans: list[Span] = []
         for line_no, line in block:
             if line.startswith("#"):
                 continue
@@ -150,14 +156,36 @@ def read_conllu(path: Path, task: TaskSpec, *,
                 raise DataFormatError(
                     path, f"expected 10 tab-separated CoNLL-U fields, found {len(fields)}",
                     line_no)
-            if "-" in fields[0] or "." in fields[0]:
+            if "." in fields[0]:
                 continue
-            first = first or line_no
-            tokens.append(fields[1])
-            tags.append(_check_tag(task, fields[3], path, line_no))
-        if tokens:
-            sentences.append(TaggedSentence(f"{path.name}:{first or start}",
-                                            tuple(tokens), tuple(tags)))
+            if "-" in fields[0]:
+                first, _, last = fields[0].partition("-")
+                if tokens == "xtreme":
+                    if not (first.isdigit() and last.isdigit()):
+                        raise DataFormatError(path, f"multiword range {fields[0]!r} is not "
+                                              "FIRST-LAST", line_no)
+                    spans.append(Span(int(first), int(last), fields[1], line_no))
+                continue
+            _check_tag(task, fields[3], path, line_no)
+            head = int(fields[6]) if fields[6].isdigit() else None
+            index = int(fields[0]) if fields[0].isdigit() else len(words) + 1
+            words.append(Word(index, fields[1], fields[3], (head, *deps_heads(fields[8])),
+                              line_no))
+        if not words:
+            continue
+        if tokens == "xtreme":
+            try:
+                converted = xtreme_tokens(words, spans, language)
+            except ConversionError as err:
+                raise DataFormatError(path, f"XTREME's conversion (tokens=xtreme): {err}",
+                                      err.line) from None
+            if converted is None:
+                continue
+            rows = converted
+        else:
+            rows = [(word.form, word.upos, word.line) for word in words]
+        sentences.append(TaggedSentence(f"{path.name}:{rows[0][2]}",
+                                        tuple(r[0] for r in rows), tuple(r[1] for r in rows)))
     return sentences
 
 
