@@ -20,6 +20,11 @@ break; a cycle among enhanced heads its cycle removal turns into a missing head)
 counted and left out. Every sentence fsxlt refuses must be one XTREME fails on; every
 other sentence XTREME converts must read the same in fsxlt (tokens and tags) after
 XTREME's ``udpos_preprocess``. Prints the counts; exits 1 on any disagreement.
+
+    python scripts/check_xtreme_udpos.py --contractions ../shared/data/udpos/dev-es.tsv
+
+counts instead, in XTREME's Spanish TSVs, the tokens ``del`` and ``al`` (multiword tokens
+XTREME fused; a ``.conllu`` file read as syntactic words has two tokens for each) by tag.
 """
 
 from __future__ import annotations
@@ -33,16 +38,16 @@ import subprocess
 import sys
 import tempfile
 from argparse import Namespace
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fsxlt.data.tagging import read_conll, read_conllu  # noqa: E402
+from fsxlt.data.tagging import read_conll  # noqa: E402
 from fsxlt.data.ud_xtreme import ConversionError, Span, Word, xtreme_tokens  # noqa: E402
 from fsxlt.tasks import get_task  # noqa: E402
 
-UPOS = ("ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB "
-        "X").split()
+UPOS = tuple(get_task("udpos").labels)
 LANGUAGES = ("es", "fr", "it", "de", "ar")
 CONVERT = """
 import ast, copy, fractions, json, math, collections, collections.abc, sys
@@ -147,11 +152,23 @@ def convert(repo: Path, python: str, conllu: Path, conll: Path, lang: str) -> li
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--xtreme", type=Path, required=True, help="an XTREME checkout")
-    parser.add_argument("--python", required=True, help="a Python with networkx 1.11")
+    parser.add_argument("--xtreme", type=Path, help="an XTREME checkout")
+    parser.add_argument("--python", help="a Python with networkx 1.11")
+    parser.add_argument("--contractions", type=Path, nargs="+",
+                        help="XTREME Spanish TSVs: count del/al by tag, nothing else")
     parser.add_argument("--sentences", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.contractions:
+        for path in args.contractions:
+            found = Counter((token.lower(), tag) for s in read_conll(path, get_task("udpos"))
+                            for token, tag in zip(s.tokens, s.tags, strict=True)
+                            if token.lower() in ("del", "al"))
+            print(f"{path.name}: {sum(found.values())} del/al tokens; "
+                  + ", ".join(f"{t} {g}: {n}" for (t, g), n in sorted(found.items())))
+        return 0
+    if args.xtreme is None or args.python is None:
+        parser.error("--xtreme and --python are needed to compare with XTREME")
     rng = random.Random(args.seed)
     task = get_task("udpos")
     work = Path(tempfile.mkdtemp(prefix="xtreme-udpos-"))

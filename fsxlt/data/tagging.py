@@ -145,7 +145,7 @@ def read_conllu(path: Path, task: TaskSpec, *, require_breaks: bool = False,
     """
     lines = open_lines(path)
     sentences = []
-    for start, block in _tagging_blocks(lines, path, require_breaks):
+    for _start, block in _tagging_blocks(lines, path, require_breaks):
         words: list[Word] = []
         spans: list[Span] = []
         for line_no, line in block:
