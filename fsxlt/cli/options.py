@@ -50,8 +50,9 @@ EvalMaxTokens = Annotated[int | None, typer.Option(
     "--eval-max-tokens", min=1, help="Wordpieces per evaluation batch (default: 32768 on a "
     "GPU, 4096 on CPU); lower it when a run runs out of memory.")]
 MicroBatch = Annotated[int | None, typer.Option(
-    "--micro-batch", min=1, help="Encoder inputs per forward pass in training (default: 64; "
-    "the step's loss and gradient are the same); lower it when a run runs out of memory.")]
+    "--micro-batch", min=1, help="Encoder inputs per forward pass in training (default: 64). "
+    "Dropout masks and padding are drawn per micro-batch, so another value trains another "
+    "model: it enters the run's identity (new records, not the old ones resumed).")]
 READING_HELP = ("How the data files become examples (repeatable): study (the study's "
                 "reading of the task: XNLI's tokenized columns, PAWS-X unquoted, the "
                 "remaining dev set by line, long tagging sentences truncated in evaluation, "

@@ -40,10 +40,10 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # (docs/protocol.md#readings), else refused in one line
     eval_max_tokens: null           # wordpieces per evaluation batch (null: 32768 on a GPU,
                                     # 4096 on CPU); lower it when a run runs out of memory
-    micro_batch: null               # encoder inputs per forward pass in training (null: 64);
-                                    # lower it when a run runs out of memory. Neither enters
-                                    # the identity: they change how much memory a run needs,
-                                    # its scores only in the last bits
+    micro_batch: null               # encoder inputs per forward pass in training (null: 64):
+                                    # dropout masks and padding are drawn per micro-batch, so
+                                    # any other value is in the identity (new runs); lower it
+                                    # for a whole study that runs out of memory in training
     dev_limit: null                 # N: each adapting run selects on a seeded sample of N
     test_limit: null                # dev examples, and is scored on one of N test examples
                                     # (a smoke test; in the run's identity)
@@ -188,7 +188,8 @@ class TaskPlan:
     whole_test: bool = False         # the task's parts (XQuAD's holdout); the same for test
     precision: str = "auto"          # as asked; resolve_precisions makes it the one used
     eval_max_tokens: int | None = None  # wordpieces per evaluation batch (None: the device's)
-    micro_batch: int | None = None   # encoder inputs per training forward pass (None: 64)
+    micro_batch: int | None = None   # encoder inputs per training forward pass (None: 64;
+    # in the identity where another)
     reading: Any = None              # the reading every bucket set must have been read by
     # (fsxlt.data.readings; None: any, each set's own)
 

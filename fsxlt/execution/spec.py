@@ -33,6 +33,7 @@ from fsxlt.study.runs import (
     start_source_languages,
 )
 from fsxlt.tasks import get_task
+from fsxlt.training.protocol import DEFAULT_MICRO_BATCH
 
 # the seeded samples --dev-limit / --test-limit take: fsxlt lm-adapt's dev sample and
 # fsxlt icl's test sample at their default seed 0
@@ -92,8 +93,10 @@ class RunSpec:
     precision: str = "fp32"        # the precision the run uses (fsxlt.models.precision)
     reading: str = ""              # how its dev and test files are read: the set's reading
     # (fsxlt.data.readings), its non-default choices as sorted JSON ("": the default)
-    eval_max_tokens: int | None = None  # memory knobs, not in the identity (the engine's
-    micro_batch: int | None = None      # defaults where None)
+    eval_max_tokens: int | None = None  # wordpieces per evaluation batch: memory only, not
+    # in the identity (None: the engine's default)
+    micro_batch: int | None = None      # inputs per training forward pass (None: 64); in
+    # the identity where another, since it changes what a run trains
     planned_buckets: tuple[int, ...] = ()  # the cell's bucket indexes the sweep runs (the
     # record's run.plan: what a report expects; not in the identity)
 
@@ -430,6 +433,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
         identity["label_all_tokens"] = True
     if plan.spec.is_qa:  # the decoding rule changes every QA score (fsxlt 0.4 had one rule)
         identity["qa_decoding"] = plan.qa_decoding
+    if bucket is not None and plan.micro_batch not in (None, DEFAULT_MICRO_BATCH):
+        identity["micro_batch"] = plan.micro_batch  # dropout and padding per micro-batch
     identity.update(_reading(plan, test is not None))
     if reading is not None and not reading.is_default:  # the default: earlier identities
         identity["reading"] = reading.to_dict()

@@ -91,11 +91,14 @@ def out_of_memory_text(err: BaseException, device: Any, causal_lm: bool = False)
     (a causal LM's run: its arm's batch size)."""
     from fsxlt.models.precision import memory_facts
 
-    knobs = ("the arm's batch_size (--batch-size: prompts per forward pass)" if causal_lm
-             else "eval_max_tokens (--eval-max-tokens: wordpieces per evaluation batch) or "
-             "micro_batch (--micro-batch: inputs per training forward pass)")
-    return (f"out of memory ({err.__class__.__name__}) on {memory_facts(device)}; lower "
-            f"{knobs}, or run fewer workers per device")
+    if causal_lm:
+        return (f"out of memory ({err.__class__.__name__}) on {memory_facts(device)}; lower "
+                "the arm's batch_size (--batch-size: prompts per forward pass), or run fewer "
+                "workers per device")
+    return (f"out of memory ({err.__class__.__name__}) on {memory_facts(device)}; run fewer "
+            "workers per device or lower eval_max_tokens (--eval-max-tokens: wordpieces per "
+            "evaluation batch), which change no score; or lower micro_batch (--micro-batch: "
+            "inputs per training forward pass) for the whole study, which makes new runs")
 
 
 def _adapt_one(engine: Any, run: RunSpec, test: list | None = None,

@@ -21,6 +21,7 @@ from fsxlt.report.notes import (
     foreign_metrics,
     learned_nothing_note,
     mixed_long_sentences,
+    mixed_micro_batches,
     mixed_precisions,
     mixed_readings,
     mixed_tests,
@@ -86,7 +87,8 @@ def _load(runs_dir: str | Path, warn: Warn | None = None) -> Records:
     for note in (mixed_versions(records), mixed_threads(records), mixed_tests(records),
                  foreign_metrics(records), other_bucket_sets(records),
                  mixed_long_sentences(records), mixed_precisions(records),
-                 mixed_readings(records), learned_nothing_note(records)):
+                 mixed_readings(records), mixed_micro_batches(records),
+                 learned_nothing_note(records)):
         if note and warn:
             warn(note)
     return records

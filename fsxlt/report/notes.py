@@ -100,6 +100,17 @@ def mixed_threads(records: Records) -> str | None:
             "numerics depend on the thread count")
 
 
+def mixed_micro_batches(records: Records) -> str | None:
+    """One line naming the cells whose records trained with different micro-batch sizes
+    (dropout masks and padding are drawn per micro-batch: another size, another model);
+    records of an fsxlt older than 0.12, which do not say, are left out."""
+    mixed = _mixed_cells(records, "micro_batch")
+    if mixed is None:
+        return None
+    return (f"note: {mixed[0]} mix records trained with micro_batch "
+            f"{' and '.join(mixed[1])}; see docs/sweeps.md#failures")
+
+
 def learned_nothing_note(records: Records) -> str | None:
     """One line when records were adapted from (or are the K=0 score of) a start that
     learned nothing on its source dev set: its scores say nothing of the method."""
@@ -142,5 +153,6 @@ def mixed_long_sentences(records: Records) -> str | None:
 
 
 __all__ = ["foreign_metrics", "learned_nothing_note", "mixed_long_sentences",
+           "mixed_micro_batches",
            "mixed_precisions", "mixed_readings", "mixed_tests", "mixed_threads",
            "mixed_versions", "other_bucket_sets"]

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from packaging.version import InvalidVersion, Version
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import NotJsonNumber, loads_strict, sha256_file
@@ -76,7 +77,7 @@ SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "test_exact_ma
                        "best_epoch", "metric", "fixed", "record", "bucket_sha256",
                        "test_sha256", "fsxlt_version", "torch_threads", "long_sentences",
                        "unequal_label_tokens", "set_size", "start_path", "precision",
-                       "planned", "reading"]
+                       "planned", "reading", "micro_batch"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -261,7 +262,22 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
                 unequal_label_tokens=_unequal_label_tokens(record),
                 set_size=_set_size(record["bucket"]), start_path=_start_path(record),
                 precision=record_precision(record), planned=record_plan(record),
-                reading=record_reading(record))
+                reading=record_reading(record), micro_batch=record_micro_batch(record))
+
+
+def record_micro_batch(record: dict[str, Any]) -> str:
+    """The encoder inputs per training forward pass a record trained with (its identity's
+    ``micro_batch``; ``default`` where fsxlt 0.12+ left the default, 64, out); empty for
+    a record of an older fsxlt, which does not say."""
+    run = record.get("run")
+    identity = run.get("identity") if isinstance(run, dict) else None
+    if isinstance(identity, dict) and identity.get("micro_batch") is not None:
+        return str(identity["micro_batch"])
+    try:
+        newer = Version(record_version(record) or "0") >= Version("0.12.0")
+    except InvalidVersion:
+        newer = False
+    return "default" if newer else ""
 
 
 def record_reading(record: dict[str, Any]) -> str:

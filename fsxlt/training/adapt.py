@@ -99,6 +99,7 @@ from fsxlt.training.loop import (
 )
 from fsxlt.training.optim import OptimizerSettings
 from fsxlt.training.protocol import (
+    DEFAULT_MICRO_BATCH,
     Protocol,
     adapt_settings,
     check_regime,
@@ -125,7 +126,7 @@ class AdaptEngine(RunSteps, SharedRuns, RunRecords):
                  dev: Sequence[Example], test: Sequence[Example] | None = None,
                  dev_source: str | None = None, test_source: str | None = None,
                  device: str | torch.device | None = None, max_seq_length: int | None = None,
-                 precision: str = "auto", micro_batch: int = 64,
+                 precision: str = "auto", micro_batch: int = DEFAULT_MICRO_BATCH,
                  eval_max_tokens: int | None = None,
                  feature_cache: bool = True, qa_decoding: str = DEFAULT_QA_DECODING,
                  eval_long: str = "whole"):

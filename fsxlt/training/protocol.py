@@ -28,6 +28,11 @@ from fsxlt.training.regimes import Regime, parse_regime, regime_record
 
 PATIENCE_FROM = ("start", "first-improvement")
 
+# encoder inputs per training forward pass where none is set: a step's loss and gradient
+# are summed over its micro-batches, but dropout masks and padding are drawn per
+# micro-batch, so another size trains another model (a run's identity holds any other)
+DEFAULT_MICRO_BATCH = 64
+
 
 @dataclass(frozen=True)
 class Protocol:

@@ -1,0 +1,129 @@
+"""A run's identity holds everything that changes its numbers (issue 72, item 1): each
+setting a record's identity does not hold is changed in turn on a tiny study and leaves
+the records as they were (but for the field that names the machine's thread count), and
+``micro_batch``, which changes what a run trains, is in the identity."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fsxlt.cli import run_app
+from fsxlt.execution import expand, parse_config, run_sweep
+from fsxlt.training import strip_timings
+from tests.sweep_fixtures import build_study, sweep_config, write_config
+
+TASKS = {"xnli": {"languages": ["de"], "k": [1, 2]}}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    return build_study(tmp_path_factory.mktemp("study"))
+
+
+def _records(runs: Path, drop: tuple[str, ...] = ()) -> dict[str, dict]:
+    found = {}
+    for path in sorted(runs.rglob("*.json")):
+        record = strip_timings(json.loads(path.read_text()))
+        for key in drop:
+            record.pop(key, None)
+        found[path.relative_to(runs).as_posix()] = record
+    return found
+
+
+@pytest.fixture(scope="module")
+def baseline(study, tmp_path_factory):
+    """The study's de runs with every setting at its default, in this process."""
+    runs = tmp_path_factory.mktemp("baseline") / "runs"
+    result = run_sweep(parse_config(sweep_config(study, runs, n_buckets=2, tasks=TASKS)),
+                       workers=0, threads=1)
+    assert len(result.completed) == 4 and not result.failed
+    return runs
+
+
+# every setting of a sweep that no identity holds, and what changing it means here
+UNHELD = {
+    "eval_max_tokens": ({"eval_max_tokens": 24}, {}),  # many small evaluation batches
+    "workers": ({}, {"workers": 2}),  # two worker processes, runs spread over them
+    "threads": ({}, {"threads": 2}),
+    "save_predictions": ({}, {"save_predictions": True}),
+    "progress": ({}, {"progress": True}),
+}
+
+
+@pytest.mark.parametrize("setting", sorted(UNHELD))
+def test_a_setting_outside_the_identity_leaves_every_record_as_it_was(
+        study, baseline, tmp_path, setting):
+    config_change, run_change = UNHELD[setting]
+    runs = tmp_path / "runs"
+    options = {"workers": 0, "threads": 1, **run_change}
+    config = parse_config(sweep_config(study, runs, n_buckets=2, tasks=TASKS,
+                                       **config_change))
+    assert [r.config_hash for r in expand(config).runs] == \
+        [r.config_hash for r in expand(parse_config(sweep_config(
+            study, baseline, n_buckets=2, tasks=TASKS))).runs]
+    result = run_sweep(config, **options)
+    assert len(result.completed) == 4 and not result.failed
+    # the thread count is a fact of the machine, which the record names (report notes a
+    # cell that mixes counts); everything else is the baseline's, byte for byte
+    drop = ("torch_threads",) if setting == "threads" else ()
+    got = _records(runs, drop)
+    if setting == "save_predictions":  # the predictions beside each record: nothing else
+        assert sorted(runs.rglob("*.predictions.jsonl"))
+    assert got == _records(baseline, drop)
+
+
+def test_micro_batch_is_in_the_identity_and_a_resume_with_another_is_refused(
+        study, baseline, tmp_path, capsys):
+    base = parse_config(sweep_config(study, baseline, n_buckets=2, tasks=TASKS))
+    for value in (None, 64):
+        same = parse_config(sweep_config(study, baseline, n_buckets=2, tasks=TASKS,
+                                         micro_batch=value))
+        assert [r.identity for r in expand(same).runs] == [r.identity for r in
+                                                             expand(base).runs]
+    small = parse_config(sweep_config(study, baseline, n_buckets=2, tasks=TASKS,
+                                      micro_batch=2))
+    planned = expand(small)
+    assert {r.identity.get("micro_batch") for r in planned.runs} == {2}
+    # a study resumed with another size takes none of the old records as done
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, baseline, n_buckets=2, tasks=TASKS, micro_batch=2))
+    before = _records(baseline)
+    capsys.readouterr()
+    assert run_app(["sweep", str(config), "--workers", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "micro_batch differ" in err[0] and "--replace" in err[0]
+    assert _records(baseline) == before
+    # and the numbers do move: dropout masks and padding are drawn per micro-batch
+    runs = tmp_path / "small"
+    assert run_app(["sweep", str(config), "--workers", "0", "--out", str(runs)]) == 0
+    moved = _records(runs)
+    assert moved.keys() == before.keys()
+    first_losses = [
+        [run["epochs"][0].get("train_loss") for run in record["runs"]]
+        for name, record in sorted(moved.items()) if record.get("runs")]
+    base_losses = [
+        [run["epochs"][0].get("train_loss") for run in record["runs"]]
+        for name, record in sorted(before.items()) if record.get("runs")]
+    assert first_losses != base_losses
+
+
+def test_the_report_notes_a_cell_trained_with_two_micro_batch_sizes(study, baseline,
+                                                                     tmp_path):
+    import shutil
+
+    from fsxlt.report import load_records
+    from fsxlt.report.notes import mixed_micro_batches
+
+    runs = tmp_path / "runs"
+    shutil.copytree(baseline, runs)
+    assert mixed_micro_batches(load_records(runs)) is None
+    path = runs / "xnli/de/k1/full/01.json"
+    record = json.loads(path.read_text())
+    record["run"]["identity"]["micro_batch"] = 8  # as a rerun with --micro-batch 8 wrote it
+    path.write_text(json.dumps(record))
+    note = mixed_micro_batches(load_records(runs))
+    assert note == ("note: xnli/de/k1/full mix records trained with micro_batch 8 and "
+                    "default; see docs/sweeps.md#failures")
