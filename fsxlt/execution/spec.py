@@ -346,9 +346,23 @@ def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int
 def check_eval_sets(runs: list[RunSpec]) -> None:
     """Read the dev and test sets the runs will read (each file once, as planned), so that a
     file that cannot be used (unreadable, or empty once read) is one line before anything
-    is written, not an error record in an output directory made for nothing."""
+    is written, not an error record in an output directory made for nothing. A test file
+    that is the dev set a run selects on is refused too (:mod:`fsxlt.sampling.apart`)."""
+    from fsxlt.sampling.apart import check_apart
+
     seen: set[tuple[str, str, str, int | None]] = set()
+    pairs: set[tuple[str, str, str, str, str]] = set()
     for run in runs:
+        pair = (run.dev_path, run.dev_split, run.test_path, run.test_split, run.reading)
+        if run.dev_path and run.test_path and pair not in pairs:
+            pairs.add(pair)
+            known = {run.dev_path: run.identity.get("dev"),
+                     run.test_path: run.identity.get("test")}  # hashed when planned
+            check_apart(run.dev_path, run.test_path, run.task_spec, run.language,
+                        reading=run.load_reading(), dev_split=run.dev_split or None,
+                        test_split=run.test_split or None,
+                        digest=lambda path, known=known: known.get(str(path))
+                        or sha256_file(path))
         for which, path, split, limit in (
                 ("dev", run.dev_path, run.dev_split, run.dev_limit),
                 ("test", run.test_path, run.test_split, run.test_limit)):

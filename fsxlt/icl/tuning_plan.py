@@ -186,6 +186,7 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
     from fsxlt.fileio import sha256_file
     from fsxlt.icl.model import model_fingerprint
     from fsxlt.icl.plan import check_predict_file
+    from fsxlt.sampling.apart import check_apart
     from fsxlt.sampling.set_files import named_files
     from fsxlt.sampling.store import read_bucket
 
@@ -225,6 +226,12 @@ def lm_plan(task: str | TaskSpec, language: str, bucket: Path, out: Path,
         dev_path = _dev_file(spec, language, dev, own_dev, data_dir, files)
         if dev_path not in digests:
             digests[dev_path] = digest(dev_path)
+            check_apart(dev_path, test_path, spec, language, reading=files.reading,
+                        dev_what="--dev" if dev is not None else "the dev set",
+                        test_what="--test" if test is not None else "the test file",
+                        digest=digest, dev_split=None if dev is not None and spec.reads_parts
+                        else "dev",
+                        test_split=None if test is not None and spec.reads_parts else "test")
         strategy = loaded.meta.get("strategy")
         strategy = str(strategy.get("name") or "") if isinstance(strategy, dict) else ""
         identity = {**common, "k": loaded.k, "index": loaded.index, "bucket": loaded.sha256,
