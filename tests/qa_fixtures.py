@@ -43,11 +43,12 @@ def paragraph(rng: random.Random, index: int, n_questions: int, repeat: int = 3,
 
 
 def squad_data(n_paragraphs: int, seed: int = 0, questions: int = 3,
-               repeat: int = 3) -> dict[str, Any]:
+               repeat: int = 3, first: int = 0) -> dict[str, Any]:
     """A SQuAD v1.1 JSON object: ``n_paragraphs`` paragraphs of ``questions`` questions,
-    in articles of five paragraphs (XQuAD's 48 articles of 5)."""
+    in articles of five paragraphs (XQuAD's 48 articles of 5); ``first``: the index of
+    the first paragraph (a file of other paragraphs than another's)."""
     rng = random.Random(seed)
-    paras = [paragraph(rng, i, questions, repeat) for i in range(n_paragraphs)]
+    paras = [paragraph(rng, first + i, questions, repeat) for i in range(n_paragraphs)]
     return {"version": "1.1", "data": [{"title": f"article {a}", "paragraphs": paras[a:a + 5]}
                                        for a in range(0, n_paragraphs, 5)]}
 
@@ -71,10 +72,10 @@ def write_mlqa(directory: Path, languages: tuple[str, ...] = ("en", "de"),
     """MLQA's own layout (``MLQA_V1/{dev,test}/...``) and SQuAD's ``train-v1.1.json``."""
     write_json(directory / "train-v1.1.json", squad_data(n_paragraphs, seed=7))
     for language in languages:
-        for split, seed in (("dev", 1), ("test", 2)):
-            write_json(directory / "MLQA_V1" / split /
+        for split, seed, first in (("dev", 1, 0), ("test", 2, n_paragraphs)):
+            write_json(directory / "MLQA_V1" / split /  # test: paragraphs of its own
                        f"{split}-context-{language}-question-{language}.json",
-                       squad_data(n_paragraphs, seed=seed))
+                       squad_data(n_paragraphs, seed=seed, first=first))
     return directory
 
 

@@ -43,12 +43,13 @@ def write_lines(path: Path, lines: list[str]) -> Path:
 
 
 def write_qg(directory: Path, lang: str, split: str, n: int, *, repeats: int = 1,
-             targets: bool = True, seed: int = 0) -> Path:
+             targets: bool = True, seed: int = 0, first: int = 0) -> Path:
     """``xglue.qg.<lang>.src.<split>`` (and its ``.tgt.`` twin): ``n`` passages, each on
-    ``repeats`` consecutive lines with a question of its own (QG's passages recur)."""
+    ``repeats`` consecutive lines with a question of its own (QG's passages recur);
+    ``first``: the first passage's number (a file of other passages than another's)."""
     rng = random.Random(seed)
     sources, golds = [], []
-    for i in range(n):
+    for i in range(first, first + n):
         passage = f"passage {i} says {rng.choice(['yes', 'no', 'maybe'])} about topic {i} ."
         for r in range(repeats):
             sources.append(passage)

@@ -212,14 +212,15 @@ def test_a_generation_task_trains_and_decodes_scored_with_bleu(tmp_path):
 
     words = ["anna", "big", "house", "yes", "no", "maybe"]
 
-    def pair(i: int, source: str) -> GenerationExample:
-        return GenerationExample(f"{source}:{i}", " ".join(words[(i + j) % 6] for j in range(4)),
+    def pair(i: int, source: str, step: int = 1) -> GenerationExample:
+        return GenerationExample(f"{source}:{i}",
+                                 " ".join(words[(i + step * j) % 6] for j in range(4)),
                                  " ".join(words[(2 * i + j) % 6] for j in range(3)), "de")
 
     data = [pair(i, "dev") for i in range(12)]
     buckets = write_bucket_set(tmp_path / "buckets", "qg", "de", 1, [data[:2], data[2:4]], [],
                                dev_remaining=data[4:])
-    test = [pair(i, "test") for i in range(5)]
+    test = [pair(i, "test", step=2) for i in range(5)]  # no dev pair: a test set of its own
     source = tmp_path / "xglue.qg.de.src.test"
     source.write_text("".join(f"{e.source}\n" for e in test), encoding="utf-8")
     (tmp_path / "xglue.qg.de.tgt.test").write_text("".join(f"{e.target}\n" for e in test),
@@ -266,7 +267,7 @@ def test_lm_adapt_predicts_xglues_test_file_into_a_submission(tmp_path):
 
     data = tmp_path / "XGLUE" / "QG"
     write_qg(data, "de", "dev", 12)
-    held_out = write_qg(tmp_path / "held", "de", "dev", 4, seed=1)
+    held_out = write_qg(tmp_path / "held", "de", "dev", 4, seed=1, first=100)
     to_predict = write_qg(data, "de", "test", 3, targets=False, seed=2)
     assert run_app(["sample", "--task", "qg", "--lang", "de", "-k", "2", "--n-buckets", "1",
                     "--data-dir", str(tmp_path / "XGLUE"), "--out", str(tmp_path / "b")]) == 0

@@ -33,6 +33,36 @@ def _records(runs: Path, drop: tuple[str, ...] = ()) -> dict[str, dict]:
     return found
 
 
+def _first_difference(a, b, path: str = "") -> str | None:
+    """Where two records first differ (a JSON path and both values), or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            found = _first_difference(a.get(key), b.get(key), f"{path}/{key}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = _first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    return None if a == b else f"{path}: {a!r} != {b!r}"
+
+
+def _close(a, b, skip: str, rel: float = 1e-5) -> bool:
+    """Whether two records are equal but for floats within ``rel`` and the key ``skip``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = (set(a) | set(b)) - {skip}
+        return all(_close(a.get(k), b.get(k), skip, rel) for k in keys)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, skip, rel)
+                                        for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= rel * max(abs(a), abs(b), 1.0)
+    return a == b
+
+
 @pytest.fixture(scope="module")
 def baseline(study, tmp_path_factory):
     """The study's de runs with every setting at its default, in this process."""
@@ -66,13 +96,19 @@ def test_a_setting_outside_the_identity_leaves_every_record_as_it_was(
             study, baseline, n_buckets=2, tasks=TASKS))).runs]
     result = run_sweep(config, **options)
     assert len(result.completed) == 4 and not result.failed
-    # the thread count is a fact of the machine, which the record names (report notes a
-    # cell that mixes counts); everything else is the baseline's, byte for byte
-    drop = ("torch_threads",) if setting == "threads" else ()
-    got = _records(runs, drop)
+    got = _records(runs)
     if setting == "save_predictions":  # the predictions beside each record: nothing else
         assert sorted(runs.rglob("*.predictions.jsonl"))
-    assert got == _records(baseline, drop)
+    if setting != "threads":  # the baseline's records, byte for byte
+        assert got == _records(baseline), _first_difference(got, _records(baseline))
+        return
+    # CPU sums run in another order with another thread count: a float may move in its
+    # last bits (seen: a training loss by 1e-7 after other tests ran in the process), so
+    # the thread count is stated, not identity: every record names it, and the report
+    # notes a cell that mixes counts (docs/training.md#numerics-are-pinned)
+    assert {r["torch_threads"] for r in got.values() if "torch_threads" in r} == {2}
+    assert _close(got, _records(baseline, ("torch_threads",)), skip="torch_threads"), \
+        _first_difference(got, _records(baseline))
 
 
 def test_micro_batch_is_in_the_identity_and_a_resume_with_another_is_refused(

@@ -45,7 +45,6 @@ bucket:
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,15 +53,21 @@ from typing import Any
 from fsxlt.data import (
     Example,
     GenerationExample,
-    QAExample,
     TaggedSentence,
     TextExample,
     read_examples,
 )
 from fsxlt.data.readings import reading_of
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import sha256_file, sha256_text
-from fsxlt.sampling.locate import bucket_key, dev_keys, leaked, locate, locate_by_line
+from fsxlt.fileio import sha256_text
+from fsxlt.sampling.check_source import (
+    Violation,
+    check_source,
+    contexts,
+    loose_key,
+    pair_sources,
+)
+from fsxlt.sampling.locate import leaked
 from fsxlt.sampling.samplers import (
     bucket_label_counts,
     present_labels,
@@ -73,18 +78,8 @@ from fsxlt.sampling.samplers import (
 from fsxlt.sampling.store import Bucket, find_sets, read_set
 from fsxlt.tasks import get_task
 
-_WHITESPACE = re.compile(r"\s+")
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 STRATEGY_SAMPLER = "strategy"  # fsxlt.sampling.select.SAMPLER
-
-
-@dataclass
-class Violation:
-    """One broken guarantee; ``bucket`` is the bucket index, or None for the whole set."""
-
-    bucket: int | None
-    kind: str
-    detail: str
 
 
 @dataclass
@@ -262,10 +257,6 @@ def _published(buckets: list[Bucket]) -> bool:
     return any(bucket.meta.get("sampler") == "published" for bucket in buckets)
 
 
-def _contexts(examples: list[Example] | None) -> set[str]:
-    return {ex.context for ex in examples or [] if isinstance(ex, QAExample)}
-
-
 def _check_k_questions(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
                        remaining: list[Example] | None) -> list[Violation]:
     """Exactly K questions per bucket; paragraphs kept apart between buckets, the remaining
@@ -278,14 +269,14 @@ def _check_k_questions(directory: Path, manifest: dict[str, Any], buckets: list[
         if len(bucket.examples) != k:
             found.append(Violation(bucket.index, "count",
                                    f"{len(bucket.examples)} questions, expected {k}"))
-        for text in _contexts(bucket.examples):
+        for text in contexts(bucket.examples):
             other = owner.setdefault(text, bucket.index)
             if other != bucket.index:
                 found.append(Violation(bucket.index, "overlap", f"paragraph {text[:40]!r} is "
                                        f"also in bucket {other}"))
-    dev = _contexts(remaining)
+    dev = contexts(remaining)
     test_path = directory / manifest["test"]["file"] if manifest.get("test") else None
-    test = _contexts(read_examples_jsonl(test_path)) if test_path and test_path.is_file() \
+    test = contexts(read_examples_jsonl(test_path)) if test_path and test_path.is_file() \
         else set()
     for what, kind, texts in (("remaining dev set", "dev-leak", dev),
                               ("test set", "test-leak", test)):
@@ -297,10 +288,6 @@ def _check_k_questions(directory: Path, manifest: dict[str, Any], buckets: list[
         found.append(Violation(None, "test-leak", f"{len(dev & test)} paragraphs of the "
                                "remaining dev set are also in the test set"))
     return found
-
-
-def _sources(examples: list[Example] | None) -> set[str]:
-    return {ex.source for ex in examples or [] if isinstance(ex, GenerationExample)}
 
 
 def _check_k_pairs(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
@@ -322,40 +309,15 @@ def _check_k_pairs(directory: Path, manifest: dict[str, Any], buckets: list[Buck
                 found.append(Violation(bucket.index, "overlap", f"source {text[:40]!r} is "
                                        f"also in bucket {other}"))
     test_path = directory / manifest["test"]["file"] if manifest.get("test") else None
-    test = _sources(read_examples_jsonl(test_path)) if test_path and test_path.is_file() \
+    test = pair_sources(read_examples_jsonl(test_path)) if test_path and test_path.is_file() \
         else set()
-    for what, kind, texts in (("remaining dev set", "dev-leak", _sources(remaining)),
+    for what, kind, texts in (("remaining dev set", "dev-leak", pair_sources(remaining)),
                               ("test set", "test-leak", test)):
         shared = sorted(set(owner) & texts)
         if shared:
             found.append(Violation(None, kind, f"{len(shared)} bucket sources are also in "
                                    f"the {what} (e.g. {shared[0][:40]!r})"))
     return found
-
-
-def _expected_remaining(pool: list[Example], buckets: list[Bucket],
-                        by_text: bool = False) -> list[str]:
-    """The ids the remaining dev set must hold: the source minus the buckets (generation:
-    minus every pair on a bucket's source; ``by_text``: minus every line holding a bucket
-    example's texts)."""
-    used = {ex.id for bucket in buckets for ex in bucket.examples}
-    sources = _sources([ex for bucket in buckets for ex in bucket.examples])
-    texts = {(ex.text_a, ex.text_b) for bucket in buckets for ex in bucket.examples
-             if isinstance(ex, TextExample)} if by_text else set()
-    return [ex.id for ex in pool if ex.id not in used and not (
-        isinstance(ex, GenerationExample) and ex.source in sources) and not (
-        isinstance(ex, TextExample) and (ex.text_a, ex.text_b) in texts)]
-
-
-def _qa_remaining_ok(pool: list[Example], buckets: list[Bucket],
-                     remaining: list[Example]) -> bool:
-    """Whether a QA set's remaining dev set is whole paragraphs of the source that no
-    bucket touches, in file order."""
-    kept = _contexts(remaining)
-    if kept & _contexts([ex for bucket in buckets for ex in bucket.examples]):
-        return False
-    return [ex.id for ex in remaining] == [ex.id for ex in pool
-                                           if isinstance(ex, QAExample) and ex.context in kept]
 
 
 def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket],
@@ -400,11 +362,13 @@ def _check_fixed(directory: Path, manifest: dict[str, Any], buckets: list[Bucket
 
 
 def _check_dev_files(directory: Path, manifest: dict[str, Any]) -> list[Violation]:
-    """Every per-bucket dev file and the test file exist and match their manifest hashes."""
+    """Every per-bucket dev file, the test file and the remaining dev set exist and match
+    their manifest hashes (what a sweep checks before it runs)."""
     found = []
     files = [(int(e["index"]), e["dev"]) for e in manifest["buckets"] if e.get("dev")]
-    if manifest.get("test"):
-        files.append((None, manifest["test"]))
+    for key in ("test", "dev_remaining"):
+        if isinstance(manifest.get(key), dict) and manifest[key].get("file"):
+            files.append((None, manifest[key]))
     for index, entry in files:
         path = directory / entry["file"]
         if not path.is_file():
@@ -436,62 +400,6 @@ def _check_tagging(manifest: dict[str, Any], buckets: list[Bucket],
             found.append(Violation(bucket.index, "not-minimal",
                                    f"{len(redundant)} of {len(sentences)} sentences can be "
                                    f"removed ({ids}{more})"))
-    return found
-
-
-def loose_key(example: Example) -> tuple:
-    """Content with all whitespace removed: the published classification buckets hold
-    re-tokenized text (``erklärt , die``), which should still match the raw source."""
-    return tuple(_WHITESPACE.sub("", part) if isinstance(part, str) else part
-                 for part in example.content_key())
-
-
-def _check_source(manifest: dict[str, Any], buckets: list[Bucket],
-                  remaining: list[Example] | None, source: Path,
-                  pool: list[Example]) -> list[Violation]:
-    found = []
-    recorded = (manifest.get("source") or {}).get("sha256")
-    published = manifest.get("sampler") == "published"
-    if not published and recorded and recorded != sha256_file(source):
-        found.append(Violation(None, "source-hash",
-                               f"{source.name} differs from the data the buckets were drawn "
-                               "from (sha256 mismatch)"))
-    by_id = {ex.id: ex for ex in pool}
-    contents = {loose_key(ex) for ex in pool}
-    texts = {key for ex in pool if isinstance(ex, TextExample) for key in dev_keys(ex)} \
-        if published else set()
-    for bucket in buckets:
-        for ex in bucket.examples:
-            if published:
-                present = (bucket_key(ex) in texts if isinstance(ex, TextExample)
-                           else loose_key(ex) in contents)
-                if not present:
-                    found.append(Violation(bucket.index, "not-in-source",
-                                           f"example {ex.id} does not occur in {source.name}"))
-            elif ex.id not in by_id:
-                found.append(Violation(bucket.index, "not-in-source",
-                                       f"id {ex.id} is not in {source.name}"))
-            elif by_id[ex.id].content_key() != ex.content_key():
-                found.append(Violation(bucket.index, "content",
-                                       f"example {ex.id} differs from {source.name}"))
-    if remaining is not None and published:
-        drawn = [(bucket.index, [ex for ex in bucket.examples if isinstance(ex, TextExample)])
-                 for bucket in buckets]
-        expected = [ex.id for ex in (
-            locate_by_line(manifest["task"], manifest["language"], drawn, pool)
-            if reading_of(manifest).get("remaining") == "by-line"
-            else locate(drawn, pool)).remaining]
-        if [ex.id for ex in remaining] != expected:
-            found.append(Violation(None, "dev-remaining",
-                                   f"the remaining dev set is not {source.name} less the lines "
-                                   "holding the buckets' texts"))
-    if remaining is not None and not published:
-        qa = any(isinstance(ex, QAExample) for ex in pool)
-        if (not _qa_remaining_ok(pool, buckets, remaining) if qa
-                else [ex.id for ex in remaining] != _expected_remaining(
-                    pool, buckets, reading_of(manifest).get("remaining") == "by-text")):
-            found.append(Violation(None, "dev-remaining",
-                                   "the remaining dev set is not the source minus the buckets"))
     return found
 
 
@@ -536,7 +444,7 @@ def check_set(directory: str | Path, source: str | Path | None = None) -> SetRep
     if manifest.get("sampler") == STRATEGY_SAMPLER:
         violations += _check_strategy_set(directory, manifest, buckets, pool)
     if source is not None:
-        violations += _check_source(manifest, buckets, remaining, source, pool)
+        violations += check_source(manifest, buckets, remaining, source, pool)
     notes += _dev_notes(task, manifest, remaining, buckets)
     sizes = [len(b.examples) for b in buckets]
     return SetReport(directory=str(directory), task=task.name, language=manifest["language"],
