@@ -374,3 +374,16 @@ def test_evaluate_reads_a_bucket_sets_own_file(panx_study, tmp_path, capsys):
                         "--file", str(path), "--device", "cpu"]) == 0
         scores.append(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["scores"])
     assert scores[0] == scores[1]
+
+
+def test_analyze_gains_on_a_classification_task_is_one_line(tmp_path, capsys):
+    """Issue 72, item 5: gains counts the test words adapting fixed, a tagging analysis;
+    on XNLI it refused nothing and ended in an AttributeError."""
+    from fsxlt.cli import run_app
+
+    assert run_app(["analyze", "gains", str(tmp_path), "--task", "xnli", "--lang", "de",
+                    "--k", "1", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--task xnli: analyze gains" in err \
+        and "needs a tagging task" in err
+    assert not (tmp_path / "out").exists()

@@ -161,3 +161,19 @@ def test_a_tqdm_bar_off_a_terminal_writes_lines_not_carriage_returns():
     lines = text.splitlines()
     assert "\r" not in text and 1 <= len(lines) <= 3
     assert lines[-1].startswith("source-train xnli: 100%") and "500/500" in lines[-1]
+
+
+def test_source_train_off_a_terminal_writes_no_line_per_epoch(tmp_path, capsys):
+    """Issue 72, item 5: two learning rates of four epochs, in a few seconds, off a terminal:
+    the bar's first and last line, not one per epoch and learning rate (0.11 wrote 8+)."""
+    from fsxlt.training import source_train
+    from tests.train_fixtures import make_encoder_dir, nli_data
+
+    encoder = make_encoder_dir(tmp_path / "encoder")
+    source_train("xnli", nli_data(24, seed=1), nli_data(6, seed=2), model_name=str(encoder),
+                 lrs=[3e-3, 1e-3], epochs=4, batch_size=12, seed=5, device="cpu",
+                 progress=True)
+    lines = [line for line in capsys.readouterr().err.splitlines()
+             if line.startswith("source-train xnli")]
+    assert len(lines) == 2, lines  # tqdm's first draw and its last; no zero-shot bar: no test
+    assert "16/16" in lines[-1] and "epoch=4" in lines[-1]

@@ -196,7 +196,10 @@ def gains_command(
     from fsxlt.analysis.plots import improved_bars, jaccard_heatmap
     from fsxlt.study.predictions import check_same_start, load_adapted, load_zero_shot
 
-    _labelled(task, "the words adapting fixed")
+    if not get_task(task).is_tagging:
+        raise FsxltError(f"--task {task}: analyze gains counts the test words adapting "
+                         f"fixed, which needs a tagging task (panx, udpos, ...); {task} "
+                         "labels whole examples: see analyze confusion")
 
     zero = load_zero_shot(runs, task, lang, zero_shot)
     adapted = load_adapted(runs, task, lang, k, method, bucket)

@@ -21,7 +21,8 @@ def demo_cmd(
     ] = "demo",
     workers: Annotated[
         int | None,
-        typer.Option("--workers", help="Sweep processes (default: the config's; 0: in-process)."),
+        typer.Option("--workers", min=0,
+                     help="Sweep processes (default: the config's; 0: in-process)."),
     ] = None,
     encoder_cache: Annotated[
         Path | None,

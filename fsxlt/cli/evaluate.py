@@ -33,7 +33,8 @@ def evaluate_cmd(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Task data directory.")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N examples.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1,
+                                              help="Only the first N examples.")] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Also write the scores as JSON.")
     ] = None,
@@ -88,7 +89,7 @@ def evaluate_cmd(
 
     precision = resolve_precision(precision, resolve_device(device))
     examples, source = read_split(spec, lang, split, file, data_dir)
-    examples = limit_examples(examples, limit)
+    examples = limit_examples(examples, limit, "--limit")
     identity = {"start": start_fingerprint(checkpoint), "task": spec.name, "language": lang,
                 "split": split, "data_sha256": examples_digest(examples),
                 "predictions": save_predictions,

@@ -29,10 +29,12 @@ def read_split(
     return loaded.examples, loaded.source
 
 
-def limit_examples(examples: list[Example], limit: int | None) -> list[Example]:
-    """The first ``limit`` examples (all of them without a limit)."""
+def limit_examples(examples: list[Example], limit: int | None,
+                   option: str = "--train-limit") -> list[Example]:
+    """The first ``limit`` examples (all of them without a limit); the command line refuses
+    a limit below 1 (``min=1``) before this, by the option's name."""
     if limit is not None and limit < 1:
-        raise FsxltError("limits must be positive")
+        raise FsxltError(f"{option} {limit}: must be >= 1")
     return examples if limit is None else examples[:limit]
 
 

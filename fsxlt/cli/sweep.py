@@ -57,7 +57,7 @@ def sweep_cmd(
                                        "stay, so the runs kept are the same runs.")
     ] = None,
     n_buckets: Annotated[
-        int | None, typer.Option("--n-buckets", help="Buckets 0..N-1 of every set.")
+        int | None, typer.Option("--n-buckets", min=1, help="Buckets 0..N-1 of every set.")
     ] = None,
     lrs: Annotated[
         list[float] | None, typer.Option("--lr", help="Learning rate grid (repeatable).")
@@ -67,7 +67,7 @@ def sweep_cmd(
     select_start: SelectStart = False,
     executor: Annotated[str, typer.Option("--executor", help="local or ray.")] = "local",
     workers: Annotated[
-        int, typer.Option("--workers", help="Local worker processes (0: in this process). "
+        int, typer.Option("--workers", min=0, help="Local worker processes (0: in this process). "
                           "Runs of one (task, language, start) form a group that shares its "
                           "model load and tokenized data; with more workers than groups the "
                           "largest groups are split, so one language's sweep uses every "

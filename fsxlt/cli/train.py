@@ -97,7 +97,8 @@ def source_train_cmd(
         ),
     ] = "source-dev",
     train_limit: Annotated[
-        int | None, typer.Option("--train-limit", help="Use only the first N training examples.")
+        int | None, typer.Option("--train-limit", min=1,
+                                  help="Use only the first N training examples.")
     ] = None,
     dev_limit: Annotated[
         int | None, typer.Option("--dev-limit", min=1, help="Select on a seeded sample of N "

@@ -476,7 +476,8 @@ def _train_lr(training: _Training, rows: list, lr: float, search: _Search) -> tu
         if training.oracles is not None:
             training.oracles.epoch_done(model, entry)
         en = entry["selection_score"]
-        training.bar.set_postfix(lr=lr, epoch=epoch, dev=f"{100 * en:.2f}")  # as printed
+        training.bar.set_postfix(lr=lr, epoch=epoch, dev=f"{100 * en:.2f}",  # as printed
+                                 refresh=False)  # redrawn with the bar: a log line per 30 s
         if en > run_best[0]:
             run_best = (en, epoch)
         if search.best is None or en > search.best[0]:
@@ -544,7 +545,8 @@ def _record(training: _Training, search: _Search, data: _Data, model_name: str,
         source_scores[lang], source_predicted[lang] = score_and_predict(
             model, sets.dev[lang], task, precision=precision)
     zero_shot = {lang: score(model, es, task, precision=precision) for lang, es in tqdm(
-        sets.test.items(), disable=not training.progress, unit="language", **bar_options(),
+        sets.test.items(), disable=not training.progress or not sets.test, unit="language",
+        **bar_options(),
         desc=f"source-train {task.name}: zero-shot test")}  # minutes for QA: a bar says so
     for lang in set(zero_shot) & set(languages):
         zero_shot[lang]["in_source"] = True  # trained on it: not a zero-shot score
