@@ -110,6 +110,11 @@ def test_a_start_that_learned_nothing_is_said_in_every_report(study, tmp_path, c
     assert "warning: xnli/de/fc and 1 more: their start learned nothing" in err
     page = (tmp_path / "report" / "report.md").read_text()
     assert "Runs whose start learned nothing" in page and f"- xnli/de/fc: {warning}" in page
+    # the results card of the exported study says it too (issue 72, item 4)
+    assert run_app(["runs", "export", str(out), str(tmp_path / "export")]) == 0
+    card = (tmp_path / "export" / "README.md").read_text(encoding="utf-8")
+    assert "**Warning: a start that learned nothing.**" in card
+    assert f"- fc: {warning}" in card and f"- K=0 of xnli/de: {warning}" in card
 
 
 def test_a_planned_subset_reports_no_missing_buckets_and_a_real_gap_is_named(study, tmp_path,

@@ -19,6 +19,7 @@ import pytest
 from fsxlt.cli import run_app
 from fsxlt.data import TextExample
 from fsxlt.errors import FsxltError
+from fsxlt.fileio import sha256_file
 from fsxlt.sampling.check import check_set
 from fsxlt.sampling.locate import alike_lines, csv_unquoted, locate, squeezed
 from fsxlt.sampling.store import read_set
@@ -482,6 +483,11 @@ def test_a_published_set_with_its_dev_set_round_trips_through_a_dataset(release,
         here, there = out / "xnli" / "de" / f"k{k}", tmp_path / "back" / "xnli" / "de" / f"k{k}"
         assert {p.name: p.read_bytes() for p in here.iterdir()} == \
             {p.name: p.read_bytes() for p in there.iterdir()}
+    # the card names the local dev file each remaining dev set was computed from (issue 72)
+    card = (tmp_path / "hf" / "README.md").read_text(encoding="utf-8")
+    digest = sha256_file(data / "xnli" / "dev-de.tsv")
+    assert card.count(f"- **Remaining dev set**: computed from the local file `dev-de.tsv` "
+                      f"(sha256 `{digest}`); ") == 2
 
 
 def test_lang_keeps_the_import_to_the_languages_whose_dev_files_one_has(tmp_path, capsys):

@@ -20,7 +20,7 @@ from fsxlt.study.runs import record_files
 from tests.sweep_fixtures import build_study, sweep_config, write_config
 
 KINDS = ("mlflow", "wandb", "tensorboard")
-N_RECORDS = 4  # de, K 1 and 2, two buckets
+N_RECORDS = 5  # de, K 1 and 2, two buckets, and the K=0 record (issue 72, item 4)
 
 
 @pytest.fixture(scope="module")
@@ -152,9 +152,14 @@ def test_live_and_afterwards_give_one_run_per_record_alike(study, tmp_path, caps
                     "--log-project", "study"]) == 0
     sent_live = READERS[kind](uri(kind, live), "study")
     assert len(sent_live) == N_RECORDS
+    from fsxlt.report.trackers import entry_of
+
     keys = {json.loads(p.read_text())["run"]["hash"] for p in record_files(runs)}
-    assert set(sent_live) == keys
-    one = next(iter(sent_live.values()))
+    zero = entry_of(runs / "xnli" / "de" / "k0" / "zero-shot.json")
+    assert set(sent_live) == keys | {zero.key} and zero.key.startswith("zero-shot:")
+    assert sent_live[zero.key]["test_score"] == pytest.approx(
+        json.loads((runs / "xnli/de/k0/zero-shot.json").read_text())["test_score"])
+    one = sent_live[sorted(keys)[0]]
     assert one["params"]["arm"] == "full" and one["params"]["task"] == "xnli"
     assert [step for step, _ in one["dev"]] == [1, 2]
     capsys.readouterr()
@@ -187,7 +192,7 @@ def test_a_tracker_failing_mid_sweep_loses_no_record(study, tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert err.count("tensorboard: logging failed (ConnectionError: server down); the "
                      "records are written, send them later with fsxlt runs log") == 1
-    assert len(record_files(runs)) == N_RECORDS and len(calls) == 2
+    assert len(record_files(runs)) == N_RECORDS - 1 and len(calls) == 2  # and the K=0
     monkeypatch.setattr(trackers._TensorBoard, "send", send)
     assert run_app(["runs", "log", str(runs), "--to", "tensorboard", "--uri",
                     str(tmp_path / "tb")]) == 0
@@ -288,3 +293,30 @@ def test_every_mlflow_request_is_bounded_unless_the_user_bounds_it(tmp_path, mon
     trackers.open_tracker("mlflow", f"sqlite:///{tmp_path / 'm.db'}", "p")
     assert seen == [{**trackers.MLFLOW_BOUNDS, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3"}]
     assert "MLFLOW_HTTP_REQUEST_TIMEOUT" not in os.environ
+
+
+def test_an_unreadable_record_is_named_where_it_is_left_out(study, tmp_path, capsys):
+    """Issue 72, item 4: runs log and runs export name a record they cannot read; runs log
+    refuses a folder that holds no run record in one line."""
+    runs = tmp_path / "runs"
+    assert run_app(["sweep", str(config(study, runs)), "--workers", "0", "--threads", "1"]) == 0
+    broken = runs / "xnli" / "de" / "k1" / "full" / "01.json"
+    broken.write_text("{not json")
+    capsys.readouterr()
+    assert run_app(["runs", "log", str(runs), "--to", "tensorboard", "--uri",
+                    str(tmp_path / "tb")]) == 0
+    out = capsys.readouterr()
+    assert f"warning: {broken}: unreadable record (not JSON), not sent" in out.err
+    assert (f"{N_RECORDS - 1} records sent to tensorboard, 0 sent before with the same bytes; "
+            "0 error or unfinished records left out; 1 unreadable (named above)") in out.out
+    assert run_app(["runs", "export", str(runs), str(tmp_path / "export")]) == 0
+    out = capsys.readouterr()
+    assert f"warning: {broken}: unreadable record (not JSON), not exported" in out.err
+    assert "1 unreadable (named above)" in out.out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_app(["runs", "log", str(empty), "--to", "tensorboard", "--uri",
+                    str(tmp_path / "tb2")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no run records" in err
+    assert not (tmp_path / "tb2").exists()

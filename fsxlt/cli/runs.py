@@ -53,8 +53,12 @@ def export_command(
     if config is not None and not config.is_file():
         raise FsxltError(f"--config {config}: no such file")
     done = export_results(runs, out, config=config, name=name)
+    for rel in done.unreadable:
+        typer.echo(f"warning: {runs / rel}: unreadable record (not JSON), not exported",
+                   err=True)
     left = f"; left out {len(done.left_out)} error or imported records" if done.left_out \
         else ""
+    left += f"; {len(done.unreadable)} unreadable (named above)" if done.unreadable else ""
     typer.echo(f"{len(done.records)} records and {done.n_predictions} prediction rows "
                f"written to {out}{left}; load them with datasets.load_dataset('{out}', "
                "'records', split='records')")
@@ -134,16 +138,24 @@ def log_command(
     if not runs.is_dir():
         raise FsxltError(f"{runs}: no such runs directory")
     from fsxlt.cli.progress import bar
+    from fsxlt.report.hf_results import zero_shot_files
     from fsxlt.study.imports import read_imports
 
-    logger = tracker_logger(to, uri, project, lambda line: typer.echo(line, err=True))
     imported = read_imports(runs)  # another study's records are theirs to send
-    paths = [path for path in record_files(runs)
+    paths = [path for path in sorted(record_files(runs) + zero_shot_files(runs))
              if path.relative_to(runs).as_posix() not in imported]
+    if not paths:
+        raise FsxltError(f"{runs}: no run records (<task>/<lang>/k<K>/<arm>/<bucket>.json) "
+                         "under it; give the runs directory of a sweep or of fsxlt adapt")
+    logger = tracker_logger(to, uri, project, lambda line: typer.echo(line, err=True))
 
     logger.log_all(bar("logging", "record")(paths))
     if logger.failed:
         raise typer.Exit(1)
+    for path in logger.unreadable:
+        typer.echo(f"warning: {path}: unreadable record (not JSON), not sent", err=True)
+    left = len(paths) - sum(logger.counts.values()) - len(logger.unreadable)
     typer.echo(f"{logger.counts['sent']} records sent to {to}, {logger.counts['unchanged']} "
-               f"sent before with the same bytes; {len(paths) - sum(logger.counts.values())} "
-               "files that are no finished run record left out")
+               f"sent before with the same bytes; {left} error or unfinished records left "
+               f"out" + (f"; {len(logger.unreadable)} unreadable (named above)"
+                         if logger.unreadable else ""))

@@ -138,10 +138,12 @@ def sweep_status(config: SweepConfig, save_predictions: bool = False,
 
 
 def write_zero_shot(plan: Plan, replace: bool = False,
-                    say: Callable[[str], None] | None = None) -> None:
+                    say: Callable[[str], None] | None = None,
+                    on_record: Callable[[str], None] | None = None) -> None:
     """Copy each K=0 score from the checkpoint's record into RUNS_DIR (write-once: an
     identical record stays, another one is refused unless ``replace``, and each one
-    replaced is named through ``say``, standard error by default)."""
+    replaced is named through ``say``, standard error by default). ``on_record`` receives
+    each K=0 record's path, written now or before (a tracker sends each record once)."""
     from fsxlt.study.runs import check_zero_shot
 
     say = say or (lambda line: print(line, file=sys.stderr))
@@ -152,6 +154,8 @@ def write_zero_shot(plan: Plan, replace: bool = False,
             say(f"replacing {zero.record_path} ({differ} differ)")
         if differ is not None:
             atomic_write_json(zero.record_path, zero.record)
+        if on_record is not None:
+            on_record(str(zero.record_path))
 
 
 def versions_note(versions: Iterable[str], what: str) -> str | None:
@@ -380,7 +384,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
             say(mixed)
         for line in status.plan.notes:
             say(line)
-        write_zero_shot(status.plan, replace, say)
+        write_zero_shot(status.plan, replace, say, on_record)
         result = SweepResult(status)
         _execute(status, result, say, config.out, executor=executor, workers=workers,
                  devices=devices, device=device, threads=threads, address=address,

@@ -164,6 +164,7 @@ class ExportedResults:
     records: list[dict[str, Any]]
     n_predictions: int
     left_out: list[str] = field(default_factory=list)  # error and imported records
+    unreadable: list[str] = field(default_factory=list)  # not JSON records at all
 
 
 def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path | None = None,
@@ -181,14 +182,15 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
     imported = read_imports(root)
-    rows, predictions, left_out = [], [], []
+    rows, predictions, left_out, unreadable = [], [], [], []
     for path in sorted(record_files(root) + zero_shot_files(root)):
         rel = path.relative_to(root).as_posix()
-        text = path.read_text(encoding="utf-8")
         try:
+            text = path.read_text(encoding="utf-8")
             record = loads_strict(text)
-        except ValueError:
-            record = None
+        except (UnicodeDecodeError, ValueError):
+            unreadable.append(rel)
+            continue
         if rel in imported or not _finished(record):
             left_out.append(rel)
             continue
@@ -222,7 +224,7 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
         for rel, data in files.items():
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).write_bytes(data)
-    return ExportedResults(rows, len(predictions), left_out)
+    return ExportedResults(rows, len(predictions), left_out, unreadable)
 
 
 def _apart(path: Path, other: Path, what: str, other_what: str) -> None:

@@ -104,6 +104,29 @@ def _arms(rows: list[dict[str, Any]]) -> list[str]:
     for arm, pairs in sorted(found.items()):
         for encoder, start in sorted(pairs):
             lines.append(f"| {arm} | {encoder} | {start} |")
+    return lines + [""] + _learned_nothing(rows)
+
+
+def _learned_nothing(rows: list[dict[str, Any]]) -> list[str]:
+    """A warning per arm (or K=0 record) whose start learned nothing on its source dev set,
+    as its records say (``fsxlt report`` says the same): their scores say nothing of the
+    method."""
+    found: dict[str, set[str]] = {}
+    for row in rows:
+        record = json.loads(row["record"])
+        model = record.get("model") if isinstance(record.get("model"), dict) else {}
+        start = model.get("start") if isinstance(model.get("start"), dict) else {}
+        warnings = start.get("warnings") or record.get("warnings") or []
+        if isinstance(warnings, list) and warnings:
+            where = row["arm"] or f"K=0 of {row['task']}/{row['language']}"
+            found.setdefault(str(where), set()).update(str(w) for w in warnings)
+    if not found:
+        return []
+    lines = ["**Warning: a start that learned nothing.** These records were adapted from (or "
+             "are the zero-shot score of) a source-trained start that learned nothing on its "
+             "source dev set; their scores say nothing of the method:", ""]
+    lines += [f"- {where}: {'; '.join(sorted(warnings))}"
+              for where, warnings in sorted(found.items())]
     return lines + [""]
 
 

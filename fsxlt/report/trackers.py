@@ -1,6 +1,7 @@
 """Run records sent to the trackers researchers watch: MLflow, Weights & Biases, TensorBoard.
 
-One tracker run per record, named by its coordinates (``task/lang/kK/arm/bucket``) and
+One tracker run per record, K=0 records (``task/lang/k0/zero-shot``) included, named by
+its coordinates (``task/lang/kK/arm/bucket``) and
 tagged with them; the record's identity hash (``fsxlt.run_hash``) is the key and the
 sha256 of its bytes (``fsxlt.record_sha256``) says which version of it was sent:
 
@@ -57,7 +58,13 @@ from typing import Any
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, loads_strict, sha256_text
 from fsxlt.report.records import dev_curve
-from fsxlt.study.runs import arm_of, bucket_stem, is_complete, predictions_path
+from fsxlt.study.runs import (
+    ZERO_SHOT_FORMAT,
+    arm_of,
+    bucket_stem,
+    is_complete,
+    predictions_path,
+)
 
 TRACKERS = {"mlflow": "mlflow", "wandb": "wandb", "tensorboard": "tensorboard"}  # extra
 CONNECT_TIMEOUT_S = 5.0
@@ -84,13 +91,43 @@ class Entry:
     files: list[Path] = field(default_factory=list)
 
 
+def _readable(path: Path) -> bool:
+    """Whether ``path`` holds a JSON object (a record, finished or not)."""
+    try:
+        return isinstance(loads_strict(path.read_text(encoding="utf-8")), dict)
+    except (OSError, ValueError):
+        return False
+
+
+def _zero_shot_entry(path: Path, text: str, record: dict[str, Any]) -> Entry | None:
+    """A K=0 record's entry (the start's zero-shot score, copied by a sweep): keyed by its
+    task, language and start, named ``task/lang/k0/zero-shot``."""
+    start = record.get("start") if isinstance(record.get("start"), dict) else {}
+    if record.get("status") != "ok" or not isinstance(record.get("test_score"), (int, float)):
+        return None
+    coordinates = {"task": str(record.get("task")), "language": str(record.get("language")),
+                   "k": "0", "arm": "zero-shot", "bucket": ""}
+    identity = {"task": coordinates["task"], "language": coordinates["language"],
+                "start": start.get("fingerprint") or start.get("id") or start.get("encoder")}
+    key = "zero-shot:" + sha256_text(json.dumps(identity, sort_keys=True))
+    params = {name: value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+              for name, value in sorted(start.items())}
+    params.update(arm="zero-shot", metric=str(record.get("metric") or ""))
+    name = f"{coordinates['task']}/{coordinates['language']}/k0/zero-shot"
+    return Entry(key, sha256_text(text), name, {**coordinates, "fsxlt.run_hash": key},
+                 params, [], {"test_score": float(record["test_score"])}, [path])
+
+
 def entry_of(path: Path) -> Entry | None:
-    """The entry of the record at ``path``; None for anything but a finished run record."""
+    """The entry of the record at ``path``: a finished run record's, or a K=0 record's;
+    None for anything else."""
     try:
         text = path.read_text(encoding="utf-8")
         record = loads_strict(text)
     except (OSError, ValueError):
         return None
+    if isinstance(record, dict) and record.get("format") == ZERO_SHOT_FORMAT:
+        return _zero_shot_entry(path, text, record)
     if not is_complete(record) or not isinstance(record.get("bucket"), dict) \
             or record.get("k") is None or not isinstance(record.get("run"), dict):
         return None
@@ -316,6 +353,7 @@ class RecordLogger:
         self.tracker, self.kind, self.say = tracker, kind, say
         self.failed = False
         self.counts = {"sent": 0, "unchanged": 0}
+        self.unreadable: list[str] = []  # record files that are not JSON records at all
 
     def log(self, path: str | Path) -> str:
         """Send the record at ``path``: ``sent``, ``unchanged``, ``skipped`` (no finished
@@ -324,6 +362,8 @@ class RecordLogger:
             return "off"
         entry = entry_of(Path(path))
         if entry is None:
+            if not _readable(Path(path)):
+                self.unreadable.append(str(path))
             return "skipped"
         try:
             state = "unchanged" if self.tracker.sent(entry) else "sent"

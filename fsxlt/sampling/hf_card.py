@@ -78,6 +78,7 @@ def _set_section(one: Any) -> list[str]:
              f"- **Source data**: {_source(task, manifest)}",
              f"- **Reading**: {_reading(task, manifest)}",
              f"- **Columns**: {_columns(task, manifest)}"]
+    lines += [f"- **{what}**: {line}" for what, line in _split_sources(manifest)]
     if manifest.get("missing_labels"):
         lines.append(f"- Labels that never occur in the pool the buckets were drawn from: "
                      f"{', '.join(manifest['missing_labels'])}")
@@ -88,6 +89,20 @@ def _set_section(one: Any) -> list[str]:
     for split, digest in split_hashes(manifest).items():
         lines.append(f"| {split} | {_split_role(split)} | `{digest}` |")
     return [*lines, ""]
+
+
+def _split_sources(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    """The local file each split that came from one was computed from (a published set's
+    remaining dev set: the user's dev file), with its sha256 and the rule."""
+    found = []
+    for key, what in (("dev_remaining", "Remaining dev set"), ("test", "Test set")):
+        entry = manifest.get(key)
+        source = entry.get("source") if isinstance(entry, dict) else None
+        if isinstance(source, dict) and source.get("file") and source.get("sha256"):
+            rule = f"; {entry['rule']}" if entry.get("rule") else ""
+            found.append((what, f"computed from the local file `{source['file']}` (sha256 "
+                                f"`{source['sha256']}`){rule}"))
+    return found
 
 
 def _reading(task: TaskSpec, manifest: dict[str, Any]) -> str:
