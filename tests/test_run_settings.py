@@ -163,3 +163,26 @@ def test_the_report_notes_a_cell_trained_with_two_micro_batch_sizes(study, basel
     note = mixed_micro_batches(load_records(runs))
     assert note == ("note: xnli/de/k1/full mix records trained with micro_batch 8 and "
                     "default; see docs/sweeps.md#failures")
+
+
+def test_a_resume_with_another_thread_count_says_so(study, baseline, tmp_path):
+    """The thread count is stated, not identity: a sweep that finds finished CPU records of
+    another count, and will run more, says so in one line."""
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(baseline, runs)
+    (runs / "xnli/de/k2/full/01.json").unlink()
+    config = parse_config(sweep_config(study, runs, n_buckets=2, tasks=TASKS))
+    said: list[str] = []
+    run_sweep(config, workers=0, threads=2, note=said.append)
+    assert ("note: finished CPU records of this sweep ran with other torch thread counts "
+            "(3 with 1) than its runs now will (2); CPU numerics depend on the count "
+            "(--threads 1 to match; docs/training.md#numerics-are-pinned)") in said
+    said.clear()
+    (runs / "xnli/de/k1/full/00.json").unlink()
+    run_sweep(config, workers=0, threads=1, note=said.append)  # the one of 2 threads: noted
+    assert any("(1 with 2)" in line for line in said)
+    said.clear()
+    run_sweep(config, workers=0, threads=1, note=said.append)  # nothing to run: no note
+    assert not any("thread counts" in line for line in said)

@@ -266,7 +266,7 @@ def _run_adapt(runs: list[Any], out: Path, *, replace: bool, save_predictions: b
     from fsxlt.execution import run_group
     from fsxlt.execution.heartbeat import watched
     from fsxlt.study.directories import RUNS, writer_lock
-    from fsxlt.study.runs import plan_messages, plan_writes
+    from fsxlt.study.write_plan import plan_messages, plan_writes
 
     failed: list[Any] = []
     with writer_lock(out, RUNS, early=True) as lock:  # held before the load where out exists

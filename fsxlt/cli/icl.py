@@ -162,7 +162,7 @@ def options_logger(options: LmRunOptions) -> Any:
 def first_plan(runs: list, options: LmRunOptions) -> Any:
     """The runs' write plan before the model loads; None, each done run said, when there
     is nothing to run (``fsxlt icl`` and ``fsxlt lm-adapt``)."""
-    from fsxlt.study.runs import plan_writes
+    from fsxlt.study.write_plan import plan_writes
 
     plan = plan_writes(runs, replace=options.replace, need_predictions=options.save_predictions)
     if plan.pending:
@@ -185,7 +185,7 @@ def claim_pending(lock: Any, runs: list, options: LmRunOptions) -> set[Path]:
     """Claim the runs directory, plan the writes again under the claim (another writer may
     have finished some meanwhile), say what is done or replaced, and return the record
     paths still to write."""
-    from fsxlt.study.runs import plan_messages, plan_writes
+    from fsxlt.study.write_plan import plan_messages, plan_writes
 
     lock.claim()
     writes = plan_writes(runs, replace=options.replace,

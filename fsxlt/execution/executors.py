@@ -1,7 +1,7 @@
 """Running a sweep: resume check, grouping, and the local and Ray executors.
 
 :func:`run_sweep` expands a config, writes the zero-shot (K=0) records, drops
-the runs whose record is already done (:func:`fsxlt.study.runs.plan_writes`),
+the runs whose record is already done (:func:`fsxlt.study.write_plan.plan_writes`),
 groups the rest by (task, language, start) and hands the groups to an executor:
 
 - ``local``: ``workers`` processes (spawn context) pulling groups from a queue;
@@ -63,6 +63,7 @@ class SweepStatus:
     pending: list[tuple[RunSpec, str]] = field(default_factory=list)  # (run, why)
     replaced: list[tuple[RunSpec, str]] = field(default_factory=list)  # (run, what differs)
     versions: set[str] = field(default_factory=set)  # fsxlt versions of the done records
+    cpu_threads: dict[int, int] = field(default_factory=dict)  # done CPU records per count
 
     def groups(self, workers: int = 1) -> list[list[RunSpec]]:
         """The pending runs by :attr:`RunSpec.group_key` (a worker's model load and
@@ -125,7 +126,7 @@ def sweep_status(config: SweepConfig, save_predictions: bool = False,
     does not exist yet is named in ``plan.missing_starts`` instead of refused,
     and its runs are pending as ``no start``.
     """
-    from fsxlt.study.runs import plan_writes
+    from fsxlt.study.write_plan import plan_writes
 
     plan = plan if plan is not None else expand(config, missing_starts_ok)
     ready = [run for run in plan.runs if not plan.start_missing(run)]
@@ -134,7 +135,8 @@ def sweep_status(config: SweepConfig, save_predictions: bool = False,
     pending = writes.pending + [(run, "no start") for run in plan.runs
                                 if plan.start_missing(run)]
     pending.sort(key=lambda item: order[id(item[0])])
-    return SweepStatus(plan, writes.done, pending, writes.replaced, writes.versions)
+    return SweepStatus(plan, writes.done, pending, writes.replaced, writes.versions,
+                       writes.cpu_threads)
 
 
 def write_zero_shot(plan: Plan, replace: bool = False,
@@ -144,7 +146,7 @@ def write_zero_shot(plan: Plan, replace: bool = False,
     identical record stays, another one is refused unless ``replace``, and each one
     replaced is named through ``say``, standard error by default). ``on_record`` receives
     each K=0 record's path, written now or before (a tracker sends each record once)."""
-    from fsxlt.study.runs import check_zero_shot
+    from fsxlt.study.write_plan import check_zero_shot
 
     say = say or (lambda line: print(line, file=sys.stderr))
     wanted = [(zero, check_zero_shot(zero.record_path, zero.record, replace))
@@ -156,6 +158,35 @@ def write_zero_shot(plan: Plan, replace: bool = False,
             atomic_write_json(zero.record_path, zero.record)
         if on_record is not None:
             on_record(str(zero.record_path))
+
+
+def threads_note(done: dict[int, int], threads: int | None) -> str | None:
+    """One line when finished CPU records ran with another torch thread count than this
+    sweep's CPU runs will (``threads``; None: not known here): CPU numerics depend on the
+    count, which is stated in every record, not in the identity."""
+    other = {count: n for count, n in done.items() if count != threads}
+    if threads is None or not other:
+        return None
+    counts = ", ".join(f"{n} with {count}" for count, n in sorted(other.items()))
+    return (f"note: finished CPU records of this sweep ran with other torch thread counts "
+            f"({counts}) than its runs now will ({threads}); CPU numerics depend on the count "
+            f"(--threads {max(other, key=other.get)} to match; "
+            "docs/training.md#numerics-are-pinned)")
+
+
+def _cpu_threads(executor: str, device: str, workers: int, threads: int | None,
+                 groups: int) -> int | None:
+    """The torch threads this sweep's CPU runs will use (local executor on the CPU), else
+    None."""
+    if executor != "local" or device not in ("cpu", "auto"):
+        return None
+    import torch
+
+    if device == "auto" and torch.cuda.is_available():
+        return None
+    if workers <= 0:
+        return threads or torch.get_num_threads()
+    return threads or _default_threads(min(workers, max(groups, 1)))
 
 
 def versions_note(versions: Iterable[str], what: str) -> str | None:
@@ -356,7 +387,7 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     tracker, :mod:`fsxlt.report.trackers`).
     """
     from fsxlt.study.directories import RUNS, claim, writer_lock
-    from fsxlt.study.runs import check_zero_shot
+    from fsxlt.study.write_plan import check_zero_shot
 
     if executor not in EXECUTORS:
         raise FsxltError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
@@ -382,6 +413,11 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
                               f"{len(status.done)} finished records of this sweep were")
         if mixed:
             say(mixed)
+        if status.pending:
+            threads_note_line = threads_note(status.cpu_threads, _cpu_threads(
+                executor, device, workers, threads, len(status.groups(workers))))
+            if threads_note_line:
+                say(threads_note_line)
         for line in status.plan.notes:
             say(line)
         write_zero_shot(status.plan, replace, say, on_record)

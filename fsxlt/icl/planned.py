@@ -4,8 +4,8 @@ or LoRA-tuned (``fsxlt lm-adapt``: :class:`fsxlt.icl.tuning_plan.LmRun`).
 Both are frozen dataclasses of their own fields (the bucket, the data files, the record's
 path, the identity); :class:`CausalLmRun` gives them what they derive alike from those:
 the task's spec (a task YAML's own, else the registry's), the identity's hash that
-``fsxlt.study.runs.plan_writes`` compares with a record's, the run's id and its arm (the folder
-its record is in).
+``fsxlt.study.write_plan.plan_writes`` compares with a record's, the run's id and its arm
+(the folder its record is in).
 """
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ class IclSettings:
 
 @dataclass(frozen=True)
 class IclRun(CausalLmRun):
-    """One ICL run: what ``fsxlt.study.runs.plan_writes`` needs, and where its inputs are."""
+    """One ICL run: what ``fsxlt.study.write_plan.plan_writes`` needs, and where its inputs are."""
 
     task: str
     language: str

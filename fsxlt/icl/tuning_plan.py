@@ -101,7 +101,7 @@ class LmSettings:
 
 @dataclass(frozen=True)
 class LmRun(CausalLmRun):
-    """One LoRA run: what ``fsxlt.study.runs.plan_writes`` needs, and where its inputs are."""
+    """One LoRA run: what ``fsxlt.study.write_plan.plan_writes`` needs, and where its inputs are."""
 
     task: str
     language: str
