@@ -91,6 +91,26 @@ def test_dry_run_lists_the_runs_of_a_start_not_trained_yet(study, tmp_path, caps
     assert len(err.splitlines()) == 1 and not (tmp_path / "runs").exists()
 
 
+def test_a_missing_start_written_as_shipped_configs_write_it_never_asks_the_hub(
+        study, tmp_path, capsys, monkeypatch):
+    """Issue 73, item 1: ``start: ckpt/{task}-mbert`` (relative, shaped like a hub id) that
+    does not exist yet is a checkpoint still to source-train: the dry run plans it without
+    asking the hub (closed here), and exits 0."""
+    from fsxlt import identity
+
+    def closed(*args, **kwargs):
+        raise AssertionError("the hub was asked about a start that does not exist")
+
+    monkeypatch.setattr(identity, "hub_commit", closed)
+    monkeypatch.chdir(tmp_path)
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, tmp_path / "runs", start="ckpt/{task}-mbert"))
+    assert run_app(["sweep", str(config), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert ("start missing: ckpt/xnli-mbert (task xnli; fsxlt source-train writes it): "
+            f"{N_RUNS} runs cannot run yet") in err
+
+
 def test_no_zero_shot_record_from_another_test_set(study, tmp_path, capsys):
     """The K=0 row is the checkpoint's zero-shot score only if it scored the runs' test set:
     a checkpoint whose test set of one language differs gets no K=0 record there, said."""

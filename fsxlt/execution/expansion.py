@@ -106,6 +106,7 @@ def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
     for plan in config.tasks:
         spec = plan.spec
         starts = _starts(plan, result.missing_starts if missing_starts_ok else None)
+        hashes.missing.update(start for _task, start in result.missing_starts)
         for lang in plan.languages:
             untrained_sets: tuple[Path, Path | None] | None = None  # K=0 runs' dev, test
             reading = DEFAULT_READING  # how the first K's set reads them

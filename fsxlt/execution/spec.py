@@ -213,6 +213,9 @@ class Hashes:
     def __init__(self) -> None:
         self.cache: dict[str, str] = {}
         self.source_cache: dict[str, tuple[str, ...]] = {}
+        # starts a dry run plans that do not exist yet: local checkpoints still to
+        # source-train (a sweep's start is never a hub model), never looked up on the hub
+        self.missing: set[str] = set()
 
     def file(self, path: Path) -> str:
         key = str(path)
@@ -236,6 +239,8 @@ class Hashes:
         return self.cache[key]
 
     def start(self, start: str) -> str:
+        if start in self.missing:
+            return f"missing:{start}"
         key = f"start:{start}"
         if key not in self.cache:
             self.cache[key] = start_fingerprint(start)
@@ -243,6 +248,8 @@ class Hashes:
 
     def sources(self, start: str) -> tuple[str, ...]:
         """The start checkpoint's source languages, read once per plan."""
+        if start in self.missing:
+            return ()
         if start not in self.source_cache:
             self.source_cache[start] = tuple(start_source_languages(start))
         return self.source_cache[start]
@@ -479,7 +486,8 @@ def build_run(plan: TaskPlan, lang: str, k: int, bucket_id: tuple[int, str], ref
                    arm_regime_label(regime_fields, lang))
     stem = name or bucket_name(index)
     return RunSpec(task=plan.task, language=lang, k=k, index=index, method=method.name,
-                   source_training=source_training, start=pinned(start),  # hub: its commit
+                   source_training=source_training,
+                   start=start if start in hashes.missing else pinned(start),  # hub: commit
                    bucket_path=str(bucket) if bucket is not None else "",
                    bucket_sha256=bucket_sha, dev_path=str(dev),
                    test_path=str(test) if test is not None else "",
