@@ -19,7 +19,7 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from fsxlt.errors import FsxltError
+from fsxlt.errors import FsxltError, did_you_mean
 
 
 def document(raw: Any, where: str, what: str) -> dict[str, Any]:
@@ -46,7 +46,8 @@ def check_keys(raw: Mapping[str, Any], allowed: Collection[str], where: str,
     """
     unknown = sorted(str(key) for key in set(raw) - set(allowed))
     if unknown:
-        raise FsxltError(f"{where}: unknown key(s){section}: {', '.join(unknown)} "
+        named = ", ".join(f"{key}{did_you_mean(key, allowed)}" for key in unknown)
+        raise FsxltError(f"{where}: unknown key(s){section}: {named} "
                          f"(valid: {', '.join(sorted(allowed))})")
 
 

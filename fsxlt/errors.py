@@ -8,6 +8,7 @@ users can catch it like any other exception.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -37,3 +38,12 @@ class InsufficientDataError(FsxltError):
         self.label = label
         self.needed = needed
         self.available = available
+
+
+def did_you_mean(value: str, valid: Iterable[str]) -> str:
+    """`` (did you mean 'lrs'?)`` for the valid name nearest to a mistyped ``value``
+    (difflib's ratio of at least 0.6), else ``""``: for one-line refusals."""
+    import difflib
+
+    found = difflib.get_close_matches(str(value), [str(v) for v in valid], n=1, cutoff=0.6)
+    return f" (did you mean {found[0]!r}?)" if found else ""

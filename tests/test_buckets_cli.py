@@ -182,7 +182,8 @@ def test_a_sweep_over_a_set_with_a_gap_runs_the_other_buckets(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["-t", "nli", "-l", "de"], "error: unknown task 'nli'; valid: bustm, chid"),
+    (["-t", "nli", "-l", "de"],
+     "error: unknown task 'nli' (did you mean 'xnli'?); valid: bustm, chid"),
     (["-t", "xnli", "-l", "xx"], "error: unknown language 'xx' for task xnli"),
     (["-t", "xnli", "-l", "de", "--data", "MISSING"], "missing.tsv: file not found"),
     (["-t", "xnli", "-l", "de", "-k", "8", "--data", "DEV"],

@@ -275,6 +275,7 @@ def test_records_of_other_settings_are_refused_unless_replaced(study, reference,
     ({"methods": ["lora-x"]}, "unknown method 'lora-x'"),
     ({"buckets": "/nonexistent"}, "no bucket set"),
     ({"workers": 3}, "unknown key(s): workers"),
+    ({"lr": [1e-3]}, "unknown key(s): lr (did you mean 'lrs'?) (valid: "),
     ({"n_buckets": 9}, "holds 5 buckets"),
 ])
 def test_config_errors_are_one_line(study, tmp_path, capsys, change, message):

@@ -37,7 +37,8 @@ def test_registry_has_the_six_tasks_with_their_label_sets():
 
 
 def test_unknown_task_and_language_list_the_valid_ones():
-    with pytest.raises(FsxltError, match="unknown task 'nli'; valid: bustm, chid, cluewsc"):
+    with pytest.raises(FsxltError,
+                       match=r"unknown task 'nli' \(did you mean 'xnli'\?\); valid: bustm, chid"):
         get_task("nli")
     with pytest.raises(FsxltError, match="unknown language 'xx' for task xnli; valid: ar, bg"):
         get_task("xnli").check_language("xx")
@@ -161,3 +162,17 @@ def test_hub_rows_use_class_label_names():
                                                                         "contradiction"])}))
     assert examples_from_hub_rows(get_task("xnli"), nli, "hf:y") == [
         TextExample("hf:y:0", "p", "h", "contradiction")]
+
+
+def test_a_mistyped_task_or_language_is_told_the_nearest_valid_one():
+    """Issue 73, item 6: one line, with the nearest valid name where one is near."""
+    from fsxlt.errors import FsxltError
+    from fsxlt.tasks import get_task
+
+    with pytest.raises(FsxltError, match=r"unknown task 'xlni' \(did you mean 'xnli'\?\); "):
+        get_task("xlni")
+    with pytest.raises(FsxltError, match=r"unknown language 'dee' for task xnli \(did you "
+                       r"mean 'de'\?\); valid: "):
+        get_task("xnli").check_language("dee")
+    with pytest.raises(FsxltError, match=r"^unknown task 'qqqqqq'; valid: "):
+        get_task("qqqqqq")  # nothing near: no guess

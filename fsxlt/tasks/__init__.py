@@ -29,7 +29,7 @@ from typing import Any, Literal
 import yaml
 
 from fsxlt.config_checks import document, mapping, one_of, require
-from fsxlt.errors import FsxltError
+from fsxlt.errors import FsxltError, did_you_mean
 from fsxlt.fileio import parse_yaml
 
 TaskKind = Literal["classification", "tagging", "multiple_choice", "extractive_qa", "generation"]
@@ -259,7 +259,8 @@ class TaskSpec:
         """Return ``language`` if the task supports it, else raise a one-line error."""
         if language not in self.languages:
             raise FsxltError(
-                f"unknown language {language!r} for task {self.name}; "
+                f"unknown language {language!r} for task {self.name}"
+                f"{did_you_mean(language, self.languages)}; "
                 f"valid: {', '.join(self.languages)}"
             )
         return language
@@ -560,4 +561,5 @@ def get_task(name_or_path: str | TaskSpec) -> TaskSpec:
     if path.suffix in (".yaml", ".yml") and path.is_file():
         raw = parse_yaml(path.read_text(encoding="utf-8"), str(path))
         return parse_task(raw, where=str(path))
-    raise FsxltError(f"unknown task {name_or_path!r}; valid: {', '.join(sorted(tasks))}")
+    raise FsxltError(f"unknown task {name_or_path!r}{did_you_mean(name_or_path, tasks)}; "
+                     f"valid: {', '.join(sorted(tasks))}")
