@@ -524,7 +524,8 @@ def assert_interrupted(done: subprocess.CompletedProcess, action: str) -> None:
         assert done.returncode == -signal.SIGKILL, done.stderr
     else:
         assert done.returncode == 130, done.stderr
-        assert done.stderr.strip().splitlines()[-1] == "interrupted", done.stderr
+        assert done.stderr.strip().splitlines()[-1].startswith("interrupted: what finished "
+                                                               "is kept"), done.stderr
         assert "Traceback" not in done.stderr
 
 

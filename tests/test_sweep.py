@@ -224,6 +224,35 @@ def test_sigkill_and_resume_gives_the_same_records_and_report(study, reference, 
     assert sweep_status(load_config(config)).pending == []
 
 
+def test_ctrl_c_on_a_sweep_with_workers_is_one_line_and_it_resumes(study, reference,
+                                                                   tmp_path):
+    """Issue 73, item 7: SIGINT to the sweep and its workers (a terminal's Ctrl-C): no
+    traceback from any worker, one line saying what is kept; the rerun finishes it."""
+    runs = tmp_path / "runs"
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(study, runs))
+    proc = subprocess.Popen([sys.executable, "-m", "fsxlt", "sweep", str(config),
+                             "--workers", "2"], cwd=REPO, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 300
+        while len(list(runs.glob("xnli/*/k[12]/full/*.json"))) < 1:
+            assert proc.poll() is None, "the sweep ended before it could be interrupted"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)  # the sweep and its workers, as Ctrl-C does
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].startswith("interrupted: what finished is kept")
+    assert run_app(["sweep", str(config), "--workers", "2"]) == 0
+    assert {k: strip_timings(v) for k, v in records(runs).items()} == {
+        k: strip_timings(v) for k, v in records(reference / "runs").items()}
+
+
 def test_a_failing_run_writes_an_error_record_and_the_sweep_goes_on(study, tmp_path, capsys):
     from tests.train_fixtures import NLI_LABELS, nli_data, write_bucket_set
 

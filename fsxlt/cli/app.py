@@ -11,7 +11,7 @@ non-zero exit status, never a traceback:
   ``error: <message>``, exit status 2;
 - an operating-system error on a named path (a directory that is a file,
   permission denied, disk full): ``error: <path>: <reason>``, exit status 2;
-- Ctrl-C: ``interrupted``, exit status 130.
+- Ctrl-C: one line, ``interrupted: ...`` (what is kept, how to go on), exit status 130.
 
 Every number an option or argument takes passes one check before the command
 runs (:func:`check_numbers`, the rule of :func:`fsxlt.config_checks.number_problem`
@@ -178,6 +178,10 @@ def _show_usage_error(err: BaseException) -> int:
     return int(getattr(err, "exit_code", 2))
 
 
+INTERRUPTED_LINE = ("interrupted: what finished is kept, each file written whole; the same "
+                    "command again goes on from there")
+
+
 def run_app(args: list[str] | None = None) -> int:
     """Run the CLI and return its exit status; user errors print one line."""
     try:
@@ -191,7 +195,7 @@ def run_app(args: list[str] | None = None) -> int:
         print("aborted", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(INTERRUPTED_LINE, file=sys.stderr)
         return INTERRUPTED
     except usage_error_types() as err:
         return _show_usage_error(err)
@@ -202,5 +206,5 @@ def run_app(args: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if status == INTERRUPTED:  # typer turns Ctrl-C into Exit(130) and returns it
-        print("interrupted", file=sys.stderr)
+        print(INTERRUPTED_LINE, file=sys.stderr)
     return status if isinstance(status, int) else 0

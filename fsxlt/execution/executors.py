@@ -231,12 +231,15 @@ def _local_worker(slot: int, tasks: Any, results: Any, device: str, gpu: str | N
     import torch
 
     torch.set_num_threads(threads)
-    while True:
-        group = tasks.get()
-        if group is None or orphaned():
-            break
-        run_group(group, device=device, on_result=results.put, should_stop=orphaned,
-                  save_predictions=save_predictions)
+    try:
+        while True:
+            group = tasks.get()
+            if group is None or orphaned():
+                break
+            run_group(group, device=device, on_result=results.put, should_stop=orphaned,
+                      save_predictions=save_predictions)
+    except KeyboardInterrupt:  # Ctrl-C reaches every worker: the sweep says it, once
+        return
     results.put(("exit", slot))
 
 
