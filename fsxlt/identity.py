@@ -159,7 +159,8 @@ def _hub_failure(repo: str, revision: str | None, err: BaseException,
     """The one line for a hub model that could not be resolved."""
     cure = ("give a local model folder (--model DIR), or download the model where the hub "
             "answers and set HF_HUB_OFFLINE=1 to load it from the cache")
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on") \
+        and unreachable is None  # set by the user, not by close_hub
     if unreachable is not None or offline:
         why = "HF_HUB_OFFLINE is set" if offline else f"the hub does not answer ({unreachable})"
         return (f"{repo}: {why}, and the model (revision {revision or 'main'}) is not in the "
@@ -199,16 +200,38 @@ def url_host_port(url: str) -> tuple[str, int] | None:
 def hub_unreachable() -> str | None:
     """Why the hub (``HF_ENDPOINT``, else huggingface.co) cannot be reached, asked once per
     process with a connection of :data:`HUB_TIMEOUT_S`; None when it answers or when
-    ``HF_HUB_OFFLINE`` is set (the cache is all there is)."""
+    ``HF_HUB_OFFLINE`` is set (the cache is all there is). A hub found closed stays closed
+    for the process: every later load goes to the cache only (:func:`close_hub`)."""
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    if _HUB_REACHABLE.get(endpoint):
+        return _HUB_REACHABLE[endpoint]
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return None
-    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     if endpoint not in _HUB_REACHABLE:
         target = url_host_port(endpoint)
         why = connection_problem(*target, HUB_TIMEOUT_S) if target else None
         _HUB_REACHABLE[endpoint] = f"{target[0]}:{target[1]}: {why}" if why and target \
             else None
+        if _HUB_REACHABLE[endpoint]:
+            close_hub()
     return _HUB_REACHABLE[endpoint]
+
+
+def close_hub() -> None:
+    """Send every later hub load of this process to the local cache: the model's config,
+    weights, tokenizer and chat template, through transformers, huggingface_hub and
+    datasets alike, which would each retry a closed hub for minutes on their own. Set once
+    fsxlt has found the hub closed; the process's workers inherit it."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    import sys
+
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is None:
+        import huggingface_hub.constants as constants
+    constants.HF_HUB_OFFLINE = True
+    config = sys.modules.get("datasets.config")  # read at its import; set where imported
+    if config is not None and hasattr(config, "HF_HUB_OFFLINE"):
+        config.HF_HUB_OFFLINE = True
 
 
 def whole_words(text: str, width: int = 200) -> str:

@@ -29,6 +29,7 @@ def no_hub(monkeypatch, tmp_path):
     import huggingface_hub.constants as constants
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the user's: hub not closed
     return tmp_path / "hub-cache"
 
 
@@ -58,3 +59,32 @@ def test_whole_words_never_cuts_a_word():
     text = "word " * 100
     cut = identity.whole_words(text, 42)
     assert cut.endswith(" ...") and all(w == "word" for w in cut[:-4].split())
+
+
+def test_a_cached_model_loads_in_seconds_with_the_hub_closed(no_hub, tmp_path, capfd):
+    """Issue 73, item 9: once fsxlt finds the hub closed, every load of the process (config,
+    weights, tokenizer) goes to the cache: no retry lines, seconds not minutes (0.11: about
+    200 s and 40 retry lines with HF_HUB_OFFLINE unset)."""
+    import os
+    import shutil
+
+    from fsxlt.training.checkpoint import load_encoder
+    from tests.train_fixtures import make_encoder_dir
+
+    built = make_encoder_dir(tmp_path / "built")
+    commit = "b" * 40
+    snapshot = no_hub / "models--org--tiny" / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for path in built.iterdir():
+        if path.is_file():
+            shutil.copy(path, snapshot / path.name)
+    (no_hub / "models--org--tiny" / "refs").mkdir()
+    (no_hub / "models--org--tiny" / "refs" / "main").write_text(commit)
+    began = time.monotonic()
+    encoder, tokenizer = load_encoder("org/tiny")
+    took = time.monotonic() - began
+    out = capfd.readouterr()
+    assert took < 15, took
+    assert "retry" not in (out.out + out.err).lower(), out.err[-2000:]
+    assert tokenizer.is_fast and encoder.config.hidden_size == 32
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"  # closed for the process and its workers
