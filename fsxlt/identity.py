@@ -30,7 +30,7 @@ import os
 import re
 from pathlib import Path
 
-from fsxlt.errors import FsxltError
+from fsxlt.errors import FsxltError, did_you_mean
 from fsxlt.fileio import atomic_write_text, sha256_file
 
 _REMEMBERED = 1 << 20  # files this large have their hash kept across commands
@@ -156,9 +156,16 @@ def hub_commit(repo: str, revision: str | None = None, filename: str = "config.j
 
 def _hub_failure(repo: str, revision: str | None, err: BaseException,
                  unreachable: str | None) -> str:
-    """The one line for a hub model that could not be resolved."""
+    """The one line for a hub model that could not be resolved; a name whose folder part
+    exists here (``models/e5-smal``) is said to be no local folder either, with the nearest
+    folder there."""
     cure = ("give a local model folder (--model DIR), or download the model where the hub "
             "answers and set HF_HUB_OFFLINE=1 to load it from the cache")
+    parent = Path(repo).parent
+    if str(parent) not in ("", ".") and parent.is_dir():
+        folders = [p.name for p in parent.iterdir() if p.is_dir()]
+        cure = (f"there is no local folder {repo} either{did_you_mean(Path(repo).name, folders)}"
+                f"; {cure}")
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on") \
         and unreachable is None  # set by the user, not by close_hub
     if unreachable is not None or offline:

@@ -88,3 +88,16 @@ def test_a_cached_model_loads_in_seconds_with_the_hub_closed(no_hub, tmp_path, c
     assert "retry" not in (out.out + out.err).lower(), out.err[-2000:]
     assert tokenizer.is_fast and encoder.config.hidden_size == 32
     assert os.environ.get("HF_HUB_OFFLINE") == "1"  # closed for the process and its workers
+
+
+def test_a_mistyped_model_folder_is_said_to_be_no_folder_either(no_hub, tmp_path,
+                                                                   monkeypatch):
+    """Issue 73, item 7: ``models/e5-smal`` is read as a hub id; the line says there is no
+    such local folder either, and names the nearest folder there."""
+    (tmp_path / "models" / "e5-small").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(identity.FsxltError, match=r"models/e5-smal: the hub does not answer "
+                       r"\(127\.0\.0\.1:\d+: .*\), and the model \(revision main\) is not in "
+                       r"the local Hugging Face cache; there is no local folder models/e5-smal "
+                       r"either \(did you mean 'e5-small'\?\); give a local model folder"):
+        identity.hub_commit("models/e5-smal")
