@@ -133,7 +133,13 @@ def test_a_planned_subset_reports_no_missing_buckets_and_a_real_gap_is_named(stu
     assert cell["missing"] == "" and cell["expected"] == 2 and cell["n"] == 2
     capsys.readouterr()
     assert run_app(["report", str(out)]) == 0
-    assert "Missing buckets" not in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "Missing buckets" not in text
+    # issue 73, item 5: 2 of the set's 5 buckets are marked so, planned or not, and an
+    # interval over so few buckets is marked as such
+    assert cell["set_buckets"] == N_BUCKETS and "(n=2)" in text
+    assert "* over fewer than 5 buckets, which a bootstrap cannot say much of" in text
+    assert "]* |" in text
     (out / "xnli/de/k1/fc/01.json").unlink()  # a run the sweep planned but has no record of
     cells = aggregate(load_records(out))
     assert cells[(cells["k"] == 1) & (cells["arm"] == "fc")].iloc[0]["missing"] == "01"

@@ -166,6 +166,8 @@ def render_html(cells: pd.DataFrame, records: Records, root: Any, *, ddof: int =
 
 
 PLOT_KINDS = ("distribution.png", "vs_k.png", "curves.png")  # fsxlt.report.plots' files
+FEW_BUCKETS = 5  # an interval over fewer buckets is marked: resampling 2-4 values says little
+FEW_MARK = "*"
 
 
 def cell_tables(cells: pd.DataFrame) -> list[Table]:
@@ -175,11 +177,15 @@ def cell_tables(cells: pd.DataFrame) -> list[Table]:
     for task, part in cells.groupby("task", sort=True):
         rows = [[r.arm, r.language, str(r.k), str(r.n),
                  fmt(r.mean) + (f" ± {fmt(r.std)}" if r.n > 1 else ""),
-                 f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]" if r.n > 1 else "–",
+                 f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
+                 + (FEW_MARK if r.n < FEW_BUCKETS else "") if r.n > 1 else "–",
                  f"{fmt(r.min)}–{fmt(r.max)}" if r.k > 0 else "–"]
                 for r in part.itertuples(index=False)]
+        few = any(1 < r.n < FEW_BUCKETS for r in part.itertuples(index=False))
         tables.append(Table(f"{task}: every cell (test, points; interval: percentile "
-                            f"bootstrap of the mean, {BOOTSTRAP} resamples of the buckets)",
+                            f"bootstrap of the mean, {BOOTSTRAP} resamples of the buckets"
+                            + (f"; {FEW_MARK} over fewer than {FEW_BUCKETS} buckets, which "
+                               "a bootstrap cannot say much of" if few else "") + ")",
                             ["arm", "language", "K", "n", "mean ± std", "95% CI",
                              "min–max"], rows))
     return tables

@@ -6,9 +6,10 @@ Conventions (docs/protocol.md#reporting):
   one (task, arm, language, K). The standard deviation is the **sample**
   standard deviation (``ddof=1``, pandas' default) unless ``ddof=0`` is asked
   for; the report says which. A cell over one bucket shows no std.
-- A cell whose bucket count differs from ``expected`` (its bucket set's own
-  number, as its records say; else the task's, 40 for the study's tasks) shows
-  ``(n=…)`` and its missing bucket indices are listed under "Missing buckets".
+- A cell whose bucket count differs from its bucket set's own number (as its
+  records say; else the task's, 40 for the study's tasks; ``expected`` overrides)
+  shows ``(n=…)``, a planned subset too; its missing bucket indices (of the buckets
+  its sweep planned) are listed under "Missing buckets".
 - K=0 is the zero-shot score of the source-trained model (one number).
 - ``†`` marks an in-context learning cell whose label words tokenize to
   different numbers of tokens (summed log-likelihoods favour the shorter
@@ -142,7 +143,7 @@ def aggregate(records: Records, *, ddof: int = 1,
     scores = records.scores
     columns = ["task", "arm", "language", "k", "n", "mean", "std", "ci_low", "ci_high", "min",
                "max", "zero_shot", "gain", "missing", "expected", "union", "in_source", "fixed",
-               "metric", "unequal_label_tokens"]
+               "metric", "unequal_label_tokens", "set_buckets"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
@@ -163,6 +164,7 @@ def aggregate(records: Records, *, ddof: int = 1,
              else [np.nan] * len(cells))  # the set's own count, where its records say it
     cells["expected"] = [_expected_buckets(t, k, f, size, expected) for f, k, t, size in zip(
         fixed, cells["k"], cells["task"], sizes, strict=True)]
+    cells["set_buckets"] = list(cells["expected"])  # the set's own count: what (n=…) is of
     planned = (grouped["planned"].apply(_planned).reset_index(drop=True) if "planned" in scores
                else [set()] * len(cells))  # what the records' sweep planned, where they say
     planned = [plan if expected is None and not is_fixed else set()  # fixed: its 5 splits
@@ -206,13 +208,14 @@ def aggregate(records: Records, *, ddof: int = 1,
                                   "missing": "", "expected": 1, "union": np.nan,
                                   "in_source": key in in_source, "fixed": False,
                                   "metric": metrics.get((task, arm), ""),
-                                  "unequal_label_tokens": False})
+                                  "unequal_label_tokens": False, "set_buckets": 1})
     if zero_rows:
         cells = pd.concat([pd.DataFrame(zero_rows, columns=columns), cells[columns]],
                           ignore_index=True)
     cells["k"] = cells["k"].astype(int)
     cells["n"] = cells["n"].astype(int)
     cells["expected"] = cells["expected"].astype(int)
+    cells["set_buckets"] = cells["set_buckets"].astype(int)
     cells["fixed"] = cells["fixed"].astype(bool)
     cells["unequal_label_tokens"] = cells["unequal_label_tokens"].astype(bool)
     cells["order"] = cells["arm"].map(arm_order)
@@ -288,7 +291,10 @@ def cell_text(row: pd.Series, expected: int | None) -> str:
     text = fmt(row["mean"])
     if row["n"] > 1 and not np.isnan(row["std"]):
         text += f" ± {fmt(row['std'])}"
-    if row["n"] != row.get("expected", expected):
+    own = row.get("set_buckets", row.get("expected", expected))
+    if own is None or (isinstance(own, float) and np.isnan(own)):
+        own = row.get("expected", expected)
+    if row["n"] != own:  # fewer buckets than the set holds, planned or not
         text += f" (n={row['n']})"
     if not np.isnan(row.get("union", np.nan)):
         text += f"; all {fmt(row['union'])}"
