@@ -186,3 +186,31 @@ def test_a_resume_with_another_thread_count_says_so(study, baseline, tmp_path):
     said.clear()
     run_sweep(config, workers=0, threads=1, note=said.append)  # nothing to run: no note
     assert not any("thread counts" in line for line in said)
+
+
+def test_the_report_says_what_ran_and_what_differs(study, baseline, tmp_path, capsys):
+    """Issue 73, item 5: a settings block on report.md (encoder, start, protocol, limits,
+    version; each cell's data files with their sha256), and a setting an arm's records
+    disagree on named."""
+    import shutil
+
+    from fsxlt import __version__
+
+    runs = tmp_path / "runs"
+    shutil.copytree(baseline, runs)
+    capsys.readouterr()
+    assert run_app(["report", str(runs), "--out", str(tmp_path / "report")]) == 0
+    page = (tmp_path / "report" / "report.md").read_text()
+    assert "What ran (as the records say; docs/reports.md#what-ran):" in page
+    line = next(text for text in page.splitlines() if text.startswith("- xnli/full: "))
+    assert "encoder encoder (a local folder), start checkpoint:" in line
+    assert "lrs [0.01], max_epochs 3, patience 2, max_seq_length 128" in line
+    assert line.endswith(f"fsxlt {__version__}") and "differ" not in line
+    record = json.loads((runs / "xnli/de/k1/full/00.json").read_text())
+    dev = record["run"]["identity"]["dev"][:16]
+    assert f"- xnli/de: dev dev-remaining.jsonl (sha256 {dev}); test test-de.tsv" in page
+    record["run"]["identity"]["max_epochs"] = 5  # as a rerun with other settings wrote it
+    (runs / "xnli/de/k1/full/00.json").write_text(json.dumps(record))
+    assert run_app(["report", str(runs), "--out", str(tmp_path / "report2")]) == 0
+    page = (tmp_path / "report2" / "report.md").read_text()
+    assert "**differ across its records**: max_epochs 3 | 5" in page

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from fsxlt.report.records import Records, reading_lines
+from fsxlt.report.settings import settings_lines
 from fsxlt.report.tables import (
     BOOTSTRAP,
     EXPECTED_BUCKETS,
@@ -59,6 +60,7 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None
              f"({'sample' if ddof == 1 else 'population' if ddof == 0 else 'custom'} "
              f"standard deviation); (n=…) marks a bucket count other than {counts} "
              f"({FIXED_SPLITS} for fixed splits such as FewCLUE's)."]
+    lines += settings_lines(records.scores)
     lines += unequal_tokens_notes(cells) + reading_lines(records)
     missing = cells[(cells["k"] > 0) & (cells["missing"] != "")]
     if len(missing):
