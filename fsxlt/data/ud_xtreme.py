@@ -92,17 +92,25 @@ def _ancestors(word: int, parents: dict[int | None, set[int | None]]) -> int:
     return len(seen)
 
 
-def span_head(span: Span, words: dict[int, Word], language: str) -> Word:
-    """The word of ``span`` whose UPOS the fused token takes (module docstring, item 1)."""
+def _parents(words: dict[int, Word]) -> dict[int | None, set[int | None]]:
+    """Each word's heads (HEAD and the integer DEPS heads): the sentence's graph."""
+    parents: dict[int | None, set[int | None]] = {}
+    for word in words.values():
+        parents.setdefault(word.id, set()).update(word.heads)
+    return parents
+
+
+def span_head(span: Span, words: dict[int, Word], language: str,
+              parents: dict[int | None, set[int | None]] | None = None) -> Word:
+    """The word of ``span`` whose UPOS the fused token takes (module docstring, item 1);
+    ``parents``: the sentence's graph, where the caller built it once for every span."""
     members = []
     for index in range(span.first, span.last + 1):
         if index not in words:
             raise ConversionError(f"multiword token {span.first}-{span.last} names word "
                                   f"{index}, which the sentence does not have", span.line)
         members.append(words[index])
-    parents: dict[int | None, set[int | None]] = {}
-    for word in words.values():
-        parents.setdefault(word.id, set()).update(word.heads)
+    parents = _parents(words) if parents is None else parents
     for word in members:
         if None in word.heads:
             raise ConversionError(f"word {word.id} of multiword token {span.first}-"
@@ -134,8 +142,9 @@ def xtreme_tokens(words: list[Word], spans: list[Span], language: str,
     by_id = {word.id: word for word in words}
     head_of: dict[int, int] = {}  # a span word's id -> its span head's id
     forms: dict[int, Span] = {}  # a span head's id -> its span
+    graph = _parents(by_id) if spans else {}
     for span in spans:
-        head = span_head(span, by_id, language).id
+        head = span_head(span, by_id, language, graph).id
         head_of.update({index: head for index in range(span.first, span.last + 1)})
         forms[head] = span
     tokens = []
