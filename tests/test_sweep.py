@@ -71,19 +71,21 @@ def test_dry_run_lists_every_run_and_writes_nothing(study, tmp_path, capsys):
 
 
 def test_dry_run_lists_the_runs_of_a_start_not_trained_yet(study, tmp_path, capsys):
-    """Before source-training, a dry run lists the runs (as the arm they will have) and names
-    the missing checkpoint in one line; a real run still refuses it before writing."""
+    """Before source-training, a dry run lists the runs (as the arm they will have), names
+    the missing checkpoint in one line with the command that writes it, and exits 1 (the
+    plan is incomplete); a real run still refuses it before writing."""
     missing = tmp_path / "ckpt" / "xnli-mbert"
     config = write_config(tmp_path / "sweep.yaml",
                           sweep_config(study, tmp_path / "runs", start=str(missing)))
-    assert run_app(["sweep", str(config), "--dry-run"]) == 0
+    assert run_app(["sweep", str(config), "--dry-run"]) == 1
     captured = capsys.readouterr()
     lines = [line.split("\t") for line in captured.out.strip().splitlines()]
     assert len(lines) == N_RUNS and {why for _, why, _ in lines} == {"no start"}
     assert lines[0][0] == "xnli/de/k1/full/00"  # the source-trained arm, as it will be
     notes = [line for line in captured.err.splitlines() if line.startswith("start missing")]
-    assert notes == [f"start missing: {missing} (task xnli; fsxlt source-train writes it): "
-                     f"{N_RUNS} runs cannot run yet"]
+    assert notes == [f"start missing: {missing} (task xnli), {N_RUNS} runs wait for it: "
+                     f"fsxlt source-train --task xnli --data-dir {study['data']} "
+                     f"--target de --target fr --out {missing}"]
     assert f"{N_RUNS} to run ({N_RUNS} no start)" in captured.err
     assert run_app(["sweep", str(config)]) == 2
     err = capsys.readouterr().err.strip()
@@ -95,7 +97,7 @@ def test_a_missing_start_written_as_shipped_configs_write_it_never_asks_the_hub(
         study, tmp_path, capsys, monkeypatch):
     """Issue 73, item 1: ``start: ckpt/{task}-mbert`` (relative, shaped like a hub id) that
     does not exist yet is a checkpoint still to source-train: the dry run plans it without
-    asking the hub (closed here), and exits 0."""
+    asking the hub (closed here), and names it among the missing inputs (exit 1)."""
     from fsxlt import identity
 
     def closed(*args, **kwargs):
@@ -105,10 +107,9 @@ def test_a_missing_start_written_as_shipped_configs_write_it_never_asks_the_hub(
     monkeypatch.chdir(tmp_path)
     config = write_config(tmp_path / "sweep.yaml", sweep_config(
         study, tmp_path / "runs", start="ckpt/{task}-mbert"))
-    assert run_app(["sweep", str(config), "--dry-run"]) == 0
+    assert run_app(["sweep", str(config), "--dry-run"]) == 1
     err = capsys.readouterr().err
-    assert ("start missing: ckpt/xnli-mbert (task xnli; fsxlt source-train writes it): "
-            f"{N_RUNS} runs cannot run yet") in err
+    assert f"start missing: ckpt/xnli-mbert (task xnli), {N_RUNS} runs wait for it: " in err
 
 
 def test_no_zero_shot_record_from_another_test_set(study, tmp_path, capsys):
@@ -308,11 +309,19 @@ def test_records_of_other_settings_are_refused_unless_replaced(study, reference,
     ({"n_buckets": 9}, "holds 5 buckets"),
 ])
 def test_config_errors_are_one_line(study, tmp_path, capsys, change, message):
+    """A sweep refuses in one line; a dry run too, except what a cell lacks (a bucket set,
+    buckets), which it lists with every other gap, and exits 1 (tests/test_dry_run_plan)."""
     config = write_config(tmp_path / "sweep.yaml",
                           sweep_config(study, tmp_path / "runs", **change))
-    assert run_app(["sweep", str(config), "--dry-run"]) == 2
+    cell = "buckets" in change or "n_buckets" in change
+    assert run_app(["sweep", str(config)] + ([] if cell else ["--dry-run"])) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+    if cell:
+        assert run_app(["sweep", str(config), "--dry-run"]) == 1
+        err = capsys.readouterr().err
+        assert "missing: " in err and message in err and "plan incomplete" in err
 
 
 def test_missing_config_is_one_line(tmp_path, capsys):

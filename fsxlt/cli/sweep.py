@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -94,9 +94,24 @@ def sweep_cmd(
         float, typer.Option("--cpus-per-task", help="CPUs per Ray task.")
     ] = 1.0,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List the runs that would run and the starts "
-                           "(checkpoints) that do not exist yet; run nothing.")
+        bool, typer.Option("--dry-run", help="The plan, running nothing: the runs that "
+                           "would run, every missing input (starts with the command that "
+                           "writes each, bucket sets, dev, test and source files), the "
+                           "size and its cost in device-hours. Exit status 1 while an "
+                           "input is missing.")
     ] = False,
+    rates: Annotated[
+        Path | None, typer.Option("--rates", help="With --dry-run: cost runs at the rates "
+                                  "of a scripts/bench_gpu.py --json file (the device it "
+                                  "ran on) where the study has no finished records of "
+                                  "their task and method to measure its own.")
+    ] = None,
+    assume_epochs: Annotated[
+        float | None, typer.Option("--assume-epochs", min=1, help="With --dry-run: epochs "
+                                   "a learning rate runs on average before the early "
+                                   "stop, where no finished record measured it "
+                                   "(default: half the cap).")
+    ] = None,
     save_predictions: Annotated[
         bool, typer.Option("--save-predictions", help=(
             "Also write every run's test predictions beside its record "
@@ -127,8 +142,16 @@ def sweep_cmd(
       fsxlt sweep regimes.yaml --lang ar --regime sequential
       fsxlt sweep configs/sweeps/study.yaml --executor ray --address auto --gpus-per-task 0.5
     """
+    from fsxlt.errors import FsxltError
     from fsxlt.execution import load_config, run_sweep
 
+    if not dry_run and (rates is not None or assume_epochs is not None):
+        raise FsxltError("--rates and --assume-epochs cost a plan: they go with --dry-run")
+    bench = None
+    if rates is not None:
+        from fsxlt.execution.cost import read_bench
+
+        bench = read_bench(rates)
     overrides = {"out": str(out) if out else None, "buckets": str(buckets) if buckets else None,
                  "data_dir": data_dir, "start": start, "n_buckets": n_buckets,
                  "lrs": list(lrs) if lrs else None, "max_epochs": max_epochs,
@@ -140,7 +163,7 @@ def sweep_cmd(
         from fsxlt.execution.executors import resolve_precisions
 
         _list_runs(resolve_precisions(cfg, executor, device, gpus_per_task), save_predictions,
-                   replace)
+                   replace, bench, str(rates) if rates else None, assume_epochs)
         return
     from fsxlt.report.trackers import tracker_logger
 
@@ -159,28 +182,79 @@ def sweep_cmd(
         raise typer.Exit(1)
 
 
-def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool) -> None:
-    """``--dry-run``: every run not done (id, why, record) on stdout; on stderr one line per
-    start that does not exist yet (its runs are listed as ``no start``) and a summary."""
+def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
+               bench: dict | None, rates: str | None, assume_epochs: float | None) -> None:
+    """``--dry-run``: every run not done (id, why, record) on stdout; on stderr every
+    missing input (starts with the command that writes each, bucket sets, dev, test and
+    source files), the plan's size and cost, and a summary. Exit status 1 while an input is
+    missing, 0 when the plan is complete."""
     from collections import Counter
 
     from fsxlt.execution import sweep_status
     from fsxlt.execution.executors import check_out
+    from fsxlt.execution.gaps import Gaps, start_command
 
     check_out(cfg)  # what the sweep would refuse of its out, a dry run refuses too
-    status = sweep_status(cfg, save_predictions, replace=True, missing_starts_ok=True)
+    status = sweep_status(cfg, save_predictions, replace=True, dry_run=True)
+    gaps = Gaps(collect=True, lines=list(status.plan.gaps))
+    _check_sets(status, gaps)
     for run, why in status.pending:
         why = why if why != "replace" or replace else "different (needs --replace)"
         typer.echo(f"{run.id}\t{why}\t{run.record_path}")
     for line in status.plan.notes:
         typer.echo(line, err=True)
+    plans = {plan.task: plan for plan in cfg.tasks}
     for task, start in status.plan.missing_starts:
         n_runs = sum(1 for run in status.plan.runs if (run.task, run.start) == (task, start))
-        typer.echo(f"start missing: {start} (task {task}; fsxlt source-train writes it): "
-                   f"{n_runs} runs cannot run yet", err=True)
+        typer.echo(f"start missing: {start} (task {task}), {n_runs} runs wait for it: "
+                   f"{start_command(plans[task], start)}", err=True)
+    for line in gaps.lines:
+        typer.echo(f"missing: {line}", err=True)
+    for line in _cost_lines(status, bench, rates, assume_epochs):
+        typer.echo(line, err=True)
     why = Counter(w if w != "replace" or replace else "different" for _, w in status.pending)
     detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
     typer.echo(f"{len(status.plan.runs)} runs: {len(status.done)} done, "
                f"{len(status.pending)} to run ({detail or 'none'}) in "
                f"{len(status.groups())} groups; {len(status.plan.zero_shot)} zero-shot "
                "records", err=True)
+    n_missing = len(status.plan.missing_starts) + len(gaps.lines)
+    if n_missing:
+        typer.echo(f"plan incomplete: {n_missing} missing inputs (above); the runs of cells "
+                   "without their inputs are not listed", err=True)
+        raise typer.Exit(1)
+
+
+def _check_sets(status: Any, gaps: Any) -> None:
+    """What the sweep refuses of the dev and test sets it reads (unreadable, empty, a test
+    set that is the dev set), each group's, into ``gaps``."""
+    from fsxlt.execution.spec import RunSpec, check_eval_sets
+
+    for group in status.groups():
+        gaps.attempt(check_eval_sets, [run for run in group if isinstance(run, RunSpec)])
+
+
+def _cost_lines(status: Any, bench: dict | None, rates: str | None,
+                assume_epochs: float | None) -> list[str]:
+    """The dry run's size and cost lines (:mod:`fsxlt.execution.cost`)."""
+    import json
+
+    from fsxlt.execution.cost import describe, plan_cost
+
+    records = []
+    for run in status.done:
+        try:
+            records.append(json.loads(Path(run.record_path).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue  # counted done by content a moment ago; a rate needs no more
+    sizes: dict[tuple, int] = {}
+
+    def dev_size(run: Any) -> int:
+        key = (run.dev_path, run.dev_split, run.dev_limit, run.reading)
+        if key not in sizes:
+            sizes[key] = len(run.read_eval("dev"))
+        return sizes[key]
+
+    cost = plan_cost([run for run, _ in status.pending], records, bench, assume_epochs,
+                     dev_size)
+    return describe(cost, rates)

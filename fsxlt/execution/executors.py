@@ -115,20 +115,21 @@ class SweepResult:
 
 def sweep_status(config: SweepConfig, save_predictions: bool = False,
                  plan: Plan | None = None, replace: bool = False,
-                 missing_starts_ok: bool = False) -> SweepStatus:
+                 dry_run: bool = False) -> SweepStatus:
     """Expand the config (or take its ``plan``) and sort its runs into done and pending.
 
     Each pending run comes with the reason (:func:`fsxlt.study.runs.record_state`:
     ``missing``, ``corrupt``, ``error``; ``replace`` for a finished record of
     other settings, which is refused in one line unless ``replace``). With
     ``save_predictions`` a done run without its predictions file is pending
-    again (``no-predictions``). ``missing_starts_ok`` (a dry run): a start that
-    does not exist yet is named in ``plan.missing_starts`` instead of refused,
-    and its runs are pending as ``no start``.
+    again (``no-predictions``). ``dry_run``: a start that does not exist yet is
+    named in ``plan.missing_starts`` instead of refused, and its runs are pending as
+    ``no start``; every other missing input is in ``plan.gaps``
+    (:func:`~fsxlt.execution.expansion.expand`).
     """
     from fsxlt.study.write_plan import plan_writes
 
-    plan = plan if plan is not None else expand(config, missing_starts_ok)
+    plan = plan if plan is not None else expand(config, dry_run)
     ready = [run for run in plan.runs if not plan.start_missing(run)]
     writes = plan_writes(ready, replace=replace, need_predictions=save_predictions)
     order = {id(run): index for index, run in enumerate(plan.runs)}

@@ -12,6 +12,7 @@ from fsxlt.data.files import data_file
 from fsxlt.data.readings import DEFAULT_READING, Reading
 from fsxlt.errors import FsxltError
 from fsxlt.execution.config import SweepConfig, TaskPlan
+from fsxlt.execution.gaps import Gaps, missing_source_files
 from fsxlt.execution.icl_runs import icl_cell_runs, icl_zero_shot_runs, lm_cell_runs
 from fsxlt.execution.inputs import bucket_files
 from fsxlt.execution.spec import Hashes, Plan, RunSpec, ZeroShotSpec, build_run
@@ -88,63 +89,97 @@ def _same_test(meta: dict, task: TaskSpec, lang: str, test: Path | None,
     return examples_digest(examples) == recorded["sha256"]
 
 
-def expand(config: SweepConfig, missing_starts_ok: bool = False) -> Plan:
+def expand(config: SweepConfig, dry_run: bool = False) -> Plan:
     """Every run of the sweep (sorted by task, language, K, arm, bucket) and the K=0 records:
     the adapting runs (:class:`RunSpec`: one per method and training regime, each pair an
     arm of its own), the ICL arms' runs on the same buckets and at K=0
     (:class:`~fsxlt.execution.icl_runs.IclSweepRun`) and the LoRA arms' runs on the same
     buckets (:class:`~fsxlt.execution.icl_runs.LmSweepRun`).
 
-    Reads bucket manifests and hashes input files; missing inputs are one-line errors.
-    ``missing_starts_ok`` (a dry run): a ``start`` that does not exist yet (a checkpoint
-    still to source-train) is listed in the plan's ``missing_starts`` instead, and its
-    runs are planned as source-trained ones, with no identity to check (``start_missing``).
+    Reads bucket manifests and hashes input files; a missing input is a one-line error.
+    ``dry_run``: every missing input is kept in the plan's ``gaps`` instead (each line once,
+    :mod:`fsxlt.execution.gaps`) and the cells that lack one are left out; a ``start``
+    that does not exist yet (a checkpoint still to source-train) is listed in
+    ``missing_starts``, with any source file its source training lacks in ``gaps``, and
+    its runs are planned as source-trained ones, with no identity to check
+    (``start_missing``).
     """
     hashes = Hashes()
     out = Path(config.out)
     result = Plan()
+    gaps = Gaps(collect=dry_run)
     for plan in config.tasks:
-        spec = plan.spec
-        starts = _starts(plan, result.missing_starts if missing_starts_ok else None)
+        starts = _starts(plan, result.missing_starts if dry_run else None)
+        if dry_run and any(task == plan.task for task, _ in result.missing_starts):
+            for line in missing_source_files(plan):
+                gaps.add(line)
         hashes.missing.update(start for _task, start in result.missing_starts)
         for lang in plan.languages:
             untrained_sets: tuple[Path, Path | None] | None = None  # K=0 runs' dev, test
             reading = DEFAULT_READING  # how the first K's set reads them
             for k in plan.k:
-                files = bucket_files(plan, lang, k, hashes)
-                check_set_reading(plan, files)
-                first = len(result.runs)  # the cell's runs are appended from here
-                test = files.test or data_file(spec, plan.data_dir, "test", lang)
-                files.check_test(test, spec)
-                shared_dev = None  # adapting runs select on a dev set; ICL runs need none
-                if starts and any(dev is None for *_rest, dev in files.buckets):
-                    shared_dev = _shared_dev(spec, plan, lang, files)
-                if untrained_sets is None and files.buckets:
-                    untrained_sets = (files.buckets[0][3] or shared_dev, test)
-                    reading = files.reading
-                for start, source_training, methods, arm_plan in starts:
-                    for method, regime in product(methods, arm_plan.regimes):
-                        for index, name, bucket, dev in files.buckets:
-                            result.runs.append(build_run(
-                                arm_plan, lang, k, (index, name), method, start,
-                                source_training, bucket, dev or shared_dev, test, out, hashes,
-                                config.name, files.strategy, regime, files.reading))
-                result.runs += icl_cell_runs(plan, lang, k, files, test, out, hashes,
-                                             config.name)
-                result.runs += lm_cell_runs(plan, lang, files, out, hashes, config.name)
-                _plan_cell(result.runs, first, files)
-            zero = _zero_shot(plan, lang, out, hashes,
-                              untrained_sets[1] if untrained_sets else None, result.notes,
-                              reading)
+                cell = _cell(plan, lang, k, starts, out, hashes, config.name, gaps)
+                if cell is None:
+                    continue
+                runs, sets, files = cell
+                result.runs += runs
+                if untrained_sets is None and sets is not None:
+                    untrained_sets, reading = sets, files.reading
+            zero = gaps.attempt(_zero_shot, plan, lang, out, hashes,
+                                untrained_sets[1] if untrained_sets else None, result.notes,
+                                reading)
             if zero is not None:
                 result.zero_shot.append(zero)
             if untrained_sets is not None:
-                result.runs += _untrained_runs(starts, lang, untrained_sets, out, hashes,
-                                               config.name, reading)
-                result.runs += icl_zero_shot_runs(plan, lang, untrained_sets[1], out, hashes,
-                                                  config.name)
+                result.runs += gaps.attempt(_k0_runs, plan, starts, lang, untrained_sets,
+                                            out, hashes, config.name, reading) or []
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
+    result.gaps = gaps.lines
     return result
+
+
+def _k0_runs(plan: TaskPlan, starts: list, lang: str, sets: tuple[Path, Path | None],
+             out: Path, hashes: Hashes, sweep: str, reading: Reading) -> list[Any]:
+    """A language's K=0 runs: the untrained methods' and the ICL arms' zero-shot runs."""
+    return (_untrained_runs(starts, lang, sets, out, hashes, sweep, reading)
+            + icl_zero_shot_runs(plan, lang, sets[1], out, hashes, sweep))
+
+
+def _cell(plan: TaskPlan, lang: str, k: int, starts: list, out: Path, hashes: Hashes,
+          sweep: str, gaps: Gaps,
+          ) -> tuple[list[Any], tuple[Path, Path | None] | None, SetFiles] | None:
+    """The runs of one (task, language, K) cell, the dev and test sets of its K=0 runs and
+    its bucket set; ``None`` where an input is missing (``gaps`` keeps why, or raises).
+    The bucket set and the test file are looked up apart, so a dry run names both."""
+    spec = plan.spec
+    files = gaps.attempt(bucket_files, plan, lang, k, hashes)
+    test = files.test if files is not None else None
+    if test is None:
+        test = gaps.attempt(data_file, spec, plan.data_dir, "test", lang)
+    if files is None or test is None:
+        return None
+
+    def build() -> tuple[list[Any], tuple[Path, Path | None] | None, SetFiles]:
+        check_set_reading(plan, files)
+        files.check_test(test, spec)
+        runs: list[Any] = []
+        shared_dev = None  # adapting runs select on a dev set; ICL runs need none
+        if starts and any(dev is None for *_rest, dev in files.buckets):
+            shared_dev = _shared_dev(spec, plan, lang, files)
+        sets = (files.buckets[0][3] or shared_dev, test) if files.buckets else None
+        for start, source_training, methods, arm_plan in starts:
+            for method, regime in product(methods, arm_plan.regimes):
+                for index, name, bucket, dev in files.buckets:
+                    runs.append(build_run(
+                        arm_plan, lang, k, (index, name), method, start, source_training,
+                        bucket, dev or shared_dev, test, out, hashes, sweep, files.strategy,
+                        regime, files.reading))
+        runs += icl_cell_runs(plan, lang, k, files, test, out, hashes, sweep)
+        runs += lm_cell_runs(plan, lang, files, out, hashes, sweep)
+        _plan_cell(runs, 0, files)
+        return runs, sets, files
+
+    return gaps.attempt(build)
 
 
 def check_set_reading(plan: TaskPlan, files: SetFiles) -> None:

@@ -194,13 +194,15 @@ class ZeroShotSpec:
 
 @dataclass
 class Plan:
-    """A sweep's runs and K=0 records; in a dry run also the starts that do not exist yet."""
+    """A sweep's runs and K=0 records; in a dry run also the starts that do not exist yet and
+    every other input that is missing (``gaps``)."""
 
     runs: list[RunSpec] = field(default_factory=list)  # and the ICL arms' runs (IclSweepRun,
     # fsxlt.execution.icl_runs), which answer what a sweep asks of a run the same way
     zero_shot: list[ZeroShotSpec] = field(default_factory=list)
     missing_starts: list[tuple[str, str]] = field(default_factory=list)  # (task, start)
     notes: list[str] = field(default_factory=list)  # one line each, for the command to say
+    gaps: list[str] = field(default_factory=list)  # a dry run: each missing input's refusal
 
     def start_missing(self, run: RunSpec) -> bool:
         """Whether the run's start is one of the missing ones (it cannot run yet)."""

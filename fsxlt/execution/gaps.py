@@ -1,0 +1,83 @@
+"""What a dry run finds missing: every input a sweep would refuse, at once.
+
+A sweep stops at the first input it cannot use (a bucket set, a dev or test file, a
+remaining dev set, a start), which is right before running anything and wrong for a
+plan: a user with half a release wants the whole list. :class:`Gaps` collects, in a
+dry run, the one-line refusal of each input in the order the sweep meets them (each
+line once), and lets the sweep itself raise the first as before.
+
+A start (``start:``) is local unless it names a hub model that exists: a folder that
+does not exist yet is the checkpoint ``fsxlt source-train`` is to write, never a hub id
+(``ckpt/xnli-mbert`` looks like one). :func:`start_command` is the command that writes
+it, with the English files it reads (:func:`source_files`), which are inputs too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fsxlt.errors import FsxltError
+
+T = TypeVar("T")
+
+
+@dataclass
+class Gaps:
+    """The refusals a dry run collects (``collect``) or a sweep raises (not ``collect``)."""
+
+    collect: bool = False
+    lines: list[str] = field(default_factory=list)
+
+    def attempt(self, step: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+        """``step(*args, **kwargs)``; its one-line refusal is kept (``None`` returned) when
+        collecting, raised otherwise."""
+        try:
+            return step(*args, **kwargs)
+        except FsxltError as err:
+            if not self.collect:
+                raise
+            self.add(str(err))
+            return None
+
+    def add(self, line: str) -> None:
+        if line not in self.lines:
+            self.lines.append(line)
+
+
+def source_files(plan: Any) -> list[tuple[str, Path]]:
+    """The files ``fsxlt source-train`` reads for a task's start from the sweep's data
+    folder: the source language's train and dev files, as (split, path)."""
+    if plan.data_dir is None:
+        return []
+    spec = plan.spec
+    return [(split, spec.data.locate(plan.data_dir, split, spec.source_language))
+            for split in ("train", "dev")]
+
+
+def start_command(plan: Any, start: str) -> str:
+    """The ``fsxlt source-train`` command that writes the missing ``start`` of a task,
+    scoring zero-shot on the test sets the sweep's runs score (so its K=0 records pair)."""
+    parts = ["fsxlt source-train", f"--task {plan.task_ref or plan.task}"]
+    if plan.data_dir is not None:
+        parts.append(f"--data-dir {plan.data_dir}")
+    parts += [f"--target {lang}" for lang in plan.languages]
+    if plan.test_limit is not None:
+        parts.append(f"--test-limit {plan.test_limit}")
+    if plan.reading is not None and not plan.reading.is_default:
+        parts += [f"--reading {axis}={choice}" for axis, choice in plan.reading.choices]
+    parts.append(f"--out {start}")
+    return " ".join(parts)
+
+
+def missing_source_files(plan: Any) -> list[str]:
+    """One line per file the command of a missing start would read and that is not there."""
+    lines = []
+    spec = plan.spec
+    for split, path in source_files(plan):
+        if not path.is_file():
+            lines.append(f"{path}: {spec.source_language} {split} file of {plan.task} not "
+                         f"found, which fsxlt source-train reads to write {plan.start}")
+    return lines
