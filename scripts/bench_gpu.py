@@ -57,6 +57,7 @@ import torch
 from fsxlt.cli import run_app
 from fsxlt.data import read_examples
 from fsxlt.execution import parse_config, run_sweep
+from fsxlt.execution.cost import STUDY_DEV_EXAMPLES, WORDPIECES, bench_rates
 from fsxlt.execution.executors import resolve_precisions
 from fsxlt.models.precision import PRECISIONS, device_name, resolve_precision
 from fsxlt.sampling.store import read_bucket
@@ -74,9 +75,9 @@ LRS = [1.0e-5, 3.0e-5, 5.0e-5, 7.0e-5]  # the study's grid (configs/sweeps/study
 PEAK_BF16_TFLOPS = (("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H200", 989.0),
                     ("GH200", 989.0), ("H100", 989.0), ("A100", 312.0), ("A800", 312.0),
                     ("L40S", 362.0), ("L4", 121.0), ("A10", 125.0), ("B200", 2250.0))
-# the study's dev sets as published and their wordpieces per example (docs/performance.md)
-STUDY_DEV = {"xnli": (2490, 50), "pawsx": (2000, 60), "mldoc": (1000, 128),
-             "marc": (5000, 90), "udpos": (1500, 30), "panx": (10000, 18)}
+# the study's dev sets as published and their wordpieces per example (docs/performance.md;
+# fsxlt sweep --dry-run costs a plan with the same figures)
+STUDY_DEV = {task: (n, WORDPIECES[task]) for task, n in STUDY_DEV_EXAMPLES.items()}
 SHAPE = {"xnli": "xnli", "pawsx": "xnli", "mldoc": "xnli", "marc": "xnli", "udpos": "panx",
          "panx": "panx"}
 HEAD_ONLY = {"fc", "fc-pooler", "cos-pooler", "fc-reset-pooler"}
@@ -381,16 +382,14 @@ def extrapolate(sweeps: dict[str, dict[str, Any]], evaluation: dict[str, dict[st
         measured, rate = sweeps.get(shape or ""), evaluation.get(shape or "")
         if measured is None or rate is None or not measured["dev_evaluations"]:
             continue
-        paid = {key: value / measured["workers"]
-                for key, value in measured["worker_seconds"].items()}
-        evaluating = measured["dev_wordpieces_evaluated"] / rate["wordpieces_per_s"]
-        per_epoch = max(paid["epochs"] - evaluating, 0.0) / measured["dev_evaluations"]
+        per = bench_rates({"sweep": sweeps, "evaluation": evaluation}, task, shape == "panx")
         examples, wordpieces = STUDY_DEV[task]
         epochs = n_records * len(LRS) * args.assumed_epochs
-        parts = {"dev_evaluation": epochs * examples * wordpieces / rate["wordpieces_per_s"],
-                 "training": epochs * per_epoch,
-                 "per_run": n_records * paid["per_run"] / measured["runs"],
-                 "per_group": n_groups * paid["per_group"] / measured["groups"]}
+        parts = {"dev_evaluation": epochs * examples * per.per_example,
+                 "training": epochs * per.per_epoch,
+                 "per_run": n_records * per.per_record,
+                 "per_group": n_groups * measured["worker_seconds"]["per_group"]
+                 / measured["workers"] / measured["groups"]}
         per_task[task] = {"records": n_records, "groups": n_groups, "costed_as": shape,
                           "dev_examples": examples, "wordpieces_per_example": wordpieces,
                           "parts_hours": {k: round(v / 3600, 2) for k, v in parts.items()},

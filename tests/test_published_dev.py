@@ -242,7 +242,7 @@ def test_the_dev_set_added_later_leaves_the_buckets_and_their_hashes(release, ca
     src, data, out = release
     assert run_app(["buckets", "import-published", str(src), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert ("2 sets (xnli/de) have no remaining dev set, which their runs select models on; "
+    assert ("2 sets of 1 task/language pair (xnli/de) have no remaining dev set, which their runs select models on; "
             f"add it: fsxlt buckets import-published {src} --out {out} --data-dir DIR") in printed
     before = {p.name: p.read_bytes() for p in (out / "xnli" / "de" / "k1").iterdir()}
     hashes = [e["sha256"] for e in read_set(out / "xnli" / "de" / "k1")[0]["buckets"]]
@@ -298,12 +298,23 @@ def test_an_example_the_dev_file_lacks_refuses_unless_accepted(tmp_path, capsys)
     assert entry["located"] == 5
 
 
-def test_a_missing_dev_file_is_one_line_and_writes_nothing(release, capsys):
+def test_a_missing_dev_file_leaves_its_sets_without_a_dev_set_and_says_so(release, capsys):
+    """Issue 73, item 2: what can be imported is; the sets whose dev file --data-dir lacks
+    are imported without a remaining dev set, the summary names them in one unit (sets of
+    task/language pairs) with the missing files, and the same import with the file adds it."""
     src, data, out = release
+    elsewhere = data / "elsewhere"
     assert run_app(["buckets", "import-published", str(src), "--out", str(out),
-                    "--data-dir", str(data / "elsewhere")]) == 2
-    err = capsys.readouterr().err
-    assert "dev-de.tsv: dev file of xnli/de not found" in err and not out.exists()
+                    "--data-dir", str(elsewhere)]) == 0
+    printed = capsys.readouterr().out
+    assert (f"2 sets of 1 task/language pair (xnli/de) have no remaining dev set, which their "
+            f"runs select models on; --data-dir lacks their dev files ({elsewhere / 'dev-de.tsv'})"
+            ) in printed
+    assert not (out / "xnli" / "de" / "k1" / "dev-remaining.jsonl").exists()
+    assert run_app(["buckets", "import-published", str(src), "--out", str(out),
+                    "--data-dir", str(data / "{task}"), *CSV]) == 0
+    assert "no remaining dev set" not in capsys.readouterr().out
+    assert (out / "xnli" / "de" / "k1" / "dev-remaining.jsonl").is_file()
 
 
 def _sweep(tmp_path: Path, out: Path, data: Path, n_buckets: int = 2) -> dict:
@@ -501,11 +512,14 @@ def test_lang_keeps_the_import_to_the_languages_whose_dev_files_one_has(tmp_path
     data = write_data(tmp_path / "data")
     args = ["buckets", "import-published", str(src), "--out", str(out), "--data-dir",
             str(data / "xnli"), *CSV]
-    assert run_app(args) == 2
-    assert "dev-fr.tsv: dev file of xnli/fr not found" in capsys.readouterr().err
     assert run_app([*args, "--lang", "de"]) == 0
     assert sorted(p.name for p in (out / "xnli").iterdir()) == ["de"]
-    capsys.readouterr()
+    assert run_app([*args, "--lang", "de", "--lang", "sw"]) == 2  # in no task of the release
+    assert "--lang sw: the release holds no buckets of xnli in that language" in \
+        capsys.readouterr().err
+    assert run_app(args) == 0  # fr imported too, without the dev file --data-dir lacks
+    assert f"--data-dir lacks their dev files ({data / 'xnli' / 'dev-fr.tsv'})" in \
+        capsys.readouterr().out
     other = tmp_path / "other"  # without the dev files: the cure keeps the filters given
     assert run_app(["buckets", "import-published", str(src), "--out", str(other), "--task",
                     "xnli", "--lang", "fr"]) == 0

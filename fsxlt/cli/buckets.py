@@ -286,12 +286,20 @@ def _say_dev_sets(summary, src: Path, out: Path, filters: str = "") -> None:
         typer.echo(f"{name}: {len(examples)} bucket examples not located, accepted "
                    f"(--max-unlocated): {'; '.join(examples[:3])}", err=True)
     if summary.no_dev:
-        names = sorted({f"{s.task}/{s.language}" for s in summary.no_dev})
-        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-        typer.echo(f"{len(summary.no_dev)} sets ({shown}) have no remaining dev set, which "
-                   "their runs select models on; add it: fsxlt buckets import-published "
-                   f"{src} --out {out}{filters} --data-dir DIR (DIR holding dev-<lang>.tsv; "
-                   "'data/{task}' for several tasks)")
+        pairs = sorted({f"{s.task}/{s.language}" for s in summary.no_dev})
+        shown = ", ".join(pairs[:6]) + (f" and {len(pairs) - 6} more" if len(pairs) > 6 else "")
+        lacking = ""
+        if summary.no_dev_file:
+            files = summary.no_dev_file
+            lacking = (f"; --data-dir lacks their dev files ({', '.join(files[:4])}"
+                       + (f" and {len(files) - 4} more" if len(files) > 4 else "") + ")")
+        plural = "s" if len(pairs) != 1 else ""
+        typer.echo(f"{len(summary.no_dev)} sets of {len(pairs)} task/language pair{plural} "
+                   f"({shown}) "
+                   f"have no remaining dev set, which their runs select models on{lacking}; "
+                   f"add it: fsxlt buckets import-published {src} --out {out}{filters} "
+                   "--data-dir DIR (DIR holding dev-<lang>.tsv; 'data/{task}' for several "
+                   "tasks)")
 
 
 @buckets_app.command("import-fewclue")

@@ -34,8 +34,8 @@ from fsxlt.errors import FsxltError
 # The study's dev sets as published: examples and mBERT wordpieces per example
 # (docs/performance.md#gpu-estimate); a task not here is costed at its shape's measured mean.
 WORDPIECES = {"xnli": 50, "pawsx": 60, "mldoc": 128, "marc": 90, "udpos": 30, "panx": 18}
-STUDY_DEV = {"xnli": 2490, "pawsx": 2000, "mldoc": 1000, "marc": 5000, "udpos": 1500,
-             "panx": 10000}
+STUDY_DEV_EXAMPLES = {"xnli": 2490, "pawsx": 2000, "mldoc": 1000, "marc": 5000,
+                      "udpos": 1500, "panx": 10000}
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,8 @@ class ImportSummary:
     could not be read, as ``path: reason`` (their sets are imported without
     them); ``skipped``: folders and files that are not buckets (unknown
     tasks, stray files), ignored. ``no_dev``: sets that select models on a
-    remaining dev set and have none (imported without ``data_dir``); ``alike``:
+    remaining dev set and have none (imported without ``data_dir``, or without the dev
+    file it lacks: ``no_dev_file``, those files' paths); ``alike``:
     per dev file, groups of its lines that differ as written but match alike
     (their ids); ``unlocated``: per set (``task/lang/kK``) its accepted
     unlocated examples.
@@ -64,6 +65,7 @@ class ImportSummary:
     no_dev: list[BucketSet] = field(default_factory=list)
     alike: dict[str, list[list[str]]] = field(default_factory=dict)
     unlocated: dict[str, list[str]] = field(default_factory=dict)
+    no_dev_file: list[str] = field(default_factory=list)  # dev files --data-dir lacks
 
 
 def selects_on_remaining(bucket_set: BucketSet) -> bool:
@@ -88,10 +90,12 @@ def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: i
                   bucket_text: str | None = None) -> None:
     """Give every set of ``summary`` that selects on a remaining dev set its remaining set,
     computed from its dev file under ``data_dir`` read by its task's reading
-    (``readings``, by task; the default where none is named); refuse, in one line, a
-    missing dev file, a set with more than ``max_unlocated`` bucket examples not found in
-    it, or a set whose release text and dev text differ under mBERT's pre-tokenizer unless
-    ``bucket_text`` says which to keep (:mod:`fsxlt.sampling.forms`)."""
+    (``readings``, by task; the default where none is named). A set whose dev file is
+    not there is imported without one (its path in ``summary.no_dev_file``: what can be
+    imported is, and the summary says what could not). Refuse, in one line, a set with
+    more than ``max_unlocated`` bucket examples not found in its dev file, or a set whose
+    release text and dev text differ under mBERT's pre-tokenizer unless ``bucket_text``
+    says which to keep (:mod:`fsxlt.sampling.forms`)."""
     dev_files: dict[tuple[Path, str], list[TextExample]] = {}  # a file of every language
     refusals = []  # (XNLI 1.0's) is read once per language
     for bucket_set in summary.sets:
@@ -103,9 +107,9 @@ def add_remaining(summary: ImportSummary, data_dir: str | Path, max_unlocated: i
         key = (path, bucket_set.language)
         if key not in dev_files:
             if not path.is_file():
-                raise FsxltError(f"{path}: dev file of {bucket_set.task}/{bucket_set.language} "
-                                 "not found (--data-dir: the remaining dev sets are computed "
-                                 "from it); nothing was written")
+                if str(path) not in summary.no_dev_file:
+                    summary.no_dev_file.append(str(path))
+                continue
             dev_files[key] = read_examples(path, get_task(bucket_set.task),
                                            language=bucket_set.language, split="dev",
                                            reading=reading)
@@ -332,6 +336,14 @@ def import_published(src: str | Path, out: str | Path, *, tasks: Iterable[str] |
             for lang_dir in sorted(p for p in shots_dir.iterdir() if p.is_dir()):
                 if chosen is None or language_code(lang_dir.name) in chosen:
                     jobs.append((task_dir.name, int(match.group(1)), lang_dir))
+    if chosen is not None:
+        found = {language_code(lang_dir.name) for _, _, lang_dir in jobs}
+        absent = sorted(chosen - found)
+        if absent and found:  # none found at all: refused below, in the release's words
+            raise FsxltError(f"--lang {', '.join(absent)}: the release holds no buckets of "
+                             f"{', '.join(sorted(wanted & {j[0] for j in jobs}) or wanted)} "
+                             "in that language (a --lang applies to every --task that has "
+                             "it)")
     for task_name, k, lang_dir in progress(jobs):
         bucket_set = _import_language(task_name, k, lang_dir, src, summary)
         if bucket_set is not None:
