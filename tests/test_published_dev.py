@@ -242,7 +242,8 @@ def test_the_dev_set_added_later_leaves_the_buckets_and_their_hashes(release, ca
     src, data, out = release
     assert run_app(["buckets", "import-published", str(src), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert ("2 sets of 1 task/language pair (xnli/de) have no remaining dev set, which their runs select models on; "
+    assert ("2 sets of 1 task/language pair (xnli/de) have no remaining dev set, which their "
+            "runs select models on; "
             f"add it: fsxlt buckets import-published {src} --out {out} --data-dir DIR") in printed
     before = {p.name: p.read_bytes() for p in (out / "xnli" / "de" / "k1").iterdir()}
     hashes = [e["sha256"] for e in read_set(out / "xnli" / "de" / "k1")[0]["buckets"]]
