@@ -144,8 +144,11 @@ def test_the_plan_is_costed_from_records_first_then_the_bench(study, tmp_path):
     one = 2 * measured.epochs * measured.per_example * 7 + measured.per_record
     assert cost.runs == len(plan.runs) == 20 and cost.trials == 40
     assert cost.seconds["xnli"] == pytest.approx(20 * one) and not cost.uncosted
+    # a record's clock is one worker's: two workers share the device's hours
+    assert plan_cost(plan.runs, [record(dev_n=7)], None, None, sizes, workers=2).seconds[
+        "xnli"] == pytest.approx(10 * one)
     bench = bench_figures()
-    cost = plan_cost(plan.runs, [], bench, None, sizes)
+    cost = plan_cost(plan.runs, [], bench, None, sizes, workers=2)  # the device's already
     rate = bench_rates(bench, "xnli", False)
     assert cost.seconds["xnli"] == pytest.approx(20 * rate.seconds(2, 4.0, 7, True))
     assert cost.assumed["xnli"] == "4 epochs a learning rate (half the cap)"

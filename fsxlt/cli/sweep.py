@@ -163,7 +163,7 @@ def sweep_cmd(
         from fsxlt.execution.executors import resolve_precisions
 
         _list_runs(resolve_precisions(cfg, executor, device, gpus_per_task), save_predictions,
-                   replace, bench, str(rates) if rates else None, assume_epochs)
+                   replace, bench, str(rates) if rates else None, assume_epochs, workers)
         return
     from fsxlt.report.trackers import tracker_logger
 
@@ -183,7 +183,8 @@ def sweep_cmd(
 
 
 def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
-               bench: dict | None, rates: str | None, assume_epochs: float | None) -> None:
+               bench: dict | None, rates: str | None, assume_epochs: float | None,
+               workers: int = 1) -> None:
     """``--dry-run``: every run not done (id, why, record) on stdout; on stderr every
     missing input (starts with the command that writes each, bucket sets, dev, test and
     source files), the plan's size and cost, and a summary. Exit status 1 while an input is
@@ -210,7 +211,7 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
                    f"{start_command(plans[task], start)}", err=True)
     for line in gaps.lines:
         typer.echo(f"missing: {line}", err=True)
-    for line in _cost_lines(status, bench, rates, assume_epochs):
+    for line in _cost_lines(status, bench, rates, assume_epochs, workers):
         typer.echo(line, err=True)
     why = Counter(w if w != "replace" or replace else "different" for _, w in status.pending)
     detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
@@ -235,7 +236,7 @@ def _check_sets(status: Any, gaps: Any) -> None:
 
 
 def _cost_lines(status: Any, bench: dict | None, rates: str | None,
-                assume_epochs: float | None) -> list[str]:
+                assume_epochs: float | None, workers: int) -> list[str]:
     """The dry run's size and cost lines (:mod:`fsxlt.execution.cost`)."""
     import json
 
@@ -256,5 +257,5 @@ def _cost_lines(status: Any, bench: dict | None, rates: str | None,
         return sizes[key]
 
     cost = plan_cost([run for run, _ in status.pending], records, bench, assume_epochs,
-                     dev_size)
+                     dev_size, workers)
     return describe(cost, rates)

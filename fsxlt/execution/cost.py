@@ -48,6 +48,7 @@ class Rate:
     epochs: float | None      # mean epochs per learning rate measured (None: not measured)
     source: str               # where the rate comes from, in words
     device: str
+    per_worker: bool = False  # a worker's seconds (records' clocks), not the device's
 
     def seconds(self, lrs: int, epochs: float, dev_examples: int, trains: bool) -> float:
         if not trains:
@@ -82,7 +83,7 @@ def record_rates(records: list[dict[str, Any]]) -> dict[tuple[str, str], Rate]:
     for key, (trials, examples, fixed, n, epochs, n_trials) in sums.items():
         rates[key] = Rate(0.0, trials / examples, fixed / n, epochs / n_trials,
                           f"{int(n)} finished records of this study",
-                          "/".join(sorted(devices[key])))
+                          "/".join(sorted(devices[key])), per_worker=True)
     return rates
 
 
@@ -133,18 +134,17 @@ class Cost:
     uncosted: dict[str, int] = field(default_factory=dict)      # per task: runs without rate
     devices: set[str] = field(default_factory=set)
 
-    @property
-    def hours(self) -> float:
-        return sum(self.seconds.values()) / 3600
-
 
 def plan_cost(pending: list[Any], records: list[dict[str, Any]],
               bench: dict[str, Any] | None, assume_epochs: float | None,
-              dev_size: Any) -> Cost:
+              dev_size: Any, workers: int = 1) -> Cost:
     """Count and cost the ``pending`` runs: with the rates of the study's finished
     ``records`` where a (task, method) has some, else the ``bench`` figures; their epochs
     per learning rate measured, else ``assume_epochs`` (None: half the run's cap).
-    ``dev_size(run)`` is the number of dev examples a run evaluates each epoch."""
+    ``dev_size(run)`` is the number of dev examples a run evaluates each epoch. A record's
+    clock is one worker's: the device's hours are the workers' over ``workers`` (the
+    coming sweep's, assumed to share the device as the records' workers did); the
+    benchmark's figures are the device's already."""
     from fsxlt.execution.spec import RunSpec
 
     measured = record_rates(records)
@@ -171,12 +171,22 @@ def plan_cost(pending: list[Any], records: list[dict[str, Any]],
                                       + ("" if assume_epochs is not None else " (half the cap)"))
         seconds = rate.seconds(len(run.lrs), min(epochs, run.max_epochs),
                                dev_size(run) if trains else 0, trains)
+        if rate.per_worker:
+            seconds /= max(workers, 1)
         cost.seconds[run.task] = cost.seconds.get(run.task, 0.0) + seconds
         cost.sources.setdefault(run.task, set()).add(
             rate.source + (f", {rate.epochs:.1f} epochs a learning rate"
-                           if rate.epochs is not None else ""))
+                           if rate.epochs is not None else "")
+            + (f", their clocks over {workers} workers" if rate.per_worker and workers > 1
+               else ""))
         cost.devices.add(rate.device)
     return cost
+
+
+def hours(seconds: float) -> str:
+    """Device-hours to the precision that means something at their size."""
+    value = seconds / 3600
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 1 else f"{value:.2f}"
 
 
 def describe(cost: Cost, rates_file: str | None) -> list[str]:
@@ -186,9 +196,9 @@ def describe(cost: Cost, rates_file: str | None) -> list[str]:
              f"trials of at most {caps} epochs"
              + (f"; {cost.other_runs:,} ICL/LoRA runs, not costed" if cost.other_runs else "")]
     if cost.seconds:
-        per_task = ", ".join(f"{task} {seconds / 3600:,.1f}"
+        per_task = ", ".join(f"{task} {hours(seconds)}"
                              for task, seconds in sorted(cost.seconds.items()))
-        lines.append(f"cost: about {cost.hours:,.1f} device-hours on "
+        lines.append(f"cost: about {hours(sum(cost.seconds.values()))} device-hours on "
                      f"{'/'.join(sorted(cost.devices))} ({per_task})")
         for task in sorted(cost.seconds):
             said = "; ".join(sorted(cost.sources[task]))
