@@ -26,6 +26,21 @@ class DataFormatError(FsxltError):
         self.line = line
 
 
+class MissingInput(FsxltError):
+    """An input a run needs is not there: a bucket set (``kind`` "set"), a data file
+    ("test", "dev", "train"); ``task``, ``language``, ``k`` and ``path`` say which, so a
+    plan can group many (``fsxlt sweep --dry-run``)."""
+
+    def __init__(self, message: str, kind: str, task: str, language: str, path: str | Path,
+                 k: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.task = task
+        self.language = language
+        self.path = str(path)
+        self.k = k
+
+
 class InsufficientDataError(FsxltError):
     """A label has too few examples to fill the requested buckets."""
 

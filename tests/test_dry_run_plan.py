@@ -48,12 +48,12 @@ def test_every_missing_input_is_listed_at_once_and_the_plan_exits_1(study, tmp_p
         f"source-train reads to write {tmp_path / 'ckpt' / 'x'}",
         f"{data / 'dev-en.tsv'}: en dev file of xnli not found, which fsxlt source-train "
         f"reads to write {tmp_path / 'ckpt' / 'x'}",
-        f"{data / 'test-fr.tsv'}: test file for xnli/fr not found",
-        f"{store / 'ar' / 'k1'}: no bucket set for xnli/ar/k1 (draw it with fsxlt sample, "
-        "or fsxlt buckets import-published/import-fewclue)",
-        f"{data / 'test-ar.tsv'}: test file for xnli/ar not found",  # once, not once a K
-        f"{store / 'ar' / 'k2'}: no bucket set for xnli/ar/k2 (draw it with fsxlt sample, "
-        "or fsxlt buckets import-published/import-fewclue)",
+        # a task's missing test files in one line (each once, not once a K), its sets too
+        f"{data}: no test files for xnli in 2 languages (test-fr.tsv, test-ar.tsv) (labelled "
+        "ones: docs/sampling.md#what-a-study-on-the-published-buckets-needs)",
+        f"{store}: no bucket sets for xnli in 1 language (2 sets: ar k1,k2); import them "
+        f"(fsxlt buckets import-published RELEASE --out {study['buckets']} --task xnli) or "
+        "draw them (fsxlt sample)",
     ]
     starts = [line for line in captured.err.splitlines() if line.startswith("start missing")]
     assert len(starts) == 1 and starts[0].endswith(

@@ -197,7 +197,7 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
 
     check_out(cfg)  # what the sweep would refuse of its out, a dry run refuses too
     status = sweep_status(cfg, save_predictions, replace=True, dry_run=True)
-    gaps = Gaps(collect=True, lines=list(status.plan.gaps))
+    gaps = Gaps(collect=True, found=list(status.plan.gaps))
     _check_sets(status, gaps)
     for run, why in status.pending:
         why = why if why != "replace" or replace else "different (needs --replace)"
@@ -209,7 +209,7 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
         n_runs = sum(1 for run in status.plan.runs if (run.task, run.start) == (task, start))
         typer.echo(f"start missing: {start} (task {task}), {n_runs} runs wait for it: "
                    f"{start_command(plans[task], start)}", err=True)
-    for line in gaps.lines:
+    for line in gaps.lines():
         typer.echo(f"missing: {line}", err=True)
     for line in _cost_lines(status, bench, rates, assume_epochs, workers):
         typer.echo(line, err=True)
@@ -219,7 +219,7 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
                f"{len(status.pending)} to run ({detail or 'none'}) in "
                f"{len(status.groups())} groups; {len(status.plan.zero_shot)} zero-shot "
                "records", err=True)
-    n_missing = len(status.plan.missing_starts) + len(gaps.lines)
+    n_missing = len(status.plan.missing_starts) + len(gaps)
     if n_missing:
         typer.echo(f"plan incomplete: {n_missing} missing inputs (above); the runs of cells "
                    "without their inputs are not listed", err=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fsxlt.data.readers import has_labels
-from fsxlt.errors import FsxltError
+from fsxlt.errors import FsxltError, MissingInput
 from fsxlt.tasks import TaskSpec
 
 
@@ -27,7 +27,8 @@ def data_file(spec: TaskSpec, data_dir: str | None, split: str, lang: str) -> Pa
         raise FsxltError(f"{spec.name}: the sweep needs data_dir (target {split} files)")
     path = spec.data.locate(data_dir, split, lang)
     if not path.is_file():
-        raise FsxltError(f"{path}: {split} file for {spec.name}/{lang} not found")
+        raise MissingInput(f"{path}: {split} file for {spec.name}/{lang} not found", split,
+                           spec.name, lang, path)
     if split == "test" and not _has_labels(path, spec, lang):
         raise FsxltError(
             f"{path}: the test file of {spec.name}/{lang} carries no labels (a file to "

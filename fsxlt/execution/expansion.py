@@ -111,8 +111,8 @@ def expand(config: SweepConfig, dry_run: bool = False) -> Plan:
     for plan in config.tasks:
         starts = _starts(plan, result.missing_starts if dry_run else None)
         if dry_run and any(task == plan.task for task, _ in result.missing_starts):
-            for line in missing_source_files(plan):
-                gaps.add(line)
+            for err in missing_source_files(plan):
+                gaps.add(err)
         hashes.missing.update(start for _task, start in result.missing_starts)
         for lang in plan.languages:
             untrained_sets: tuple[Path, Path | None] | None = None  # K=0 runs' dev, test
@@ -134,7 +134,7 @@ def expand(config: SweepConfig, dry_run: bool = False) -> Plan:
                 result.runs += gaps.attempt(_k0_runs, plan, starts, lang, untrained_sets,
                                             out, hashes, config.name, reading) or []
     result.runs.sort(key=lambda r: (r.task, r.language, r.k, r.arm, r.index))
-    result.gaps = gaps.lines
+    result.gaps = gaps.found
     return result
 
 

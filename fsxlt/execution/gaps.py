@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fsxlt.errors import FsxltError
+from fsxlt.errors import FsxltError, MissingInput
 
 T = TypeVar("T")
 
@@ -29,7 +29,7 @@ class Gaps:
     """The refusals a dry run collects (``collect``) or a sweep raises (not ``collect``)."""
 
     collect: bool = False
-    lines: list[str] = field(default_factory=list)
+    found: list[FsxltError] = field(default_factory=list)
 
     def attempt(self, step: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
         """``step(*args, **kwargs)``; its one-line refusal is kept (``None`` returned) when
@@ -39,12 +39,59 @@ class Gaps:
         except FsxltError as err:
             if not self.collect:
                 raise
-            self.add(str(err))
+            self.add(err)
             return None
 
-    def add(self, line: str) -> None:
-        if line not in self.lines:
-            self.lines.append(line)
+    def add(self, err: FsxltError) -> None:
+        if all(str(err) != str(known) for known in self.found):
+            self.found.append(err)
+
+    def lines(self) -> list[str]:
+        """One line per missing input, or per task and kind where many are alike: a task's
+        missing bucket sets in one line (its languages and Ks), its missing test files in
+        another; any other refusal as it was raised."""
+        grouped: dict[tuple[str, str], list[MissingInput]] = {}
+        order: list[Any] = []
+        for err in self.found:
+            if isinstance(err, MissingInput):
+                key = (err.kind, err.task)
+                if key not in grouped:
+                    grouped[key] = []
+                    order.append(key)
+                grouped[key].append(err)
+            else:
+                order.append(str(err))
+        return [_group_line(grouped[item]) if isinstance(item, tuple) else item
+                for item in order]
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+
+def _group_line(errors: list[MissingInput]) -> str:
+    """One task's missing inputs of one kind, in a line."""
+    if len(errors) == 1:
+        return str(errors[0])
+    first = errors[0]
+    if first.kind == "set":
+        store = Path(first.path).parents[1]
+        by_lang: dict[str, list[str]] = {}
+        for err in errors:
+            by_lang.setdefault(err.language, []).append(f"k{err.k}")
+        langs = "; ".join(f"{lang} {','.join(ks)}" for lang, ks in by_lang.items())
+        return (f"{store}: no bucket sets for {first.task} in {_n(len(by_lang), 'language')} "
+                f"({len(errors)} sets: {langs}); import them (fsxlt buckets import-published "
+                f"RELEASE --out {store.parent} --task {first.task}) or draw them (fsxlt "
+                "sample)")
+    names = ", ".join(Path(err.path).name for err in errors)
+    where = (" (labelled ones: docs/sampling.md#what-a-study-on-the-published-buckets-needs)"
+             if first.kind == "test" else "")
+    return (f"{Path(first.path).parent}: no {first.kind} files for {first.task} in "
+            f"{_n(len(errors), 'language')} ({names}){where}")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def source_files(plan: Any) -> list[tuple[str, Path]]:
@@ -72,12 +119,14 @@ def start_command(plan: Any, start: str) -> str:
     return " ".join(parts)
 
 
-def missing_source_files(plan: Any) -> list[str]:
-    """One line per file the command of a missing start would read and that is not there."""
-    lines = []
+def missing_source_files(plan: Any) -> list[FsxltError]:
+    """The refusal of each file the command of a missing start would read that is not
+    there."""
+    found: list[FsxltError] = []
     spec = plan.spec
     for split, path in source_files(plan):
         if not path.is_file():
-            lines.append(f"{path}: {spec.source_language} {split} file of {plan.task} not "
-                         f"found, which fsxlt source-train reads to write {plan.start}")
-    return lines
+            found.append(FsxltError(f"{path}: {spec.source_language} {split} file of "
+                                    f"{plan.task} not found, which fsxlt source-train reads "
+                                    f"to write {plan.start}"))
+    return found

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from fsxlt.errors import FsxltError
+from fsxlt.errors import MissingInput
 from fsxlt.execution.config import TaskPlan
 from fsxlt.execution.spec import Hashes
 from fsxlt.sampling.set_files import SetFiles, set_files
@@ -16,6 +16,7 @@ def bucket_files(plan: TaskPlan, lang: str, k: int, hashes: Hashes) -> SetFiles:
 
     directory = bucket_dir(plan.buckets, plan.task, lang, k)
     if not (directory / MANIFEST).is_file():
-        raise FsxltError(f"{directory}: no bucket set for {plan.task}/{lang}/k{k} (draw it "
-                         "with fsxlt sample, or fsxlt buckets import-published/import-fewclue)")
+        raise MissingInput(f"{directory}: no bucket set for {plan.task}/{lang}/k{k} (draw it "
+                           "with fsxlt sample, or fsxlt buckets import-published/"
+                           "import-fewclue)", "set", plan.task, lang, directory, k)
     return set_files(directory, hashes.text, plan.n_buckets, bucket_digest=hashes.bucket)

@@ -202,7 +202,7 @@ class Plan:
     zero_shot: list[ZeroShotSpec] = field(default_factory=list)
     missing_starts: list[tuple[str, str]] = field(default_factory=list)  # (task, start)
     notes: list[str] = field(default_factory=list)  # one line each, for the command to say
-    gaps: list[str] = field(default_factory=list)  # a dry run: each missing input's refusal
+    gaps: list[Any] = field(default_factory=list)  # a dry run: each missing input's refusal
 
     def start_missing(self, run: RunSpec) -> bool:
         """Whether the run's start is one of the missing ones (it cannot run yet)."""
