@@ -84,9 +84,11 @@ def evaluate_cmd(
 
         check_apart_from_models(Path(out).parent, [("the checkpoint", checkpoint)],
                                 holding=False)
+    from fsxlt.model_location import check_model_location
     from fsxlt.models.precision import DEFAULT_RESOLVED, resolve_precision
     from fsxlt.training.checkpoint import resolve_device
 
+    check_model_location(checkpoint, "checkpoint", tokenizer=True)  # before any data is read
     precision = resolve_precision(precision, resolve_device(device))
     examples, source = read_split(spec, lang, split, file, data_dir)
     examples = limit_examples(examples, limit, "--limit")

@@ -239,6 +239,7 @@ def source_train_cmd(
           transformers-adamw --weight-decay 0.05 --warmup 0.1 --fractional-warmup \\
           --schedule linear --label-all-tokens --out ckpt/panx-peer
     """
+    from fsxlt.model_location import check_model_location
     from fsxlt.models.encoding import (
         DEFAULT_LONG_SENTENCES,
         check_label_all_tokens,
@@ -266,6 +267,7 @@ def source_train_cmd(
     from fsxlt.training.checkpoint import resolve_device
 
     precision = resolve_precision(precision, resolve_device(device))  # refused: one line
+    check_model_location(model, tokenizer=True)  # before any data is read
     out = _checkpoint_out(out, model, overwrite)
     train, source_dev, sources = source_data(spec, source_langs, train_file, dev_file,
                                               data_dir, train_limit)

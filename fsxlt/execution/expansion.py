@@ -16,6 +16,7 @@ from fsxlt.execution.gaps import Gaps, missing_source_files
 from fsxlt.execution.icl_runs import icl_cell_runs, icl_zero_shot_runs, lm_cell_runs
 from fsxlt.execution.inputs import bucket_files
 from fsxlt.execution.spec import Hashes, Plan, RunSpec, ZeroShotSpec, build_run
+from fsxlt.model_location import check_model_location
 from fsxlt.sampling.set_files import SetFiles
 from fsxlt.study.runs import (
     CHECKPOINT_FILE,
@@ -215,6 +216,7 @@ def _starts(plan: TaskPlan, missing: list[tuple[str, str]] | None,
             raise FsxltError(f"{plan.task}: the sweep needs start (a source-trained "
                              "checkpoint)")
         if Path(plan.start).exists():
+            check_model_location(plan.start, "start", tokenizer=True)
             starts.append((plan.start, is_checkpoint(plan.start), plan.methods, plan))
         elif missing is None:
             raise FsxltError(f"{plan.start}: starting checkpoint for {plan.task} not found")
@@ -223,6 +225,7 @@ def _starts(plan: TaskPlan, missing: list[tuple[str, str]] | None,
             starts.append((plan.start, True, plan.methods, plan))
     if plan.no_source and plan.no_source["methods"]:
         encoder = plan.no_source["encoder"]
+        check_model_location(encoder, "encoder", tokenizer=True)
         starts.append((encoder, is_checkpoint(encoder), tuple(plan.no_source["methods"]),
                        replace(plan, **plan.no_source.get("settings", {}))))
     return starts

@@ -109,14 +109,12 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
 
     if threads is not None:
         torch.set_num_threads(threads)
-    if gguf_file and not (Path(name) / gguf_file).is_file() and Path(name).is_dir():
-        raise FsxltError(f"{Path(name) / gguf_file}: GGUF file not found")
-    quiet_transformers()
-    from fsxlt.training.checkpoint import check_model_location, load_failure
+    from fsxlt.model_location import check_causal_lm_location
 
-    if not gguf_file:  # a GGUF directory holds no config.json: the GGUF file is the model
-        check_model_location(name, "causal LM")
+    check_causal_lm_location(name, gguf_file)  # a GGUF folder holds no config.json
+    quiet_transformers()
     from fsxlt.identity import hub_source
+    from fsxlt.training.checkpoint import load_failure
 
     source, revision = hub_source(name, gguf_file or "config.json")  # hub: at its commit
     extra = {"gguf_file": gguf_file, **revision} if gguf_file else revision

@@ -26,7 +26,8 @@ import torch
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, read_json, staged_dir
-from fsxlt.identity import hub_id_like, hub_source, split_revision
+from fsxlt.identity import hub_source
+from fsxlt.model_location import TOKENIZER_FILES, check_model_location
 from fsxlt.models.model import DEFAULT_HEAD, FsxltModel, build_model
 from fsxlt.study.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
 from fsxlt.tasks import TaskSpec, get_task
@@ -68,30 +69,6 @@ def _first_line(err: BaseException) -> str:
 
     text = str(err).strip()
     return whole_words(text, 300) if text else err.__class__.__name__
-
-
-def check_model_location(name: str, what: str = "encoder") -> None:
-    """One-line error for a model argument that is neither a directory nor a hub id.
-
-    A path that does not exist would otherwise reach the hub client and come
-    back as its repo-id rules; a directory without ``config.json`` is not a
-    model directory.
-    """
-    path = Path(name).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise FsxltError(f"cannot load {what} {name}: not a model directory (no "
-                             "config.json)")
-        return
-    if path.exists():
-        raise FsxltError(f"cannot load {what} {name}: a file, not a model directory "
-                         "or a hub model name")
-    if not hub_id_like(split_revision(name)[0]):
-        raise FsxltError(f"cannot load {what} {name}: no such directory, and not a model "
-                         "name the hub would accept")
-
-
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "tokenizer.model")
 
 
 def load_failure(name: str, err: BaseException, what: str = "encoder",
@@ -152,7 +129,7 @@ def load_encoder(name_or_path: str | Path, seed: int = 0) -> tuple[torch.nn.Modu
     from transformers import AutoModel, AutoTokenizer
 
     name = str(name_or_path)
-    check_model_location(name)
+    check_model_location(name, tokenizer=True)
     source, revision = hub_source(name)  # a hub name: at the commit it resolves to
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **revision)
