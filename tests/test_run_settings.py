@@ -165,27 +165,30 @@ def test_the_report_notes_a_cell_trained_with_two_micro_batch_sizes(study, basel
                     "default; see docs/sweeps.md#failures")
 
 
-def test_a_resume_with_another_thread_count_says_so(study, baseline, tmp_path):
-    """The thread count is stated, not identity: a sweep that finds finished CPU records of
-    another count, and will run more, says so in one line."""
+def test_a_resume_with_another_thread_count_is_refused(study, baseline, tmp_path, capsys):
+    """The thread count is stated, not identity, and changes CPU numerics: a sweep that
+    finds finished CPU records of another count, and would run more, refuses in one line
+    naming the --threads that continues them, before writing anything; with it, it runs."""
     import shutil
 
     runs = tmp_path / "runs"
     shutil.copytree(baseline, runs)
     (runs / "xnli/de/k2/full/01.json").unlink()
-    config = parse_config(sweep_config(study, runs, n_buckets=2, tasks=TASKS))
-    said: list[str] = []
-    run_sweep(config, workers=0, threads=2, note=said.append)
-    assert ("note: finished CPU records of this sweep ran with other torch thread counts "
-            "(3 with 1) than its runs now will (2); CPU numerics depend on the count "
-            "(--threads 1 to match; docs/training.md#numerics-are-pinned)") in said
-    said.clear()
-    (runs / "xnli/de/k1/full/00.json").unlink()
-    run_sweep(config, workers=0, threads=1, note=said.append)  # the one of 2 threads: noted
-    assert any("(1 with 2)" in line for line in said)
-    said.clear()
-    run_sweep(config, workers=0, threads=1, note=said.append)  # nothing to run: no note
-    assert not any("thread counts" in line for line in said)
+    config = write_config(tmp_path / "sweep.yaml",
+                          sweep_config(study, runs, n_buckets=2, tasks=TASKS))
+    before = sorted(p.relative_to(runs) for p in runs.rglob("*"))
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        f"{runs}: finished CPU records of this sweep ran with other torch thread counts "
+        "(3 with 1) than its runs now would (2); CPU numerics depend on the count, so a "
+        "study keeps one: add --threads 1 (docs/training.md#numerics-are-pinned)")
+    assert len(err.splitlines()) == 1
+    assert sorted(p.relative_to(runs) for p in runs.rglob("*")) == before
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    assert (runs / "xnli/de/k2/full/01.json").is_file()
+    # nothing left to run: any count is fine, nothing would be added
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "2"]) == 0
 
 
 def test_the_report_says_what_ran_and_what_differs(study, baseline, tmp_path, capsys):

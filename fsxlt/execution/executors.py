@@ -161,18 +161,22 @@ def write_zero_shot(plan: Plan, replace: bool = False,
             on_record(str(zero.record_path))
 
 
-def threads_note(done: dict[int, int], threads: int | None) -> str | None:
-    """One line when finished CPU records ran with another torch thread count than this
-    sweep's CPU runs will (``threads``; None: not known here): CPU numerics depend on the
-    count, which is stated in every record, not in the identity."""
+def check_threads(done: dict[int, int], threads: int | None, out: Any) -> None:
+    """Refuse, in one line, a sweep that would add CPU records run with another torch
+    thread count than its finished CPU records (``done``: records per count; ``threads``:
+    the count its CPU runs will use, None: not known here, or not on a CPU). On a CPU the
+    count changes a score's last digits and can turn a near-tie in model selection, and
+    it is stated in every record, not in its identity, so a study keeps one count:
+    ``--threads N`` continues with the records' own."""
     other = {count: n for count, n in done.items() if count != threads}
     if threads is None or not other:
-        return None
+        return
     counts = ", ".join(f"{n} with {count}" for count, n in sorted(other.items()))
-    return (f"note: finished CPU records of this sweep ran with other torch thread counts "
-            f"({counts}) than its runs now will ({threads}); CPU numerics depend on the count "
-            f"(--threads {max(other, key=other.get)} to match; "
-            "docs/training.md#numerics-are-pinned)")
+    raise FsxltError(
+        f"{out}: finished CPU records of this sweep ran with other torch thread counts "
+        f"({counts}) than its runs now would ({threads}); CPU numerics depend on the count, "
+        f"so a study keeps one: add --threads {max(other, key=other.get)} "
+        "(docs/training.md#numerics-are-pinned)")
 
 
 def _cpu_threads(executor: str, device: str, workers: int, threads: int | None,
@@ -407,6 +411,9 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
     for zero in plan.zero_shot:
         check_zero_shot(zero.record_path, zero.record, replace)
     check_eval_sets([run for run, _ in status.pending if isinstance(run, RunSpec)])
+    if status.pending:
+        check_threads(status.cpu_threads, _cpu_threads(
+            executor, device, workers, threads, len(status.groups(workers))), config.out)
     claim(config.out, RUNS, "out")
     say = note or (lambda line: print(line, file=sys.stderr))
     with writer_lock(config.out, RUNS):
@@ -417,11 +424,6 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
                               f"{len(status.done)} finished records of this sweep were")
         if mixed:
             say(mixed)
-        if status.pending:
-            threads_note_line = threads_note(status.cpu_threads, _cpu_threads(
-                executor, device, workers, threads, len(status.groups(workers))))
-            if threads_note_line:
-                say(threads_note_line)
         for line in status.plan.notes:
             say(line)
         write_zero_shot(status.plan, replace, say, on_record)
