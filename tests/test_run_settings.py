@@ -78,6 +78,10 @@ UNHELD = {
     "eval_max_tokens": ({"eval_max_tokens": 24}, {}),  # many small evaluation batches
     "workers": ({}, {"workers": 2}),  # two worker processes, runs spread over them
     "threads": ({}, {"threads": 2}),
+    # the GPU each worker is pinned to, in another order: a worker sees its GPU as its
+    # only one (CUDA_VISIBLE_DEVICES), so a record names none; run here on the CPU, where
+    # the pinning is all that changes (two GPUs would test the GPUs' numerics too)
+    "devices": ({}, {"workers": 2, "devices": ["1", "0"]}),
     "save_predictions": ({}, {"save_predictions": True}),
     "progress": ({}, {"progress": True}),
 }
