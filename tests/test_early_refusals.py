@@ -70,3 +70,27 @@ def test_icl_and_lm_adapt_check_the_causal_lm_first(tmp_path, capsys):
                     "--gguf-file", "m.gguf", "--data-dir", str(tmp_path / "no-data"),
                     "--out", str(tmp_path / "r")]) == 2
     assert "m.gguf: GGUF file not found" in capsys.readouterr().err
+
+
+def test_refusals_come_before_torch_is_imported(models, tmp_path):
+    """A refusal of a bad model or config comes in the CLI's start-up: torch (over a
+    second to import) is never imported for it."""
+    import subprocess
+    import sys
+
+    bad_config = tmp_path / "bad.yaml"
+    bad_config.write_text("name: x\nout: r\nlr: [0.001]\ntasks: {xnli: {}}\n")
+    cases = [commands(str(models["typo"]), tmp_path)[name]
+             for name in ("source-train", "adapt", "evaluate")]
+    cases += [["sweep", str(bad_config), "--dry-run"],
+              ["icl", "--task", "xnli", "--lang", "de", "--bucket", "x", "--model",
+               str(models["typo"]), "--out", str(tmp_path / "r")]]
+    script = ("import sys, json\nfrom fsxlt.cli import run_app\n"
+              "codes = [run_app(args) for args in json.loads(sys.argv[1])]\n"
+              "print(json.dumps([codes, 'torch' in sys.modules]))\n")
+    import json
+
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(cases)],
+                          capture_output=True, text=True, timeout=120)
+    codes, torch_loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert codes == [2] * len(cases) and not torch_loaded, done.stderr

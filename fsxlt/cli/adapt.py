@@ -216,8 +216,10 @@ def adapt_cmd(
           --fractional-warmup --schedule linear --label-all-tokens --data-dir data/panx \\
           --out runs
     """
-    from fsxlt.execution import adapt_plan
     from fsxlt.model_location import check_model_location
+
+    check_model_location(start or model, "start" if start else "encoder", tokenizer=True)
+    from fsxlt.execution import adapt_plan
     from fsxlt.models.precision import resolve_precision
     from fsxlt.training.checkpoint import resolve_device
     from fsxlt.training.optim import flag_settings
@@ -226,7 +228,6 @@ def adapt_cmd(
         raise FsxltError("--save-predictions saves test predictions; it cannot go with --no-test")
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--from", start or model)])
-    check_model_location(start or model, "start" if start else "encoder", tokenizer=True)
     runs = adapt_plan(task, lang, Path(bucket), out, start=start or model, method=method,
                       method_options=parse_method_options(method_opt), lrs=lrs, seed=seed,
                       max_epochs=max_epochs, patience=patience,

@@ -67,6 +67,9 @@ def evaluate_cmd(
       fsxlt evaluate ckpt/panx-mbert --task panx --lang de --data-dir data/panx \\
           --save-predictions --out runs/panx/de/k0/zero-shot-test.json
     """
+    from fsxlt.model_location import check_model_location
+
+    check_model_location(checkpoint, "checkpoint", tokenizer=True)  # before torch, any data
     from fsxlt.models.model import quiet_transformers
     from fsxlt.study.predictions import predictions_path, write_predictions
     from fsxlt.study.runs import EVALUATION_FORMAT, start_fingerprint
@@ -84,11 +87,9 @@ def evaluate_cmd(
 
         check_apart_from_models(Path(out).parent, [("the checkpoint", checkpoint)],
                                 holding=False)
-    from fsxlt.model_location import check_model_location
     from fsxlt.models.precision import DEFAULT_RESOLVED, resolve_precision
     from fsxlt.training.checkpoint import resolve_device
 
-    check_model_location(checkpoint, "checkpoint", tokenizer=True)  # before any data is read
     precision = resolve_precision(precision, resolve_device(device))
     examples, source = read_split(spec, lang, split, file, data_dir)
     examples = limit_examples(examples, limit, "--limit")

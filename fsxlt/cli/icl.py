@@ -107,9 +107,6 @@ def icl_cmd(
                            batching=o.batching, preset=preset, precision=o.precision)
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--model", model), ("--encoder", encoder)])
-    from fsxlt.model_location import check_causal_lm_location
-
-    check_causal_lm_location(model, o.gguf_file)  # before any data is read
     runs = icl_plan(task, lang, bucket, out, settings, test=o.test_file, data_dir=o.data_dir,
                     predict=o.predict)
     _run_all(runs, settings, out, o, batch_size=batch_size, save_prompts=save_prompts)

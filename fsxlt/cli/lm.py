@@ -111,9 +111,6 @@ def lm_adapt_cmd(
                           prompt=PromptSettings(o.template_lang, o.words_lang))
     check_output_dir(out, "runs directory")
     check_apart_from_models(out, [("--model", model)])
-    from fsxlt.model_location import check_causal_lm_location
-
-    check_causal_lm_location(model, o.gguf_file)  # before any data is read
     runs = lm_plan(task, lang, bucket, out, settings, test=o.test_file, dev=dev_file,
                    data_dir=o.data_dir, predict=o.predict)
     failed = _run_all(runs, out, o, batch_size=batch_size)

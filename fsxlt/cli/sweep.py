@@ -143,7 +143,7 @@ def sweep_cmd(
       fsxlt sweep configs/sweeps/study.yaml --executor ray --address auto --gpus-per-task 0.5
     """
     from fsxlt.errors import FsxltError
-    from fsxlt.execution import load_config, run_sweep
+    from fsxlt.execution.config import load_config  # no torch: a bad config is refused fast
 
     if not dry_run and (rates is not None or assume_epochs is not None):
         raise FsxltError("--rates and --assume-epochs cost a plan: they go with --dry-run")
@@ -165,6 +165,7 @@ def sweep_cmd(
         _list_runs(resolve_precisions(cfg, executor, device, gpus_per_task), save_predictions,
                    replace, bench, str(rates) if rates else None, assume_epochs, workers)
         return
+    from fsxlt.execution import run_sweep
     from fsxlt.report.trackers import tracker_logger
 
     gpu_ids = [d.strip() for d in devices.split(",") if d.strip()] if devices else None

@@ -240,6 +240,8 @@ def source_train_cmd(
           --schedule linear --label-all-tokens --out ckpt/panx-peer
     """
     from fsxlt.model_location import check_model_location
+
+    check_model_location(model, tokenizer=True)  # before torch loads, before any data
     from fsxlt.models.encoding import (
         DEFAULT_LONG_SENTENCES,
         check_label_all_tokens,
@@ -267,7 +269,6 @@ def source_train_cmd(
     from fsxlt.training.checkpoint import resolve_device
 
     precision = resolve_precision(precision, resolve_device(device))  # refused: one line
-    check_model_location(model, tokenizer=True)  # before any data is read
     out = _checkpoint_out(out, model, overwrite)
     train, source_dev, sources = source_data(spec, source_langs, train_file, dev_file,
                                               data_dir, train_limit)

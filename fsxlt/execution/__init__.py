@@ -24,22 +24,30 @@ calls ``prepare`` and ``execute``).
   and the write rule every run follows.
 - :mod:`~fsxlt.execution.worker`: one group of runs in one process.
 - :mod:`~fsxlt.execution.executors`: :func:`run_sweep`, local processes and Ray.
+
+The names below load their module on first use: importing the package (or one of
+its light modules, such as :mod:`~fsxlt.execution.config`) imports no torch, so a
+command refuses a bad config in its start-up time.
 """
 
-from fsxlt.execution.adapt_runs import adapt_plan
-from fsxlt.execution.config import SweepConfig, load_config, parse_config
-from fsxlt.execution.executors import (
-    EXECUTORS,
-    SweepResult,
-    SweepStatus,
-    run_sweep,
-    sweep_status,
-    write_zero_shot,
-)
-from fsxlt.execution.expansion import expand
-from fsxlt.execution.spec import Plan, RunSpec
-from fsxlt.execution.worker import Outcome, run_group
+from fsxlt.lazy import lazy_names
 
-__all__ = ["EXECUTORS", "Outcome", "Plan", "RunSpec", "SweepConfig", "SweepResult",
-           "SweepStatus", "adapt_plan", "expand", "load_config", "parse_config", "run_group",
-           "run_sweep", "sweep_status", "write_zero_shot"]
+_API = {
+    "EXECUTORS": "fsxlt.execution.executors",
+    "Outcome": "fsxlt.execution.worker",
+    "Plan": "fsxlt.execution.spec",
+    "RunSpec": "fsxlt.execution.spec",
+    "SweepConfig": "fsxlt.execution.config",
+    "SweepResult": "fsxlt.execution.executors",
+    "SweepStatus": "fsxlt.execution.executors",
+    "adapt_plan": "fsxlt.execution.adapt_runs",
+    "expand": "fsxlt.execution.expansion",
+    "load_config": "fsxlt.execution.config",
+    "parse_config": "fsxlt.execution.config",
+    "run_group": "fsxlt.execution.worker",
+    "run_sweep": "fsxlt.execution.executors",
+    "sweep_status": "fsxlt.execution.executors",
+    "write_zero_shot": "fsxlt.execution.executors",
+}
+__all__ = list(_API)
+__getattr__, __dir__ = lazy_names(__name__, _API)

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import weakref
 from contextlib import nullcontext
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from fsxlt.errors import FsxltError
 
+if TYPE_CHECKING:
+    import torch
+
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 RESOLVED = ("bf16", "fp16", "fp32")
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # the precision every fsxlt before 0.8 ran on CPU, and the one identities leave unnamed
 DEFAULT_RESOLVED = "fp32"
 
@@ -47,6 +47,8 @@ def check_precision(precision: str, option: str = "--precision") -> str:
 
 def native_bf16(device: torch.device | str) -> bool:
     """Whether ``device`` runs bf16 natively (CUDA compute capability 8.0 or newer)."""
+    import torch
+
     device = torch.device(device)
     if device.type != "cuda" or not torch.cuda.is_available():
         return False
@@ -55,6 +57,8 @@ def native_bf16(device: torch.device | str) -> bool:
 
 def device_name(device: torch.device | str) -> str:
     """The device's name as a user knows it: the GPU's model, or ``cpu``."""
+    import torch
+
     device = torch.device(device)
     if device.type == "cuda" and torch.cuda.is_available():
         return torch.cuda.get_device_name(device)
@@ -64,6 +68,8 @@ def device_name(device: torch.device | str) -> str:
 def resolve_precision(requested: str, device: torch.device | str) -> str:
     """The precision ``requested`` runs in on ``device``: ``auto`` resolved, a precision
     the device cannot run refused in one line."""
+    import torch
+
     check_precision(requested)
     device = torch.device(device)
     if requested == "auto":
@@ -97,11 +103,14 @@ def precision_identity(precision: str) -> dict[str, str]:
 
 def autocast_context(device: torch.device | str, precision: str = DEFAULT_RESOLVED):
     """The autocast a forward pass on ``device`` runs under: none for fp32."""
+    import torch
+
     device = torch.device(device)
     precision = concrete(precision, device)
     if precision == "fp32":
         return nullcontext()
-    return torch.autocast(device.type, dtype=DTYPES[precision])
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    return torch.autocast(device.type, dtype=dtype)
 
 
 _SCALERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -114,6 +123,8 @@ def loss_scaler(optimizer: torch.optim.Optimizer, precision: str,
     gradients need no scaling."""
     if concrete(precision, device) != "fp16":
         return None
+    import torch
+
     scaler = _SCALERS.get(optimizer)
     if scaler is None:
         scaler = torch.amp.GradScaler(torch.device(device).type)
@@ -124,6 +135,8 @@ def loss_scaler(optimizer: torch.optim.Optimizer, precision: str,
 def memory_facts(device: torch.device | str) -> str:
     """What a message about running out of memory says of ``device``: its name, its
     memory and the peak this process reached on it (CUDA), else the host's memory."""
+    import torch
+
     device = torch.device(device)
     if device.type == "cuda" and torch.cuda.is_available():
         total = torch.cuda.get_device_properties(device).total_memory
@@ -142,6 +155,8 @@ def memory_facts(device: torch.device | str) -> str:
 def free_memory(device: torch.device | str) -> None:
     """Give back what a failed run held: Python's garbage, then CUDA's cached blocks."""
     import gc
+
+    import torch
 
     gc.collect()
     device = torch.device(device)
