@@ -62,6 +62,7 @@ def _panx(tmp_path: Path) -> tuple[Path, Path, Path]:
     start = tmp_path / "ckpt"
     start.mkdir()
     (start / "config.json").write_text("{}")
+    (start / "tokenizer_config.json").write_text("{}")  # a model folder's
     return data, store, start
 
 
@@ -114,6 +115,7 @@ def test_a_set_drawn_from_dev_refuses_the_dev_file_as_test(tmp_path, capsys):
     start = tmp_path / "ckpt"
     start.mkdir()
     (start / "config.json").write_text("{}")
+    (start / "tokenizer_config.json").write_text("{}")  # a model folder's
     config = {"name": "x", "out": str(tmp_path / "runs"), "buckets": str(store),
               "data_dir": str(other), "start": str(start), "n_buckets": 2,
               "tasks": {"xnli": {"languages": ["de"], "k": [1]}}}

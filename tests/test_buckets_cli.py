@@ -167,6 +167,7 @@ def test_a_sweep_over_a_set_with_a_gap_runs_the_other_buckets(tmp_path):
     start = tmp_path / "ckpt"  # the plan hashes its files; no model is loaded
     start.mkdir()
     (start / "config.json").write_text("{}")
+    (start / "tokenizer_config.json").write_text("{}")  # a model folder's
     for split in ("dev", "test"):
         write_conll(data / f"{split}-jv.tsv", [(["Ada"], ["B-PER"])])
 

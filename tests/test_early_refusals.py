@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from fsxlt.cli import run_app
-from fsxlt.model_location import TOKENIZER_FILES
+from fsxlt.models.location import TOKENIZER_FILES
 from tests.train_fixtures import make_encoder_dir
 
 

@@ -264,10 +264,12 @@ def no_model_loads(monkeypatch):
 
 
 def write_config(directory: Path, model_type: str, architectures: list[str]) -> Path:
-    """A model directory with only its config.json (no weights: nothing may load them)."""
+    """A model directory with its config.json and a tokenizer file, no weights (nothing may
+    load them)."""
     directory.mkdir(parents=True)
     (directory / "config.json").write_text(json.dumps(
         {"model_type": model_type, "architectures": architectures}), encoding="utf-8")
+    (directory / "tokenizer_config.json").write_text("{}", encoding="utf-8")  # as shipped
     return directory
 
 
@@ -321,6 +323,7 @@ def test_pet_reads_a_checkpoints_encoder_config(tmp_path, no_model_loads, capsys
     checkpoint.mkdir()
     (checkpoint / "fsxlt_checkpoint.json").write_text(json.dumps(
         {"format": "fsxlt-checkpoint/1", "encoder": str(encoder)}), encoding="utf-8")
+    (checkpoint / "config.json").write_text("{}", encoding="utf-8")  # as a checkpoint has
     assert run_app(["source-train", "--task", "xnli", "--method", "pet", "--model",
                     str(checkpoint), "--out", str(tmp_path / "out")]) == 2
     assert f"{encoder} has none (its config names BertModel)" in one_error_line(capsys)

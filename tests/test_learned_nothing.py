@@ -56,6 +56,14 @@ def test_a_model_folder_without_its_tokenizer_is_refused_before_training(tmp_pat
     (encoder / "config.json").write_text(json.dumps(config))
     code, err = _source_train(tmp_path, encoder, nli_data(24, seed=1), capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "no tokenizer files" in err and "tokenizer.json" in err  # seen before loading
+    assert not (tmp_path / "ckpt").exists()
+    # a tokenizer file that holds no vocabulary passes the folder check and is refused
+    # once loaded, still before training
+    (encoder / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "BertTokenizer"}))
+    code, err = _source_train(tmp_path, encoder, nli_data(24, seed=1), capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert "pieces, all special tokens: no vocabulary" in err and "tokenizer.json" in err
     assert not (tmp_path / "ckpt").exists()
 

@@ -106,9 +106,12 @@ def test_a_missing_language_set_is_one_line(study, tmp_path, capsys):
     bad = multi_config(study, tmp_path / "runs")
     bad["joint"]["languages"] = ["de", "es"]
     path = write_config(tmp_path / "sweep.yaml", bad)
-    assert run_app(["sweep", str(path), "--dry-run"]) == 2
+    assert run_app(["sweep", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "no bucket set for xnli/es/k1" in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "runs").exists()
+    assert run_app(["sweep", str(path), "--dry-run"]) == 1  # the plan lists it, exit 1
+    assert "missing: " in capsys.readouterr().err
 
 
 def test_adapt_takes_the_other_languages(study, tmp_path, capsys):

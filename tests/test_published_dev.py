@@ -322,6 +322,7 @@ def _sweep(tmp_path: Path, out: Path, data: Path, n_buckets: int = 2) -> dict:
     start = tmp_path / "ckpt"
     start.mkdir(exist_ok=True)
     (start / "config.json").write_text("{}")
+    (start / "tokenizer_config.json").write_text("{}")  # a model folder's
     return {"name": "published", "out": str(tmp_path / "runs"), "buckets": str(out),
             "data_dir": str(data / "{task}"), "start": str(start), "n_buckets": n_buckets,
             "tasks": {"xnli": {"languages": ["de"], "k": [1]}}}
@@ -428,6 +429,7 @@ def test_the_published_sweep_config_runs_every_set_of_the_release(tmp_path, monk
     for task in ("xnli", "pawsx", "marc", "udpos", "panx"):
         (tmp_path / "ckpt" / f"{task}-mbert").mkdir(parents=True)
         (tmp_path / "ckpt" / f"{task}-mbert" / "config.json").write_text("{}")
+        (tmp_path / "ckpt" / f"{task}-mbert" / "tokenizer_config.json").write_text("{}")
     config = load_config(REPO / "configs/sweeps/published.yaml")
     config = replace(config, tasks=tuple(replace(plan, n_buckets=1) for plan in config.tasks))
     runs = expand(config).runs

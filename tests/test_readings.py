@@ -183,6 +183,7 @@ def test_a_set_is_read_one_way_its_buckets_remaining_dev_and_runs_test(tmp_path,
     start = tmp_path / "ckpt"
     start.mkdir()
     (start / "config.json").write_text("{}")
+    (start / "tokenizer_config.json").write_text("{}")  # a model folder's
     config = {"name": "read", "out": str(tmp_path / "runs"), "buckets": str(store),
               "data_dir": str(data), "start": str(start), "n_buckets": 1,
               "tasks": {"xnli": {"languages": ["hi"], "k": [1]}}}
@@ -563,6 +564,7 @@ def test_a_tagging_set_read_the_studys_way_is_scored_truncated(tmp_path):
     start = tmp_path / "ckpt"
     start.mkdir()
     (start / "config.json").write_text("{}")
+    (start / "tokenizer_config.json").write_text("{}")  # a model folder's
     runs = {}
     for name, reading in (("study", ["--reading", "study"]), ("plain", [])):
         assert run_app(["sample", "--task", "panx", "--lang", "de", "-k", "1", "--n-buckets",

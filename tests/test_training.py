@@ -276,7 +276,7 @@ def test_cli_uses_dev_remaining_for_tasks_sampled_from_dev(encoder_dir, tmp_path
 @pytest.mark.parametrize("args, message", [
     (["--method", "cos-pooler"], "tagging"),
     (["--method", "lora-x"], "unknown method"),
-    (["--from", "/nonexistent/model"], "cannot load encoder"),
+    (["--from", "/nonexistent/model"], "cannot load start /nonexistent/model: no such directory"),
 ])
 def test_cli_errors_are_one_line_and_write_nothing(ner_files, tmp_path, capsys, args, message):
     data, buckets = ner_files

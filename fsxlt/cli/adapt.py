@@ -216,7 +216,7 @@ def adapt_cmd(
           --fractional-warmup --schedule linear --label-all-tokens --data-dir data/panx \\
           --out runs
     """
-    from fsxlt.model_location import check_model_location
+    from fsxlt.models.location import check_model_location
 
     check_model_location(start or model, "start" if start else "encoder", tokenizer=True)
     from fsxlt.execution import adapt_plan

@@ -67,7 +67,7 @@ def evaluate_cmd(
       fsxlt evaluate ckpt/panx-mbert --task panx --lang de --data-dir data/panx \\
           --save-predictions --out runs/panx/de/k0/zero-shot-test.json
     """
-    from fsxlt.model_location import check_model_location
+    from fsxlt.models.location import check_model_location
 
     check_model_location(checkpoint, "checkpoint", tokenizer=True)  # before torch, any data
     from fsxlt.models.model import quiet_transformers

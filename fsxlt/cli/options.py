@@ -305,7 +305,7 @@ def lm_run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(**kwargs: Any) -> Any:
         values = {name: kwargs.pop(name) for name, _, _ in _LM_RUN_OPTIONS}
         if "model" in kwargs:  # the causal LM, checked before torch and before any data
-            from fsxlt.model_location import check_causal_lm_location
+            from fsxlt.models.location import check_causal_lm_location
 
             check_causal_lm_location(kwargs["model"], values.get("gguf_file"))
         values["stop"] = stop_strings(values["stop"])

@@ -239,7 +239,7 @@ def source_train_cmd(
           transformers-adamw --weight-decay 0.05 --warmup 0.1 --fractional-warmup \\
           --schedule linear --label-all-tokens --out ckpt/panx-peer
     """
-    from fsxlt.model_location import check_model_location
+    from fsxlt.models.location import check_model_location
 
     check_model_location(model, tokenizer=True)  # before torch loads, before any data
     from fsxlt.models.encoding import (

@@ -16,7 +16,7 @@ from fsxlt.execution.gaps import Gaps, missing_source_files
 from fsxlt.execution.icl_runs import icl_cell_runs, icl_zero_shot_runs, lm_cell_runs
 from fsxlt.execution.inputs import bucket_files
 from fsxlt.execution.spec import Hashes, Plan, RunSpec, ZeroShotSpec, build_run
-from fsxlt.model_location import check_model_location
+from fsxlt.models.location import check_model_location
 from fsxlt.sampling.set_files import SetFiles
 from fsxlt.study.runs import (
     CHECKPOINT_FILE,

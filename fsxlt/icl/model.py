@@ -109,7 +109,7 @@ def load_causal_lm(name: str, gguf_file: str | None = None, *, device: str = "cp
 
     if threads is not None:
         torch.set_num_threads(threads)
-    from fsxlt.model_location import check_causal_lm_location
+    from fsxlt.models.location import check_causal_lm_location
 
     check_causal_lm_location(name, gguf_file)  # a GGUF folder holds no config.json
     quiet_transformers()

@@ -27,7 +27,7 @@ import torch
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import atomic_write_json, read_json, staged_dir
 from fsxlt.identity import hub_source
-from fsxlt.model_location import TOKENIZER_FILES, check_model_location
+from fsxlt.models.location import TOKENIZER_FILES, check_model_location
 from fsxlt.models.model import DEFAULT_HEAD, FsxltModel, build_model
 from fsxlt.study.runs import CHECKPOINT_FILE, is_checkpoint, start_fingerprint
 from fsxlt.tasks import TaskSpec, get_task
