@@ -263,10 +263,11 @@ def fewclue_store(tmp_path_factory) -> Path:
 
 
 def fake_checkpoint(path: Path) -> Path:
-    """A directory expand() takes for a source-trained start (its record only)."""
+    """A directory expand() takes for a source-trained start (its record and a config)."""
     path.mkdir(parents=True, exist_ok=True)
     (path / "fsxlt_checkpoint.json").write_text(json.dumps({"task": "xnli",
                                                             "source_languages": ["en"]}))
+    (path / "config.json").write_text("{}")  # a checkpoint's, as fsxlt writes one
     return path
 
 

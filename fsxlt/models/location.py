@@ -20,19 +20,16 @@ def check_model_location(name: str, what: str = "encoder", tokenizer: bool = Fal
 
     A path that does not exist would otherwise reach the hub client and come
     back as its repo-id rules; a directory without ``config.json`` is not a
-    model directory. An fsxlt checkpoint passes (its files are checked where it loads;
-    its tokenizer is its encoder's). ``tokenizer``: an encoder folder must hold tokenizer
-    files, or transformers builds an
+    model directory. ``tokenizer``: an encoder folder (not an fsxlt checkpoint, whose
+    tokenizer is its encoder's) must hold tokenizer files, or transformers builds an
     empty tokenizer from ``config.json``'s ``tokenizer_class`` and nothing tokenizes.
     """
     path = Path(name).expanduser()
-    if is_checkpoint(path):
-        return  # fsxlt's own: its files are checked by content where it loads
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise FsxltError(f"cannot load {what} {name}: not a model directory (no "
                              "config.json)")
-        if tokenizer and not any(
+        if tokenizer and not is_checkpoint(path) and not any(
                 (path / f).is_file() for f in TOKENIZER_FILES):
             raise FsxltError(f"cannot load {what} {name}: no tokenizer files "
                              f"({', '.join(TOKENIZER_FILES)}); give the folder its "
