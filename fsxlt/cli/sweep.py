@@ -199,7 +199,7 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
     check_out(cfg)  # what the sweep would refuse of its out, a dry run refuses too
     status = sweep_status(cfg, save_predictions, replace=True, dry_run=True)
     gaps = Gaps(collect=True, found=list(status.plan.gaps))
-    _check_sets(status, gaps)
+    sizes = _check_sets(status, gaps)
     for run, why in status.pending:
         why = why if why != "replace" or replace else "different (needs --replace)"
         typer.echo(f"{run.id}\t{why}\t{run.record_path}")
@@ -212,7 +212,7 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
                    f"{start_command(plans[task], start)}", err=True)
     for line in gaps.lines():
         typer.echo(f"missing: {line}", err=True)
-    for line in _cost_lines(status, bench, rates, assume_epochs, workers):
+    for line in _cost_lines(status, bench, rates, assume_epochs, workers, sizes):
         typer.echo(line, err=True)
     why = Counter(w if w != "replace" or replace else "different" for _, w in status.pending)
     detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
@@ -227,17 +227,21 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
         raise typer.Exit(1)
 
 
-def _check_sets(status: Any, gaps: Any) -> None:
+def _check_sets(status: Any, gaps: Any) -> dict[tuple, int]:
     """What the sweep refuses of the dev and test sets it reads (unreadable, empty, a test
-    set that is the dev set), each group's, into ``gaps``."""
+    set that is the dev set), each group's, into ``gaps``; each set's size, as it read it."""
     from fsxlt.execution.spec import RunSpec, check_eval_sets
 
+    sizes: dict[tuple, int] = {}
     for group in status.groups():
-        gaps.attempt(check_eval_sets, [run for run in group if isinstance(run, RunSpec)])
+        gaps.attempt(check_eval_sets, [run for run in group if isinstance(run, RunSpec)],
+                     sizes)
+    return sizes
 
 
 def _cost_lines(status: Any, bench: dict | None, rates: str | None,
-                assume_epochs: float | None, workers: int) -> list[str]:
+                assume_epochs: float | None, workers: int,
+                sizes: dict[tuple, int]) -> list[str]:
     """The dry run's size and cost lines (:mod:`fsxlt.execution.cost`)."""
     import json
 
@@ -249,10 +253,9 @@ def _cost_lines(status: Any, bench: dict | None, rates: str | None,
             records.append(json.loads(Path(run.record_path).read_text(encoding="utf-8")))
         except (OSError, ValueError):
             continue  # counted done by content a moment ago; a rate needs no more
-    sizes: dict[tuple, int] = {}
 
-    def dev_size(run: Any) -> int:
-        key = (run.dev_path, run.dev_split, run.dev_limit, run.reading)
+    def dev_size(run: Any) -> int:  # as _check_sets read it; a set it could not: read here
+        key = ("dev", run.dev_path, run.dev_split, run.dev_limit)
         if key not in sizes:
             sizes[key] = len(run.read_eval("dev"))
         return sizes[key]

@@ -148,6 +148,7 @@ def plan_cost(pending: list[Any], records: list[dict[str, Any]],
     from fsxlt.execution.spec import RunSpec
 
     measured = record_rates(records)
+    benched: dict[str, Rate | None] = {}  # per task, from the bench's figures
     cost = Cost()
     for run in pending:
         if not isinstance(run, RunSpec):
@@ -160,7 +161,9 @@ def plan_cost(pending: list[Any], records: list[dict[str, Any]],
             cost.max_epochs.add(run.max_epochs)
         rate = measured.get((run.task, run.method))
         if rate is None and bench is not None:
-            rate = bench_rates(bench, run.task, run.task_spec.is_tagging)
+            if run.task not in benched:
+                benched[run.task] = bench_rates(bench, run.task, run.task_spec.is_tagging)
+            rate = benched[run.task]
         if rate is None:
             cost.uncosted[run.task] = cost.uncosted.get(run.task, 0) + 1
             continue

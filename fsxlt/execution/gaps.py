@@ -9,7 +9,7 @@ line once), and lets the sweep itself raise the first as before.
 A start (``start:``) is local unless it names a hub model that exists: a folder that
 does not exist yet is the checkpoint ``fsxlt source-train`` is to write, never a hub id
 (``ckpt/xnli-mbert`` looks like one). :func:`start_command` is the command that writes
-it, with the English files it reads (:func:`source_files`), which are inputs too.
+it, with the English files it reads (:func:`missing_source_files`), which are inputs too.
 """
 
 from __future__ import annotations
@@ -94,16 +94,6 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def source_files(plan: Any) -> list[tuple[str, Path]]:
-    """The files ``fsxlt source-train`` reads for a task's start from the sweep's data
-    folder: the source language's train and dev files, as (split, path)."""
-    if plan.data_dir is None:
-        return []
-    spec = plan.spec
-    return [(split, spec.data.locate(plan.data_dir, split, spec.source_language))
-            for split in ("train", "dev")]
-
-
 def start_command(plan: Any, start: str) -> str:
     """The ``fsxlt source-train`` command that writes the missing ``start`` of a task,
     scoring zero-shot on the test sets the sweep's runs score (so its K=0 records pair)."""
@@ -124,7 +114,10 @@ def missing_source_files(plan: Any) -> list[FsxltError]:
     there."""
     found: list[FsxltError] = []
     spec = plan.spec
-    for split, path in source_files(plan):
+    if plan.data_dir is None:
+        return found
+    for split in ("train", "dev"):
+        path = spec.data.locate(plan.data_dir, split, spec.source_language)
         if not path.is_file():
             found.append(FsxltError(f"{path}: {spec.source_language} {split} file of "
                                     f"{plan.task} not found, which fsxlt source-train reads "

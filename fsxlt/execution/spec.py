@@ -352,11 +352,13 @@ def companion_buckets(plan: TaskPlan, regime: str, lang: str, k: int, index: int
     return out
 
 
-def check_eval_sets(runs: list[RunSpec]) -> None:
+def check_eval_sets(runs: list[RunSpec], sizes: dict[tuple, int] | None = None) -> None:
     """Read the dev and test sets the runs will read (each file once, as planned), so that a
     file that cannot be used (unreadable, or empty once read) is one line before anything
     is written, not an error record in an output directory made for nothing. A test file
-    that is the dev set a run selects on is refused too (:mod:`fsxlt.sampling.apart`)."""
+    that is the dev set a run selects on is refused too (:mod:`fsxlt.sampling.apart`).
+    ``sizes``, where given, gets each set's number of examples, by (which, path, split,
+    limit): a dry run costs the runs with them without reading the sets again."""
     from fsxlt.sampling.apart import check_apart
 
     seen: set[tuple[str, str, str, int | None]] = set()
@@ -378,7 +380,10 @@ def check_eval_sets(runs: list[RunSpec]) -> None:
             if not path or (which, path, split, limit) in seen:
                 continue
             seen.add((which, path, split, limit))
-            if not run.read_eval(which):
+            examples = run.read_eval(which)
+            if sizes is not None:
+                sizes[(which, path, split, limit)] = len(examples)
+            if not examples:
                 raise FsxltError(f"{path}: the {which} set of {run.id} holds no example to "
                                  f"{'select on' if which == 'dev' else 'score'}")
 
