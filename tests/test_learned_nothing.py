@@ -144,10 +144,11 @@ def test_a_planned_subset_reports_no_missing_buckets_and_a_real_gap_is_named(stu
     text = capsys.readouterr().out
     assert "Missing buckets" not in text
     # issue 73, item 5: 2 of the set's 5 buckets are marked so, planned or not, and an
-    # interval over so few buckets is marked as such
+    # interval over so few buckets is marked as such; issue 74, item 4: two buckets that
+    # scored alike give no interval at all, and the page says why
     assert cell["set_buckets"] == N_BUCKETS and "(n=2)" in text
-    assert "* over fewer than 5 buckets, which a bootstrap cannot say much of" in text
-    assert "]* |" in text
+    assert "| none (1 distinct resampled value) |" in text
+    assert "which a bootstrap cannot say much of" not in text
     (out / "xnli/de/k1/fc/01.json").unlink()  # a run the sweep planned but has no record of
     cells = aggregate(load_records(out))
     assert cells[(cells["k"] == 1) & (cells["arm"] == "fc")].iloc[0]["missing"] == "01"

@@ -32,6 +32,12 @@ def report_cmd(
         typer.Option("--compare", help="METHOD_A METHOD_B: paired comparison over shared "
                      "buckets (a method, or METHOD-nosource for the ablation)."),
     ] = None,
+    rank: Annotated[
+        list[str] | None,
+        typer.Option("--rank", help="ARM (two or more times): rank the arms per (task, "
+                     "language, K), with ties where no paired test (BH-adjusted over every "
+                     "pair and cell) separates them."),
+    ] = None,
     ddof: Annotated[
         int, typer.Option("--ddof", help="std over buckets: 1 sample (default), 0 population.")
     ] = 1,
@@ -57,9 +63,11 @@ def report_cmd(
     Also the gain over zero-shot, the adapting variants side by side and the drop
     without source-training; with --out, plots as PNG and PDF. --compare A B gives,
     per (task, language, K), the mean paired difference over the buckets both ran,
-    a bootstrap 95% CI and the Wilcoxon signed-rank p-value, and the two arms'
-    spreads over those buckets (std ratio with a bootstrap CI, Pitman-Morgan test)
-    and the rank correlation of their per-bucket scores.
+    a bootstrap 95% CI (or why none), the Wilcoxon signed-rank p-value and its
+    Benjamini-Hochberg q over the cells compared, and the two arms' spreads over
+    those buckets (std ratio with the Pitman-Morgan interval and test) and the
+    rank correlation of their per-bucket scores. --rank A --rank B --rank C ranks
+    three or more arms per cell, tied where no paired test separates them.
 
     Runs adapted from a model source-trained on anything but English are arms of
     their own (full@de, full@en+de+es), never averaged with English's; so are runs
@@ -75,6 +83,7 @@ def report_cmd(
       fsxlt report runs --compare full fc-pooler
       fsxlt report runs --compare full@de full
       fsxlt report runs --compare full+joint full
+      fsxlt report runs --rank full --rank lora --rank fc-pooler
       fsxlt report ckpt --sources
       fsxlt report runs --strategies --out report
     """
@@ -84,11 +93,17 @@ def report_cmd(
         sources_text,
         strategies_text,
         write_compare,
+        write_rank,
         write_report,
     )
 
     if ddof < 0 or (expected is not None and expected < 1):
         raise FsxltError("--ddof must be >= 0 and --expected-buckets >= 1")
+    if rank and (compare or sources or strategies):
+        raise FsxltError("--rank ranks arms on its own: leave out --compare, --sources and "
+                         "--strategies")
+    if rank is not None and (len(rank) < 2 or len(set(rank)) != len(rank)):
+        raise FsxltError("--rank needs at least two different arms (--rank A --rank B ...)")
     if out is not None:
         check_output_dir(out, "report directory")
         claim_report_dir(out, runs_dir)
@@ -98,6 +113,10 @@ def report_cmd(
     if strategies:
         typer.echo(strategies_text(runs_dir, fmt, out, seed=seed, n_boot=n_boot,
                                    plots=not no_plots, warn=_warn), nl=False)
+        return
+    if rank:
+        typer.echo(write_rank(runs_dir, list(rank), out, fmt, seed=seed, n_boot=n_boot,
+                              warn=_warn), nl=False)
         return
     if compare:
         typer.echo(write_compare(runs_dir, compare[0], compare[1], out, fmt, seed=seed,

@@ -8,7 +8,9 @@
 - :mod:`~fsxlt.report.records`: RUNS_DIR -> tidy DataFrames (corrupt files named, not counted).
 - :mod:`~fsxlt.report.tables`: mean ± std over buckets, gains, variants, drops.
 - :mod:`~fsxlt.report.page`: the page: its notes, its tables in order, rendered.
-- :mod:`~fsxlt.report.compare`: paired differences, bootstrap CI, Wilcoxon p.
+- :mod:`~fsxlt.report.compare`: paired differences, bootstrap CI, Wilcoxon p, BH q.
+- :mod:`~fsxlt.report.ranking`: several arms ranked, with ties where no test separates them.
+- :mod:`~fsxlt.report.bootstrap`: percentile intervals, and where none can be computed.
 - :mod:`~fsxlt.report.notes`: the one-line notes beside the tables (mixed cells, ...).
 - :mod:`~fsxlt.report.plots`: distributions, score vs K, learning curves.
 """
@@ -22,6 +24,7 @@ from fsxlt.report.api import (
     strategies_report,
     strategies_text,
     write_compare,
+    write_rank,
     write_report,
 )
 from fsxlt.report.compare import compare, render_compare
@@ -45,4 +48,4 @@ __all__ = ["EXPECTED_BUCKETS", "FORMATS", "Records", "SUFFIX", "Warn", "aggregat
            "load_records", "mixed_long_sentences", "mixed_precisions", "mixed_readings",
            "mixed_tests", "mixed_threads", "mixed_versions", "other_bucket_sets", "render",
            "render_compare", "report_text", "sources_text", "strategies_report",
-           "strategies_text", "write_compare", "write_report"]
+           "strategies_text", "write_compare", "write_rank", "write_report"]

@@ -37,7 +37,8 @@ SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 
 # what a report writes into its folder: report, cells, records, sources, strategies and
 # compare tables, and the plots folder
-REPORT_FILES = ("report.", "cells.", "records.", "sources.", "strategies.", "compare_")
+REPORT_FILES = ("report.", "cells.", "records.", "sources.", "strategies.", "compare_",
+                "rank_")
 
 
 def claim_report_dir(out: str | Path, runs_dir: str | Path | None = None) -> Path:
@@ -193,6 +194,28 @@ def strategies_text(runs_dir: str | Path, fmt: str = "md", out: str | Path | Non
     """The text of :func:`strategies_report` (what ``fsxlt report --strategies`` prints)."""
     return strategies_report(runs_dir, fmt, out, seed=seed, n_boot=n_boot, plots=plots,
                              warn=warn)[1]
+
+
+def write_rank(runs_dir: str | Path, arms: list[str], out: str | Path | None = None,
+               fmt: str = "md", *, seed: int = 0, n_boot: int = 10_000,
+               warn: Warn | None = None) -> str:
+    """Several arms ranked with ties (:mod:`fsxlt.report.ranking`) as text; also written to
+    ``out/rank_<A>_<B>_....<ext>``."""
+    from fsxlt.report.ranking import render_rank
+
+    _check(fmt)
+    if out is not None:
+        claim_report_dir(out, runs_dir)
+    if n_boot < 1:
+        raise FsxltError("the bootstrap needs at least one resample")
+    if len(arms) < 2 or len(set(arms)) != len(arms):
+        raise FsxltError("--rank needs at least two different arms")
+    records = _load(runs_dir, warn)
+    _refuse_unreadable(records, runs_dir, tuple(arms))
+    text, _ranked = render_rank(records, arms, fmt, seed=seed, n_boot=n_boot)
+    if out is not None:
+        atomic_write_text(Path(out) / f"rank_{'_'.join(arms)}.{SUFFIX[fmt]}", text)
+    return text
 
 
 def write_compare(runs_dir: str | Path, arm_a: str, arm_b: str, out: str | Path | None = None,

@@ -8,16 +8,23 @@ For every (task, language, K) where both arms have records, the differences
   ``n_boot`` resamples of the buckets with replacement, from a NumPy
   generator seeded with ``seed`` and the cell's name (so every cell's
   interval is reproducible and independent of which other cells exist);
+  none, and ``ci_problem`` says why, where the resampled means take too few
+  distinct values (:func:`fsxlt.report.bootstrap.checked_interval`);
 - the two-sided Wilcoxon signed-rank p-value (``scipy.stats.wilcoxon``,
-  zero differences dropped; 1.0 when every difference is zero, none for a
-  single bucket);
+  zero differences dropped; none when every difference is zero or for a
+  single bucket), and its Benjamini-Hochberg adjusted value ``q_value`` over
+  every cell of the comparison (``statsmodels``' ``multipletests``,
+  ``fdr_bh``): a cell with ``q_value`` below 0.05 is a discovery at a false
+  discovery rate of 5% across the cells compared;
 - the spread of each arm over the same buckets (sample standard deviations
-  ``sd_a``, ``sd_b``, points), their ratio ``sd_a / sd_b`` with a percentile
-  bootstrap interval from the same resamples as the mean's, and the
-  Pitman-Morgan p-value for equal variances of paired scores (two-sided: the
-  variances are equal exactly when ``A + B`` and ``A - B`` are uncorrelated,
-  tested with ``scipy.stats.pearsonr``). The spread answers "which arm depends
-  more on which shots were drawn"; none below three buckets;
+  ``sd_a``, ``sd_b``, points), their ratio ``sd_a / sd_b`` with the interval
+  that inverts the Pitman-Morgan test (exact for normal paired scores, and
+  finite wherever both arms vary; ``sd_ratio_problem`` says where one does
+  not), and the Pitman-Morgan p-value for equal variances of paired scores
+  (two-sided: the variances are equal exactly when ``A + B`` and ``A - B``
+  are uncorrelated, tested with ``scipy.stats.pearsonr``). The spread
+  answers "which arm depends more on which shots were drawn"; none below
+  three buckets;
 - the Spearman rank correlation of the two arms' scores over the buckets
   (``rho``, ``rho_p_value``): whether the buckets that suit one arm suit the
   other (none below three buckets or when an arm's scores do not vary).
@@ -35,17 +42,20 @@ import pandas as pd
 from fsxlt.errors import FsxltError
 from fsxlt.report.bootstrap import (  # noqa: F401 - re-exported
     LEVEL,
+    MIN_DISTINCT,
     bootstrap_ci,
+    checked_interval,
+    interval_text,
     percentile_interval,
     resample_index,
 )
 from fsxlt.report.records import Records
 from fsxlt.report.tables import Table, fmt
 
-SPREAD_COLUMNS = ["sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high", "sd_p_value",
-                  "rho", "rho_p_value"]
-COLUMNS = ["task", "language", "k", "n", "mean_diff", "ci_low", "ci_high", "p_value",
-           *SPREAD_COLUMNS]
+SPREAD_COLUMNS = ["sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high",
+                  "sd_ratio_problem", "sd_p_value", "rho", "rho_p_value"]
+COLUMNS = ["task", "language", "k", "n", "mean_diff", "ci_low", "ci_high", "ci_problem",
+           "p_value", "q_value", *SPREAD_COLUMNS]
 
 
 def wilcoxon_p(diffs: np.ndarray) -> float:
@@ -95,11 +105,26 @@ def compare_pairs(paired: pd.DataFrame, *, seed: int = 0, n_boot: int = 10_000,
         score_b = 100.0 * group["test_score_b"].to_numpy()
         index = resample_index(len(group), seed=seed, key=f"{task}/{lang}/{k}", n_boot=n_boot)
         diffs = score_a - score_b
-        low, high = percentile_interval(diffs[index].mean(axis=1))
+        low, high, problem = checked_interval(diffs[index].mean(axis=1))
         rows.append({"task": task, "language": lang, "k": int(k), "n": len(diffs),
                      "mean_diff": float(diffs.mean()), "ci_low": low, "ci_high": high,
-                     "p_value": wilcoxon_p(diffs), **spread(score_a, score_b, index)})
-    return pd.DataFrame(rows, columns=COLUMNS)
+                     "ci_problem": problem, "p_value": wilcoxon_p(diffs),
+                     **spread(score_a, score_b)})
+    result = pd.DataFrame(rows, columns=COLUMNS)
+    result["q_value"] = bh_adjusted(result["p_value"].to_numpy(dtype=float))
+    return result
+
+
+def bh_adjusted(p_values: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (``statsmodels``' ``fdr_bh``) over the finite
+    ones; NaN stays NaN (no test, no discovery)."""
+    from statsmodels.stats.multitest import multipletests
+
+    q = np.full(len(p_values), np.nan)
+    finite = np.isfinite(p_values)
+    if finite.any():
+        q[finite] = multipletests(p_values[finite], method="fdr_bh")[1]
+    return q
 
 
 def paired_by_hash(a: pd.DataFrame, b: pd.DataFrame, arm_a: str, arm_b: str) -> pd.DataFrame:
@@ -173,21 +198,45 @@ def test_set_note(records: Records, arm_a: str, arm_b: str) -> str | None:
             "--test-limit sample); their differences mix both")
 
 
-def spread(score_a: np.ndarray, score_b: np.ndarray, index: np.ndarray) -> dict[str, float]:
-    """Each arm's standard deviation over the paired buckets, their ratio with a bootstrap
-    interval over the resamples ``index``, and the Pitman-Morgan p-value (NaN below three
-    buckets; a ratio over a zero spread is NaN)."""
+def spread(score_a: np.ndarray, score_b: np.ndarray) -> dict[str, Any]:
+    """Each arm's standard deviation over the paired buckets, their ratio with the
+    Pitman-Morgan interval (:func:`sd_ratio_interval`), and the Pitman-Morgan p-value
+    (NaN below three buckets; no ratio and no interval where an arm does not vary, and
+    ``sd_ratio_problem`` says so)."""
     nan = float("nan")
     if len(score_a) < 3:
-        return dict.fromkeys(SPREAD_COLUMNS, nan)
+        return {**dict.fromkeys(SPREAD_COLUMNS, nan), "sd_ratio_problem": "under 3 buckets"}
     sd_a, sd_b = float(np.std(score_a, ddof=1)), float(np.std(score_b, ddof=1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = score_a[index].std(axis=1, ddof=1) / score_b[index].std(axis=1, ddof=1)
-    finite = ratios[np.isfinite(ratios)]
-    low, high = percentile_interval(finite) if len(finite) else (nan, nan)
+    low, high, problem = sd_ratio_interval(score_a, score_b)
     return {"sd_a": sd_a, "sd_b": sd_b, "sd_ratio": sd_a / sd_b if sd_b > 0 else nan,
-            "sd_ratio_low": low, "sd_ratio_high": high,
+            "sd_ratio_low": low, "sd_ratio_high": high, "sd_ratio_problem": problem,
             "sd_p_value": pitman_morgan_p(score_a, score_b), **rank_correlation(score_a, score_b)}
+
+
+def sd_ratio_interval(score_a: np.ndarray, score_b: np.ndarray, level: float = LEVEL,
+                      ) -> tuple[float, float, str]:
+    """The interval of ``sd_a / sd_b`` for paired scores that inverts the Pitman-Morgan test:
+    the ratios ``s`` at which ``A`` and ``s * B`` are not found to differ in variance at
+    ``1 - level``. With ``F = var_a / var_b``, ``r`` the correlation of the arms, ``t`` the
+    two-sided ``t`` quantile on ``n - 2`` degrees of freedom and
+    ``c = 1 + 2 (1 - r^2) t^2 / (n - 2)``, the variance ratio lies in
+    ``F (c -+ sqrt(c^2 - 1))``; the ends here are their square roots. Exact for normal
+    paired scores, finite wherever both arms vary; NaN bounds and the reason otherwise."""
+    from scipy.stats import t as student_t
+
+    n = len(score_a)
+    if n < 3:
+        return float("nan"), float("nan"), "under 3 buckets"
+    var_a, var_b = float(np.var(score_a, ddof=1)), float(np.var(score_b, ddof=1))
+    if var_a == 0 or var_b == 0:
+        still = " and ".join(arm for arm, var in (("A", var_a), ("B", var_b)) if var == 0)
+        return float("nan"), float("nan"), f"{still} does not vary: unbounded"
+    r = float(np.corrcoef(score_a, score_b)[0, 1])
+    t = float(student_t.ppf(1 - (1 - level) / 2, n - 2))
+    c = 1 + 2 * (1 - r * r) * t * t / (n - 2)
+    root = np.sqrt(max(c * c - 1, 0.0))
+    ratio = var_a / var_b
+    return float(np.sqrt(ratio * (c - root))), float(np.sqrt(ratio * (c + root))), ""
 
 
 def rank_correlation(score_a: np.ndarray, score_b: np.ndarray) -> dict[str, float]:
@@ -214,22 +263,23 @@ def pitman_morgan_p(score_a: np.ndarray, score_b: np.ndarray) -> float:
 
 def compare_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
     rows = [[r.task, r.language, str(r.k), str(r.n), fmt(r.mean_diff, signed=True),
-             f"[{fmt(r.ci_low, signed=True)}, {fmt(r.ci_high, signed=True)}]",
-             _p(r.p_value)]
+             interval_text(r.ci_low, r.ci_high, r.ci_problem, signed=True),
+             _p(r.p_value), _p(r.q_value)]
             for r in result.itertuples(index=False)]
     return Table(f"{arm_a} minus {arm_b}: paired over shared buckets (test, points)",
                  ["task", "language", "K", "n", "mean diff", "95% CI (bootstrap)",
-                  "Wilcoxon p"], rows)
+                  "Wilcoxon p", "BH q"], rows)
 
 
 def spread_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
     rows = [[r.task, r.language, str(r.k), str(r.n), fmt(r.sd_a), fmt(r.sd_b),
-             fmt(r.sd_ratio), f"[{fmt(r.sd_ratio_low)}, {fmt(r.sd_ratio_high)}]",
+             fmt(r.sd_ratio), interval_text(r.sd_ratio_low, r.sd_ratio_high,
+                                            r.sd_ratio_problem),
              _p(r.sd_p_value), fmt(r.rho), _p(r.rho_p_value)]
             for r in result.itertuples(index=False)]
     return Table(f"spread over the same buckets: {arm_a} against {arm_b} (test std, points)",
                  ["task", "language", "K", "n", f"std {arm_a}", f"std {arm_b}", "ratio",
-                  "95% CI (bootstrap)", "Pitman-Morgan p", "Spearman rho", "rho p"], rows)
+                  "95% CI (Pitman-Morgan)", "Pitman-Morgan p", "Spearman rho", "rho p"], rows)
 
 
 def _p(value: float) -> str:
@@ -241,10 +291,14 @@ def _p(value: float) -> str:
 def compare_note(result: pd.DataFrame, *, seed: int, n_boot: int) -> str:
     """What a comparison's numbers are, in words (and why a p-value is missing)."""
     note = (f"Bootstrap: {n_boot} resamples of the shared buckets, seed {seed}, percentile "
-            "interval; Wilcoxon signed-rank, two-sided, zero differences dropped. Spread: "
-            "sample std over the same buckets, ratio A/B with a bootstrap interval from the "
-            "same resamples; Pitman-Morgan test of equal variances (paired), two-sided; "
-            "Spearman rank correlation of the arms' scores over the buckets.")
+            f"interval (none where the resampled means take fewer than {MIN_DISTINCT} "
+            "distinct values); Wilcoxon signed-rank, two-sided, zero differences dropped; BH "
+            f"q: Benjamini-Hochberg over the {int(result['p_value'].notna().sum())} cells "
+            "tested (a cell under 0.05 is a discovery at a 5% false discovery rate). Spread: "
+            "sample std over the same buckets, ratio A/B with the interval that inverts the "
+            "Pitman-Morgan test (exact for normal scores; none where an arm does not vary); "
+            "Pitman-Morgan test of equal variances (paired), two-sided; Spearman rank "
+            "correlation of the arms' scores over the buckets.")
     if result["p_value"].isna().any():
         note += (" Wilcoxon p – : no test is possible (every paired difference is 0, or "
                  "fewer than 2 pairs).")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fsxlt.report.bootstrap import interval_text
 from fsxlt.report.records import Records, reading_lines
 from fsxlt.report.settings import settings_lines
 from fsxlt.report.tables import (
@@ -172,6 +173,12 @@ FEW_BUCKETS = 5  # an interval over fewer buckets is marked: resampling 2-4 valu
 FEW_MARK = "*"
 
 
+def interval_problem_of(row: Any) -> str:
+    """A cell row's ``ci_problem`` ("" where it has none, or the row predates it)."""
+    problem = getattr(row, "ci_problem", "")
+    return problem if isinstance(problem, str) else ""
+
+
 def cell_tables(cells: pd.DataFrame) -> list[Table]:
     """Per task, every cell: n, mean ± std, the 95% bootstrap interval of the mean over
     its buckets and the lowest and highest bucket (test, points)."""
@@ -179,11 +186,13 @@ def cell_tables(cells: pd.DataFrame) -> list[Table]:
     for task, part in cells.groupby("task", sort=True):
         rows = [[r.arm, r.language, str(r.k), str(r.n),
                  fmt(r.mean) + (f" ± {fmt(r.std)}" if r.n > 1 else ""),
-                 f"[{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
-                 + (FEW_MARK if r.n < FEW_BUCKETS else "") if r.n > 1 else "–",
+                 interval_text(r.ci_low, r.ci_high, r.ci_problem)
+                 + (FEW_MARK if r.n < FEW_BUCKETS and not interval_problem_of(r) else "")
+                 if r.n > 1 else "–",
                  f"{fmt(r.min)}–{fmt(r.max)}" if r.k > 0 else "–"]
                 for r in part.itertuples(index=False)]
-        few = any(1 < r.n < FEW_BUCKETS for r in part.itertuples(index=False))
+        few = any(1 < r.n < FEW_BUCKETS and not interval_problem_of(r)
+                  for r in part.itertuples(index=False))
         tables.append(Table(f"{task}: every cell (test, points; interval: percentile "
                             f"bootstrap of the mean, {BOOTSTRAP} resamples of the buckets"
                             + (f"; {FEW_MARK} over fewer than {FEW_BUCKETS} buckets, which "

@@ -131,11 +131,13 @@ def paired_difference_plots(paired: pd.DataFrame, result: pd.DataFrame, arm_a: s
         colours = ["tab:green" if d > 0 else "tab:red" if d < 0 else "tab:gray" for d in diffs]
         ax.bar(positions, diffs, color=colours)
         ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.axhspan(row.ci_low, row.ci_high, color="tab:blue", alpha=0.15)
+        if not row.ci_problem:
+            ax.axhspan(row.ci_low, row.ci_high, color="tab:blue", alpha=0.15)
         ax.axhline(row.mean_diff, color="tab:blue", linewidth=1.0)
         # said above the bars, not in a legend that would hide some of them
-        ax.set_title(f"mean {row.mean_diff:+.2f} (line), 95% CI [{row.ci_low:+.2f}, "
-                     f"{row.ci_high:+.2f}] (band)", fontsize=8)
+        band = (f"no 95% CI ({row.ci_problem})" if row.ci_problem else
+                f"95% CI [{row.ci_low:+.2f}, {row.ci_high:+.2f}] (band)")
+        ax.set_title(f"mean {row.mean_diff:+.2f} (line), {band}", fontsize=8)
         ax.set_xticks(positions)
         ax.set_xticklabels([f"{int(b):02d}" for b in cell["bucket"]], fontsize=7)
         ax.set_xlabel("bucket")

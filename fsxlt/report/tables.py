@@ -141,9 +141,9 @@ def aggregate(records: Records, *, ddof: int = 1,
     ``fsxlt analyze correlate`` reads.
     """
     scores = records.scores
-    columns = ["task", "arm", "language", "k", "n", "mean", "std", "ci_low", "ci_high", "min",
-               "max", "zero_shot", "gain", "missing", "expected", "union", "in_source", "fixed",
-               "metric", "unequal_label_tokens", "set_buckets"]
+    columns = ["task", "arm", "language", "k", "n", "mean", "std", "ci_low", "ci_high",
+               "ci_problem", "min", "max", "zero_shot", "gain", "missing", "expected", "union",
+               "in_source", "fixed", "metric", "unequal_label_tokens", "set_buckets"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["task", "arm", "language", "k"], sort=True)
@@ -153,8 +153,9 @@ def aggregate(records: Records, *, ddof: int = 1,
         cells[column] *= 100.0
     intervals = grouped["test_score"].apply(lambda s: mean_interval(
         100.0 * s.to_numpy(), "/".join(map(str, s.name)))).reset_index(drop=True)
-    cells["ci_low"] = [low for low, _high in intervals]
-    cells["ci_high"] = [high for _low, high in intervals]
+    cells["ci_low"] = [low for low, _high, _problem in intervals]
+    cells["ci_high"] = [high for _low, high, _problem in intervals]
+    cells["ci_problem"] = [problem for _low, _high, problem in intervals]
     present = grouped["bucket"].apply(lambda s: set(int(x) for x in s)).reset_index(drop=True)
     fixed = grouped["fixed"].apply(lambda s: bool(s.astype(bool).any())).reset_index(drop=True)
     cells["fixed"] = fixed.astype(bool)
@@ -203,7 +204,7 @@ def aggregate(records: Records, *, ddof: int = 1,
             if key in zero:
                 zero_rows.append({"task": task, "arm": arm, "language": lang, "k": 0, "n": 1,
                                   "mean": zero[key], "std": np.nan, "ci_low": np.nan,
-                                  "ci_high": np.nan,
+                                  "ci_high": np.nan, "ci_problem": "",
                                   "zero_shot": zero[key], "gain": 0.0,
                                   "missing": "", "expected": 1, "union": np.nan,
                                   "in_source": key in in_source, "fixed": False,
@@ -226,15 +227,16 @@ def aggregate(records: Records, *, ddof: int = 1,
 BOOTSTRAP = 2000  # resamples of a cell's buckets for its mean's interval
 
 
-def mean_interval(scores: np.ndarray, key: str) -> tuple[float, float]:
+def mean_interval(scores: np.ndarray, key: str) -> tuple[float, float, str]:
     """The 95% percentile-bootstrap interval of the mean of a cell's bucket scores
     (:data:`BOOTSTRAP` resamples, seeded by the cell's ``key``: the same records give the
-    same interval); NaN for fewer than two buckets."""
-    from fsxlt.report.bootstrap import bootstrap_ci
+    same interval) and ``""``; NaN for fewer than two buckets, NaN and the reason where the
+    resampled means make no interval (:func:`fsxlt.report.bootstrap.checked_interval`)."""
+    from fsxlt.report.bootstrap import checked_bootstrap_ci
 
     if len(scores) < 2:
-        return float("nan"), float("nan")
-    return bootstrap_ci(scores, seed=0, key=key, n_boot=BOOTSTRAP)
+        return float("nan"), float("nan"), ""
+    return checked_bootstrap_ci(scores, seed=0, key=key, n_boot=BOOTSTRAP)
 
 
 def zero_shot_source(arm: str, imported: dict[str, str]) -> str | None:
