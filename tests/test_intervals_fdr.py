@@ -139,7 +139,7 @@ def test_compare_adds_bh_q_and_says_where_an_interval_cannot_be_had(tmp_path, ca
     assert hi["sd_ratio_problem"] == "B does not vary: unbounded"
     assert run_app(["report", str(runs), "--compare", "full", "lora"]) == 0
     printed = capsys.readouterr().out
-    assert "BH q" in printed
+    assert "BH q" in printed and "MDD at 40" in printed  # item 2: power beside each diff
     assert "none (B does not vary: unbounded)" in printed
     assert "distinct resampled values)" in printed and "e+" not in printed
 

@@ -6,6 +6,7 @@ import sys
 
 from fsxlt.cli import adapt as _adapt  # noqa: F401  (registers commands)
 from fsxlt.cli import analyze as _analyze  # noqa: F401
+from fsxlt.cli import analyze_stats as _analyze_stats  # noqa: F401
 from fsxlt.cli import buckets as _buckets  # noqa: F401
 from fsxlt.cli import demo as _demo  # noqa: F401
 from fsxlt.cli import evaluate as _evaluate  # noqa: F401

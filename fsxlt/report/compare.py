@@ -25,6 +25,10 @@ For every (task, language, K) where both arms have records, the differences
   are uncorrelated, tested with ``scipy.stats.pearsonr``). The spread
   answers "which arm depends more on which shots were drawn"; none below
   three buckets;
+- beside every difference, the standard deviation of the per-bucket differences
+  ``sd_diff`` and, in the rendered tables, the smallest difference 5, 10, 20 and 40
+  buckets would detect and the buckets the observed difference needs
+  (:mod:`fsxlt.report.power`);
 - the Spearman rank correlation of the two arms' scores over the buckets
   (``rho``, ``rho_p_value``): whether the buckets that suit one arm suit the
   other (none below three buckets or when an arm's scores do not vary).
@@ -54,8 +58,8 @@ from fsxlt.report.tables import Table, fmt
 
 SPREAD_COLUMNS = ["sd_a", "sd_b", "sd_ratio", "sd_ratio_low", "sd_ratio_high",
                   "sd_ratio_problem", "sd_p_value", "rho", "rho_p_value"]
-COLUMNS = ["task", "language", "k", "n", "mean_diff", "ci_low", "ci_high", "ci_problem",
-           "p_value", "q_value", *SPREAD_COLUMNS]
+COLUMNS = ["task", "language", "k", "n", "mean_diff", "sd_diff", "ci_low", "ci_high",
+           "ci_problem", "p_value", "q_value", *SPREAD_COLUMNS]
 
 
 def wilcoxon_p(diffs: np.ndarray) -> float:
@@ -107,7 +111,9 @@ def compare_pairs(paired: pd.DataFrame, *, seed: int = 0, n_boot: int = 10_000,
         diffs = score_a - score_b
         low, high, problem = checked_interval(diffs[index].mean(axis=1))
         rows.append({"task": task, "language": lang, "k": int(k), "n": len(diffs),
-                     "mean_diff": float(diffs.mean()), "ci_low": low, "ci_high": high,
+                     "mean_diff": float(diffs.mean()),
+                     "sd_diff": float(np.std(diffs, ddof=1)) if len(diffs) > 1 else float("nan"),
+                     "ci_low": low, "ci_high": high,
                      "ci_problem": problem, "p_value": wilcoxon_p(diffs),
                      **spread(score_a, score_b)})
     result = pd.DataFrame(rows, columns=COLUMNS)
@@ -282,6 +288,32 @@ def spread_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
                   "95% CI (Pitman-Morgan)", "Pitman-Morgan p", "Spearman rho", "rho p"], rows)
 
 
+def power_table(result: pd.DataFrame, arm_a: str, arm_b: str) -> Table:
+    """Beside every paired difference: the smallest difference 5, 10, 20 and 40 buckets
+    detect (paired t-test, 5% two-sided, 80% power, from this cell's spread of
+    differences) and the buckets the observed difference needs (:mod:`fsxlt.report.power`);
+    a count at which the Wilcoxon test cannot reach p < 0.05 at all is marked."""
+    from fsxlt.report.power import BUCKET_COUNTS, paired_power, wilcoxon_can_reject
+
+    table = paired_power(result, list(result["sd_diff"]))
+    rows = []
+    for r in table.itertuples(index=False):
+        mdds = [fmt(getattr(r, f"mdd_{n}")) + ("" if wilcoxon_can_reject(n) else WILCOXON_MARK)
+                for n in BUCKET_COUNTS]
+        needed = "–" if r.needed_observed is None or pd.isna(r.needed_observed) \
+            else str(int(r.needed_observed))
+        rows.append([r.task, r.language, str(r.k), str(r.n), fmt(r.mean_diff, signed=True),
+                     fmt(r.sd_diff), *mdds, needed])
+    return Table(f"{arm_a} against {arm_b}: the smallest difference n buckets detect (points; "
+                 "paired t-test, 5% two-sided, 80% power, from the cell's spread of "
+                 f"differences; {WILCOXON_MARK}: Wilcoxon cannot reach p < 0.05 with so few)",
+                 ["task", "language", "K", "n", "mean diff", "std of diffs",
+                  *[f"MDD at {n}" for n in BUCKET_COUNTS], "buckets for this diff"], rows)
+
+
+WILCOXON_MARK = "‡"
+
+
 def _p(value: float) -> str:
     if np.isnan(value):
         return "–"
@@ -309,7 +341,8 @@ def render_compare(result: pd.DataFrame, arm_a: str, arm_b: str, fmt_name: str, 
                    seed: int, n_boot: int) -> str:
     if fmt_name == "csv":
         return result.to_csv(index=False, float_format="%.6f", lineterminator="\n")
-    tables = [compare_table(result, arm_a, arm_b), spread_table(result, arm_a, arm_b)]
+    tables = [compare_table(result, arm_a, arm_b), spread_table(result, arm_a, arm_b),
+              power_table(result, arm_a, arm_b)]
     note = compare_note(result, seed=seed, n_boot=n_boot)
     if fmt_name == "md":
         return "# Paired comparison\n\n" + note + "\n\n" + "\n".join(
@@ -327,7 +360,8 @@ def compare_html(result: pd.DataFrame, arm_a: str, arm_b: str, root: Any,
 
     sections = [html.notes([compare_note(result, seed=seed, n_boot=n_boot)]),
                 html.table(compare_table(result, arm_a, arm_b)),
-                html.table(spread_table(result, arm_a, arm_b))]
+                html.table(spread_table(result, arm_a, arm_b)),
+                html.table(power_table(result, arm_a, arm_b))]
     if images:
         sections += ["<h2>Per bucket</h2>"] + [html.image(Path(root) / rel, Path(rel).stem)
                                                for rel in images]
