@@ -74,3 +74,57 @@ def power_command(
     typer.echo(textwrap.fill(power_note(compare=compare is not None, counts=counts,
                                         alpha=alpha, power=power, simulate=simulate), 100))
     _write_table(table, out, "power")
+
+
+@analyze_app.command("variance")
+def variance_command(
+    runs: Annotated[Path | None, typer.Argument(
+        help="RUNS_DIR (runs with --save-predictions give the test set's share).")] = None,
+    arm: Annotated[list[str] | None, typer.Option(
+        "--arm", help="Only these arms (repeatable; default: all).")] = None,
+    seeds: Annotated[Path | None, typer.Option(
+        "--seeds", help="The folder (or runs.csv) of fsxlt analyze seeds-vs-buckets: the "
+        "seed's share beside the bucket's.")] = None,
+    n_boot: Annotated[int, typer.Option(
+        "--bootstrap", min=0, help="Resamples for the shares' intervals (0: none).")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    out: Annotated[Path | None, typer.Option(
+        help="Also write variance.csv (and seeds.csv) here.")] = None,
+) -> None:
+    """Where a cell's spread comes from: the buckets drawn, the test set, the seed.
+
+    Per (task, arm, language, K): the variance components of its scores (points
+    squared) from the runs' saved per-example predictions (a two-way random-effects
+    ANOVA over buckets and test examples, the same as statsmodels' REML mixed model
+    on a balanced table), the share of one run's variance and of the cell mean's
+    that the buckets and the finite test set each cause, with two-way bootstrap
+    intervals, and the mean's standard error three ways (from the components;
+    clustered by bucket; clustered by bucket and example). --seeds adds the seed's
+    share from a seeds-vs-buckets ablation.
+
+    Example:
+
+    \b
+      fsxlt sweep study.yaml --save-predictions
+      fsxlt analyze variance runs --out variance
+      fsxlt analyze variance runs --arm full --seeds ablation
+    """
+    if runs is None and seeds is None:
+        raise FsxltError("give RUNS_DIR, --seeds or both")
+    if runs is not None and not runs.is_dir():
+        raise FsxltError(f"{runs}: no such runs directory")
+    _check_out(out)
+    from fsxlt.analysis.variance import seeds_table, variance_table
+
+    if runs is not None:
+        typer.echo(textwrap.fill(
+            "var_*: variance components (points squared); run_*_share: of one run's score's "
+            "variance, mean_*_share: of the cell mean's (bucket: which shots were drawn; "
+            "test: the finite test set); *_low/_high: 95% two-way bootstrap intervals; "
+            "se_*: the cell mean's standard error from the components, clustered by bucket, "
+            "clustered by bucket and example.", 100))
+        table = variance_table(runs, arms=tuple(arm or ()), n_boot=n_boot, seed=seed,
+                               warn=_warn)
+        _write_table(table, out, "variance")
+    if seeds is not None:
+        _write_table(seeds_table(seeds, n_boot=max(n_boot, 1), seed=seed), out, "seeds")
