@@ -214,6 +214,15 @@ def _list_runs(cfg: SweepConfig, save_predictions: bool, replace: bool,
         typer.echo(f"missing: {line}", err=True)
     for line in _cost_lines(status, bench, rates, assume_epochs, workers, sizes):
         typer.echo(line, err=True)
+    if cfg.stop_early is not None:
+        rule = cfg.stop_early
+        typer.echo(f"stop_early: cells may stop from {rule.min_buckets} buckets on, looked at "
+                   f"every {rule.every} ("
+                   + " or ".join(filter(None, [
+                       f"interval within {rule.width:g} points" if rule.width else "",
+                       f"{rule.compare[0]} against {rule.compare[1]} decided"
+                       if rule.compare else ""]))
+                   + "); the runs and cost above are the most it can take", err=True)
     why = Counter(w if w != "replace" or replace else "different" for _, w in status.pending)
     detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
     typer.echo(f"{len(status.plan.runs)} runs: {len(status.done)} done, "

@@ -74,6 +74,9 @@ method) and one :class:`~fsxlt.execution.spec.ZeroShotSpec` per (task, language)
                                     # (and the last epoch, per lr) as candidate models
     source_dev: null                # PATH: the source language's dev file, whose best epoch is
                                     # one more candidate (needs average_last)
+    stop_early: null                # or {width: 2.0, compare: [full, lora], min_buckets: 10,
+                                    # every: 5}: a cell stops once its answer is known
+                                    # (fsxlt.execution.stopping; top level only)
     tasks:
       xnli: {languages: [de, fr], k: [1, 2, 4, 8]}
       marc: {methods: [full, fc, fc-pooler, cos-pooler, fc-reset-pooler]}
@@ -88,7 +91,7 @@ content hash of ``source_train``; ``average_last`` and ``source_dev`` enter
 the identity only when set. Source files are read in the task's format, in its
 source language.
 
-Every top-level key except ``out`` and ``tasks`` may be overridden per task;
+Every top-level key except ``out``, ``stop_early`` and ``tasks`` may be overridden per task;
 ``{task}`` in a path is replaced by the task name. Paths are relative to the
 directory the sweep runs from. ``languages`` defaults to every language of
 the task except the source language, ``k`` to the task's K values.
@@ -123,6 +126,7 @@ from fsxlt.config_checks import (
 from fsxlt.errors import FsxltError
 from fsxlt.execution.icl_config import IclPlan, parse_icl
 from fsxlt.execution.lm_config import LmPlan, parse_lm_lora
+from fsxlt.execution.stopping import StopRule, parse_stop_rule
 from fsxlt.fileio import parse_yaml
 from fsxlt.models.precision import check_precision
 from fsxlt.study.runs import DEFAULT_REGIME
@@ -142,7 +146,7 @@ SETTINGS = ("buckets", "data_dir", "start", "methods", "n_buckets", "lrs", "seed
 NO_SOURCE_SETTINGS = ("lrs", "max_epochs", "patience", "batch_size", "patience_from",
                       "long_sentences", "optimizer", "label_all_tokens")
 
-TOP_KEYS = {"name", "description", "out", "tasks", *SETTINGS}
+TOP_KEYS = {"name", "description", "out", "tasks", "stop_early", *SETTINGS}
 TASK_KEYS = {"languages", "k", *SETTINGS}
 
 
@@ -213,6 +217,7 @@ class SweepConfig:
     tasks: tuple[TaskPlan, ...]
     name: str = ""
     source: str = ""
+    stop_early: StopRule | None = None  # fsxlt.execution.stopping: None runs every bucket
 
     def restrict(self, tasks: Sequence[str] | None = None, languages: Sequence[str] | None = None,
                  ks: Sequence[int] | None = None, methods: Sequence[str] | None = None,
@@ -564,7 +569,8 @@ def parse_config(raw: Any, where: str = "<sweep config>",
         _apply_overrides(raw, task_raw, overridden)
         plans.append(_task_plan(str(name), task_raw, raw, where))
     return SweepConfig(out=text(raw.get("out"), where, "out") or "runs", tasks=tuple(plans),
-                       name=text(raw.get("name"), where, "name") or "", source=where)
+                       name=text(raw.get("name"), where, "name") or "", source=where,
+                       stop_early=parse_stop_rule(raw.get("stop_early"), where))
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SweepConfig:

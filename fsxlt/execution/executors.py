@@ -428,11 +428,54 @@ def run_sweep(config: SweepConfig, *, executor: str = "local", workers: int = 1,
             say(line)
         write_zero_shot(status.plan, replace, say, on_record)
         result = SweepResult(status)
-        _execute(status, result, say, config.out, executor=executor, workers=workers,
-                 devices=devices, device=device, threads=threads, address=address,
-                 gpus_per_task=gpus_per_task, cpus_per_task=cpus_per_task, progress=progress,
-                 save_predictions=save_predictions, on_record=on_record)
+        options = {"executor": executor, "workers": workers, "devices": devices,
+                   "device": device, "threads": threads, "address": address,
+                   "gpus_per_task": gpus_per_task, "cpus_per_task": cpus_per_task,
+                   "progress": progress, "save_predictions": save_predictions,
+                   "on_record": on_record}
+        if config.stop_early is None:
+            from fsxlt.execution.stopping import clear_stops
+
+            _execute(status, result, say, config.out, **options)
+            clear_stops(plan.runs)
+        else:
+            _execute_in_waves(config, status, result, say, replace=replace, **options)
     return result
+
+
+def _execute_in_waves(config: SweepConfig, status: SweepStatus, result: SweepResult,
+                      say: Callable[[str], None], *, replace: bool, **options: Any) -> None:
+    """``stop_early``: the pending runs wave by wave (:func:`fsxlt.execution.stopping.wave`),
+    each cell judged after each wave; stops once no open cell has runs left, or a wave
+    ends with a run failed or not run (the prefix would have a hole; start it again).
+    ``result.status.pending`` ends as the runs attempted, so what the rule spared is
+    never counted as lost."""
+    from dataclasses import replace as replaced
+
+    from fsxlt.execution.stopping import cells, wave, write_stops
+
+    rule, plan = config.stop_early, status.plan
+    by_cell = cells(plan.runs)
+    attempted: list[tuple[RunSpec, str]] = []
+    first = status
+    while True:
+        chosen, decisions = wave(rule, status.pending, plan.runs)
+        write_stops(rule, decisions, by_cell, say)
+        if not chosen:
+            break
+        open_cells = sum(not d.stop for d in decisions.values())
+        say(f"stop_early: {len(chosen)} runs in the next wave ({open_cells} cells open)")
+        before = len(result.outcomes)
+        _execute(replaced(status, pending=chosen), result, say, config.out, **options)
+        attempted += chosen
+        new = result.outcomes[before:]
+        if len(new) < len(chosen) or any(not outcome.ok for outcome in new):
+            break
+        status = sweep_status(config, options["save_predictions"], plan, replace)
+    if not chosen and status.pending:
+        say(f"stop_early: {len(status.pending)} planned runs not needed (their cells "
+            "stopped)")
+    result.status = replaced(first, pending=attempted)
 
 
 def _execute(status: SweepStatus, result: SweepResult, say: Callable[[str], None],

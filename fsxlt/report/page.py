@@ -69,6 +69,12 @@ def notes(cells: pd.DataFrame, records: Records, ddof: int, expected: int | None
         lines += [f"- {r.task}/{r.language}/k{r.k}/{r.arm}: {r.missing}"
                   for r in missing.itertuples(index=False)]
     lines += zero_shot_elsewhere(records)
+    if records.stopped:
+        lines.append("Cells a sweep stopped early (stop_early; each a prefix of its bucket "
+                     "set, its interval anytime-valid):")
+        lines += [f"- {task}/{lang}/k{k}/{arm}: {stop['buckets']} of {stop.get('planned', '?')} "
+                  f"buckets: {stop['reason']}"
+                  for (task, lang, k, arm), stop in sorted(records.stopped.items())]
     if records.learned_nothing:
         lines.append("Runs whose start learned nothing (its source dev score was 0, or it "
                      "predicted one label): their scores say nothing of the method:")

@@ -35,6 +35,9 @@ sorted into:
   import-hf``, :mod:`fsxlt.study.imports`), each named ``<prefix>.<arm>`` and kept
   with its dataset and revision; a listed record whose bytes changed since the import
   is unreadable;
+- ``stopped``: the cells a sweep stopped early (``stop_early``,
+  :mod:`fsxlt.execution.stopping`), from their ``stopped.json``: the buckets they stopped
+  at and why; the report expects those buckets of them, no more;
 - ``skipped``: JSON files that are not records, never counted. ``fsxlt
   evaluate`` outputs kept beside the runs (e.g. ``k0/zero-shot-test.json``
   for the analyses) are known, not runs, and left out silently, as are
@@ -61,6 +64,8 @@ from fsxlt.study.runs import (
     CHECKPOINT_FILE,
     EVALUATION_FORMAT,
     RUN_FORMAT,
+    STOP_FILE,
+    STOP_FORMAT,
     SUBMISSION_DIR,
     ZERO_SHOT_FORMAT,
     arm_of,
@@ -100,6 +105,8 @@ class Records:
     imported: dict[str, str] = field(default_factory=dict)  # arm: "dataset@revision"
     # starts that learned nothing: "task/lang/arm" (or "task/lang/k0") -> their warnings
     learned_nothing: dict[str, list[str]] = field(default_factory=dict)
+    # cells a sweep stopped early: (task, language, k, arm) -> their stopped.json
+    stopped: dict[tuple[str, str, int, str], dict[str, Any]] = field(default_factory=dict)
 
 
 def _parse(path: Path) -> tuple[Any, str | None]:
@@ -129,6 +136,7 @@ def load_records(runs_dir: str | Path) -> Records:
         raise FsxltError(f"{root}: no such directory")
     scores, curves, zero, unions = [], [], [], []
     failed, skipped, duplicates, unreadable = [], [], [], []
+    stopped: dict[tuple[str, str, int, str], dict[str, Any]] = {}
     seen: set[tuple] = set()
     imports, imported = read_imports(root), {}
     learned: dict[str, list[str]] = {}
@@ -150,6 +158,13 @@ def load_records(runs_dir: str | Path) -> Records:
         status = record.get("status")
         fmt = record.get("format")
         if fmt == EVALUATION_FORMAT:
+            continue
+        if fmt == STOP_FORMAT and path.name == STOP_FILE:
+            stop = _stop_of(path.parent.relative_to(root).parts, record)
+            if stop is None:
+                unreadable.append((rel, "not a stop record of fsxlt sweep's stop_early"))
+            else:
+                stopped[stop[0]] = stop[1]
             continue
         problem = record_problem(record) if fmt in (RUN_FORMAT, ZERO_SHOT_FORMAT) \
             and status != "error" else None
@@ -212,7 +227,20 @@ def load_records(runs_dir: str | Path) -> Records:
         unions=pd.DataFrame(unions, columns=UNION_COLUMNS).sort_values(
             UNION_COLUMNS[:4], ignore_index=True),
         failed=failed, skipped=skipped, duplicates=duplicates, unreadable=unreadable,
-        imported=imported, learned_nothing=learned)
+        imported=imported, learned_nothing=learned, stopped=stopped)
+
+
+def _stop_of(parts: tuple[str, ...], record: dict[str, Any]
+             ) -> tuple[tuple[str, str, int, str], dict[str, Any]] | None:
+    """A ``stopped.json``'s cell (from its folder ``task/lang/kK/arm``) and content, or None
+    where either is not what fsxlt writes."""
+    if len(parts) != 4 or not parts[2].startswith("k") or not parts[2][1:].isdigit():
+        return None
+    buckets, last = record.get("buckets"), record.get("last_bucket")
+    if not (isinstance(buckets, int) and isinstance(last, int) and buckets >= 1
+            and isinstance(record.get("reason"), str)):
+        return None
+    return (parts[0], parts[1], int(parts[2][1:]), parts[3]), record
 
 
 def _note_warnings(found: dict[str, list[str]], where: str, warnings: Any) -> None:

@@ -171,6 +171,11 @@ def aggregate(records: Records, *, ddof: int = 1,
     planned = [plan if expected is None and not is_fixed else set()  # fixed: its 5 splits
                for plan, is_fixed in zip(planned, fixed, strict=True)]
     wanted = [plan or set(range(n)) for plan, n in zip(planned, cells["expected"], strict=True)]
+    for at, key in enumerate(zip(cells["task"], cells["language"], cells["k"], cells["arm"],
+                                 strict=True)):
+        stop = records.stopped.get((key[0], key[1], int(key[2]), key[3]))
+        if stop is not None:  # stopped early: the prefix up to its last bucket is the cell
+            wanted[at] = {i for i in wanted[at] if i <= stop["last_bucket"]}
     cells["expected"] = [len(want) for want in wanted]
     cells["missing"] = [" ".join(f"{i:02d}" for i in sorted(want - have))
                         for have, want in zip(present, wanted, strict=True)]

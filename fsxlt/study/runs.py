@@ -60,6 +60,9 @@ ZERO_SHOT_FILE = "zero-shot.json"
 ZERO_SHOT_STEM = "zero-shot-test"          # fsxlt evaluate's output kept for the analyses
 ZERO_SHOT_RUN = "zero-shot"                # the bucket name (file stem) of a K=0 run
 PREDICTIONS_SUFFIX = ".predictions.jsonl"
+# a cell a sweep stopped early (fsxlt.execution.stopping) says so in its arm's folder
+STOP_FILE = "stopped.json"
+STOP_FORMAT = "fsxlt-stop/1"
 SUBMISSION_DIR = "submission"
 CHECKPOINT_FILE = "fsxlt_checkpoint.json"  # a checkpoint's facts (fsxlt.training.checkpoint)
 NOSOURCE_SUFFIX = "-nosource"
