@@ -14,6 +14,9 @@ Modules, one per analysis, each with the function ``fsxlt analyze`` calls:
   (:func:`selection_table`);
 - :mod:`~fsxlt.analysis.seeds`: seeds against buckets (:func:`seeds_vs_buckets`);
 - :mod:`~fsxlt.analysis.bucket_features`: what makes a bucket good (:func:`feature_table`);
+- :mod:`~fsxlt.analysis.power_plan`: the buckets a conclusion needs (:func:`power_plan`);
+- :mod:`~fsxlt.analysis.variance`: the buckets', test set's and seed's shares of a cell's
+  variance (:func:`variance_table`, :func:`seeds_table`);
 - :mod:`~fsxlt.analysis.plots`: their figures.
 
 The names below load their module on first use (importing the package
@@ -30,6 +33,8 @@ _API = {
     "spread_table": "fsxlt.analysis.seeds", "feature_table": "fsxlt.analysis.bucket_features",
     "correlations": "fsxlt.analysis.bucket_features",
     "selection_table": "fsxlt.analysis.adapt_selection",
+    "power_plan": "fsxlt.analysis.power_plan", "variance_table": "fsxlt.analysis.variance",
+    "seeds_table": "fsxlt.analysis.variance",
 }
 __all__ = list(_API)
 __getattr__, __dir__ = lazy_names(__name__, _API)
