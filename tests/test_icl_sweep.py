@@ -121,7 +121,8 @@ def test_a_sweeps_icl_run_is_the_same_run_as_fsxlt_icls(study, swept, capsys):
     printed = capsys.readouterr().out
     assert "icl minus full" in printed
     paired, spreads = printed.split("### spread over the same buckets")
-    for table in (paired, spreads):
+    spreads, power = spreads.split("### icl against full: the smallest difference")
+    for table in (paired, spreads, power):
         rows = [line for line in table.splitlines() if line.startswith(f"| xnli | {LANG} |")]
         assert [row.split("|")[3:5] for row in rows] == [[f" {k} ", f" {N_BUCKETS} "]
                                                           for k in KS]
