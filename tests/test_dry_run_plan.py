@@ -184,3 +184,18 @@ def test_cost_options_are_refused_in_one_line_first(study, tmp_path, capsys, arg
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "runs").exists()
+
+
+def test_records_rerun_only_for_their_predictions_still_cost_the_plan(study, tmp_path,
+                                                                      capsys):
+    """A finished sweep asked again with --save-predictions reruns every run; its own
+    records, finished but without predictions, measure what that costs."""
+    config = write_config(tmp_path / "sweep.yaml", sweep_config(
+        study, tmp_path / "runs", methods=["fc"], max_epochs=1,
+        tasks={"xnli": {"languages": ["de"], "k": [1]}}))
+    assert run_app(["sweep", str(config), "--workers", "0", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert run_app(["sweep", str(config), "--dry-run", "--save-predictions"]) == 0
+    err = capsys.readouterr().err
+    assert f"{N_BUCKETS} to run ({N_BUCKETS} no-predictions)" in err
+    assert "rates from 5 finished records of this study" in err and "not costed" not in err

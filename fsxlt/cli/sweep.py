@@ -256,8 +256,8 @@ def _cost_lines(status: Any, bench: dict | None, rates: str | None,
 
     from fsxlt.execution.cost import describe, plan_cost
 
-    records = []
-    for run in status.done:
+    records = []  # finished records measure rates; so do those rerun only for predictions
+    for run in status.done + [run for run, why in status.pending if why == "no-predictions"]:
         try:
             records.append(json.loads(Path(run.record_path).read_text(encoding="utf-8")))
         except (OSError, ValueError):
