@@ -67,7 +67,7 @@ def test_a_comparison_page_shows_each_cells_differences_bucket_by_bucket(runs, t
     assert run_app(["report", str(runs), "--compare", "full", "fc-pooler", "--out", str(out),
                     "--bootstrap", "200"]) == 0
     markdown = (out / "compare_full_vs_fc-pooler.md").read_text(encoding="utf-8")
-    cells = len(re.findall(r"^\| xnli \|", markdown, re.M)) // 2  # two tables per cell
+    cells = len(re.findall(r"^\| xnli \|", markdown, re.M)) // 3  # three tables per cell
     plots = sorted((out / "plots").glob("compare_full_vs_fc-pooler_*.png"))
     assert cells and len(plots) == cells
     dom = rendered(out / "compare_full_vs_fc-pooler.html", tmp_path)
