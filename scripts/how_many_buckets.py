@@ -88,7 +88,7 @@ def simulate(scores: np.ndarray, *, width: float, min_buckets: int, every: int,
     for _ in range(studies):
         study = rng.choice(scores, 40) + rng.normal(0, 0.2 * sd, 40)
         missed = False
-        for n in range(5, 41):
+        for n in range(min_buckets, 41):  # every look the rule could make
             low, high, problem = confidence_sequence(study[:n])
             missed |= not problem and not low <= truth <= high
         stopped = 40
