@@ -73,4 +73,4 @@ def test_a_comparison_page_shows_each_cells_differences_bucket_by_bucket(runs, t
     dom = rendered(out / "compare_full_vs_fc-pooler.html", tmp_path)
     tables, _rows, images, decoded = map(int, re.search(
         r"<title>probe (\d+) (\d+) (\d+) (\d+)</title>", dom).groups())
-    assert tables == 2 and images == decoded == cells
+    assert tables == 3 and images == decoded == cells  # differences, spreads, power
