@@ -157,20 +157,19 @@ def wave(rule: StopRule, pending: Sequence[tuple[Any, str]], plan_runs: Sequence
     stop."""
     by_cell = cells(plan_runs)
     decisions = judge(rule, by_cell)
-    limit = {}
-    for cell, runs in by_cell.items():
-        if cell not in decisions:
-            continue
-        done = decisions[cell].buckets if not decisions[cell].stop else None
-        if done is None:
-            limit[cell] = -1  # stopped: nothing more
+    last: dict[Path, int] = {}  # a governed cell's last bucket index in this wave
+    for cell, decision in decisions.items():
+        runs = by_cell[cell]
+        if decision.stop:
+            last[cell] = -1  # stopped: nothing more
         else:
-            prefix = len(_prefix(runs))
-            target = max(rule.min_buckets, prefix + rule.every)
-            limit[cell] = runs[min(target, len(runs)) - 1].index
-    chosen = [(run, why) for run, why in pending
-              if Path(getattr(run, "record_path", "")).parent not in limit
-              or run.index <= limit[Path(run.record_path).parent]]
+            target = max(rule.min_buckets, len(_prefix(runs)) + rule.every)
+            last[cell] = runs[min(target, len(runs)) - 1].index
+    chosen = []
+    for run, why in pending:
+        cell = Path(getattr(run, "record_path", "")).parent
+        if cell not in last or run.index <= last[cell]:
+            chosen.append((run, why))
     return chosen, decisions
 
 
