@@ -591,9 +591,12 @@ def test_source_train_interrupted_mid_training_then_rerun(action, world, tmp_pat
 
 
 def _report(runs: Path, capsys) -> str:
+    """The report of ``runs``, less its measured run times (two runs' clocks differ)."""
+    from fsxlt.report.reproducibility import without_run_times
+
     capsys.readouterr()
     assert run_app(["report", str(runs), "--expected-buckets", "5"]) == 0
-    return capsys.readouterr().out
+    return without_run_times(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("action", ACTIONS)
@@ -629,8 +632,12 @@ class MicroDemo:
     reference: dict[str, bytes]
 
     def outputs(self) -> dict[str, bytes]:  # the writer lock names its last holder
-        return {name: data for name, data in snapshot(self.out).items()
+        from fsxlt.report.reproducibility import without_run_times
+
+        kept = {name: data for name, data in snapshot(self.out).items()
                 if name.startswith(_DEMO_KEPT) and not name.endswith(".fsxlt-writer.lock")}
+        return {name: without_run_times(data.decode("utf-8")).encode("utf-8")
+                if name.endswith(".md") else data for name, data in kept.items()}
 
     def fresh_run(self) -> None:
         """The demo in a process of its own, as the interrupted one is: what a checkpoint

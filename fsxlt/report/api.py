@@ -38,7 +38,7 @@ SUFFIX = {"md": "md", "latex": "tex", "csv": "csv"}
 # what a report writes into its folder: report, cells, records, sources, strategies and
 # compare tables, and the plots folder
 REPORT_FILES = ("report.", "cells.", "records.", "sources.", "strategies.", "compare_",
-                "rank_")
+                "rank_", "reproducibility.")
 
 
 def claim_report_dir(out: str | Path, runs_dir: str | Path | None = None) -> Path:
@@ -117,10 +117,11 @@ def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof
                  expected: int | None = None, plots: bool = True,
                  warn: Warn | None = None) -> list[Path]:
     """Write ``report.<md|tex|csv>``, ``cells.csv`` (one row per cell), ``records.csv`` (one
-    row per finished record: the per-bucket scores) and (``plots``) ``plots/`` under
-    ``out``."""
+    row per finished record: the per-bucket scores), ``reproducibility.md`` (the checklist
+    section alone) and (``plots``) ``plots/`` under ``out``."""
     from fsxlt.report.page import cells_csv, records_csv, render_html
     from fsxlt.report.plots import make_plots
+    from fsxlt.report.reproducibility import reproducibility_lines
 
     _check(fmt)
     claim_report_dir(out, runs_dir)
@@ -141,6 +142,11 @@ def write_report(runs_dir: str | Path, out: str | Path, fmt: str = "md", *, ddof
         atomic_write_text(written[-1], cells_csv(cells))
     written.append(out / "records.csv")
     atomic_write_text(written[-1], records_csv(records.scores))
+    reproducibility = reproducibility_lines(records)
+    if reproducibility:  # the section alone, to paste into a paper's checklist
+        written.append(out / "reproducibility.md")
+        atomic_write_text(written[-1], "# Reproducibility\n\n" + "\n".join(reproducibility)
+                          + "\n")
     return written + drawn
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from fsxlt.report.bootstrap import interval_text
 from fsxlt.report.records import Records, reading_lines
+from fsxlt.report.reproducibility import reproducibility_lines
 from fsxlt.report.settings import settings_lines
 from fsxlt.report.tables import (
     BOOTSTRAP,
@@ -151,6 +152,9 @@ def render(cells: pd.DataFrame, records: Records, fmt_name: str, *, ddof: int = 
     if fmt_name == "md":
         parts = ["# FS-XLT report", "", "\n".join(lines), ""]
         parts += [t.markdown() for t in tables]
+        reproducibility = reproducibility_lines(records)
+        if reproducibility:
+            parts += ["## Reproducibility", "", "\n".join(reproducibility), ""]
         parts += ["## Every cell", ""] + [t.markdown() for t in every_cell]
         parts += ["## Every bucket", ""] + [t.markdown() for t in every_bucket]
         return "\n".join(parts)
@@ -169,6 +173,12 @@ def render_html(cells: pd.DataFrame, records: Records, root: Any, *, ddof: int =
     lines, tables, every_cell, every_bucket = report_parts(
         cells, records, ddof=ddof, expected=expected, plots=plots)
     sections = [html.notes(lines)] + [html.table(t, root) for t in tables]
+    reproducibility = reproducibility_lines(records)
+    if reproducibility:  # each arm a paragraph, its answers a list
+        flat = [f"- {line[4:]}" if line.startswith("  - ")
+                else line[2:].replace("**", "") if line.startswith("- ") else line
+                for line in reproducibility]
+        sections += ["<h2>Reproducibility</h2>", html.notes(flat)]
     sections += ["<h2>Every cell</h2>"] + [html.table(t) for t in every_cell]
     sections += ["<h2>Every bucket</h2>"] + [html.table(t) for t in every_bucket]
     return html.page("FS-XLT report", sections)

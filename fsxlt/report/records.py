@@ -58,6 +58,7 @@ from packaging.version import InvalidVersion, Version
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import NotJsonNumber, loads_strict, sha256_file
+from fsxlt.report.reproducibility import record_facts
 from fsxlt.report.settings import record_data_files, record_settings
 from fsxlt.study.imports import IMPORTS_FILE, read_imports
 from fsxlt.study.runs import (
@@ -83,7 +84,8 @@ SCORE_COLUMNS = KEY + ["method", "source_training", "test_score", "test_exact_ma
                        "best_epoch", "metric", "fixed", "record", "bucket_sha256",
                        "test_sha256", "fsxlt_version", "torch_threads", "long_sentences",
                        "unequal_label_tokens", "set_size", "start_path", "precision",
-                       "planned", "reading", "micro_batch", "settings", "data_files"]
+                       "planned", "reading", "micro_batch", "settings", "data_files",
+                       "facts"]
 UNION_COLUMNS = ["task", "language", "k", "arm", "test_score"]
 FIXED_SAMPLER = "fewclue-fixed"  # fsxlt.sampling.fewclue.SAMPLER
 CURVE_COLUMNS = KEY + ["epoch", "dev_score"]
@@ -292,7 +294,8 @@ def _score_row(record: dict[str, Any], key: tuple, rel: str, source: bool) -> di
                 set_size=_set_size(record["bucket"]), start_path=_start_path(record),
                 precision=record_precision(record), planned=record_plan(record),
                 reading=record_reading(record), micro_batch=record_micro_batch(record),
-                settings=record_settings(record), data_files=record_data_files(record))
+                settings=record_settings(record), data_files=record_data_files(record),
+                facts=record_facts(record))
 
 
 def record_micro_batch(record: dict[str, Any]) -> str:
