@@ -51,7 +51,9 @@ def test_the_gpu_benchmark_runs_on_cpu_and_says_what_it_measured(tmp_path, capsy
         assert sweep["dev_wordpieces_evaluated"] > 0 and sweep["runs_per_hour"] > 0
         paid = sweep["worker_seconds"]  # the two workers' seconds, by what they paid for
         assert paid["epochs"] > 0 and paid["per_run"] > 0
-        assert sum(paid.values()) >= 2 * sweep["wall_s"] - 0.01
+        # wall_s is rounded to 0.01 s (twice that for two workers) and each part to 0.001 s:
+        # the sum may fall short of the wall time by the rounding, no more
+        assert sum(paid.values()) >= 2 * sweep["wall_s"] - 0.025
         evaluation = found["evaluation"][task]
         assert 0 < evaluation["dev_wordpieces"] <= evaluation["padded_wordpieces"]
         assert evaluation["tflops"] > 0
