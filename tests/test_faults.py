@@ -603,9 +603,11 @@ def _report(runs: Path, capsys) -> str:
 def test_sweep_interrupted_between_records_then_rerun(action, world, tmp_path, capsys):
     runs = tmp_path / "runs"
     config = write_config(tmp_path / "sweep.yaml", sweep_config(world.study, runs))
-    # one thread in both processes: a resume with another CPU thread count is refused
-    argv = ["sweep", str(config), "--workers", "0", "--threads", "1", "--lang", "de", "--k",
-            "1"]
+    # the reference's thread count in both processes: a resume with another CPU thread
+    # count is refused, and the report says the count (its reproducibility section)
+    threads = json.loads(next(world.runs.rglob("full/*.json")).read_text())["torch_threads"]
+    argv = ["sweep", str(config), "--workers", "0", "--threads", str(threads), "--lang", "de",
+            "--k", "1"]
     # the runs directory's marker, the zero-shot record, then one record per run: stop
     # before the fourth write
     assert_interrupted(with_fault("os.replace", 4, action, *argv), action)
