@@ -94,3 +94,30 @@ def test_the_report_prints_it_and_writes_it_alone(runs, tmp_path):
     assert "<h2>Reproducibility</h2>" in html and "xnli / full: 6 adapting runs" in html
     assert re.search(r"<li>Compute: device cpu \(6 runs\)", html)
     assert re.search(r"<li>Run time: 146 s in all", html)
+
+
+def test_a_comparison_of_two_reports_can_leave_the_clocks_and_the_machine_out(runs):
+    from fsxlt.report.reproducibility import without_run_times
+
+    text = "\n".join(reproducibility_lines(load_records(runs))) + "\n"
+    assert "Run time:" not in without_run_times(text) and "Compute:" in without_run_times(text)
+    assert "Compute:" not in without_run_times(text, machine=True)
+    html = "<ul><li>Compute: device cpu</li><li>Run time: 9 s</li><li>Software: x</li></ul>"
+    assert without_run_times(html) == "<ul><li>Compute: device cpu</li><li>Software: x</li></ul>"
+    assert without_run_times(html, machine=True) == "<ul><li>Software: x</li></ul>"
+
+
+def test_ctrl_c_inside_an_interpreter_callback_prints_no_traceback(monkeypatch):
+    """The CLI's unraisable hook drops a KeyboardInterrupt the interpreter could not raise
+    (Ctrl-C inside an import lock's callback) and hands anything else on."""
+    import sys
+    import types
+
+    from fsxlt.cli import _quiet_interrupt
+
+    seen = []
+    monkeypatch.setattr(sys, "__unraisablehook__", seen.append)
+    _quiet_interrupt(types.SimpleNamespace(exc_value=KeyboardInterrupt()))
+    other = types.SimpleNamespace(exc_value=ValueError("x"))
+    _quiet_interrupt(other)
+    assert seen == [other]

@@ -51,16 +51,16 @@ def records(runs: Path) -> dict[str, dict]:
 
 
 def same_tree(a: Path, b: Path) -> None:
-    """Every file alike, byte for byte; a report page less its measured run times (the one
-    line a study run again does not repeat)."""
+    """Every file alike, byte for byte; a report page less its measured run times and the
+    machine's line (a run's clocks, and the thread count of the test process it ran in)."""
     from fsxlt.report.reproducibility import without_run_times
 
     files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files_a == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
     for rel in files_a:
         if rel.suffix in (".md", ".html"):
-            assert without_run_times((a / rel).read_text(encoding="utf-8")) == \
-                without_run_times((b / rel).read_text(encoding="utf-8")), rel
+            assert without_run_times((a / rel).read_text(encoding="utf-8"), machine=True) == \
+                without_run_times((b / rel).read_text(encoding="utf-8"), machine=True), rel
         else:
             assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
 

@@ -28,6 +28,16 @@ keep_examples_verbatim(app)  # every help's examples as written, ready to copy
 __all__ = ["NUMERIC_OPTIONS", "app", "main", "run_app"]
 
 
+def _quiet_interrupt(unraisable) -> None:  # noqa: ANN001 - sys.UnraisableHookArgs
+    """Ctrl-C can land inside a callback the interpreter runs (an import lock's), which it
+    then reports as "Exception ignored in ..." with a traceback; the one interrupted line
+    says it already. Anything else goes to Python's own hook."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main() -> None:
     """Console-script entry point."""
+    sys.unraisablehook = _quiet_interrupt
     sys.exit(run_app())

@@ -26,6 +26,7 @@ VERSIONS = ("fsxlt", "fsxlt_code", "torch", "transformers", "python")
 # how the measured run time's line starts: the clocks are the one thing a study run again
 # (or resumed after a kill) does not repeat, so a comparison of two reports can leave it out
 RUN_TIME = "  - Run time: "
+COMPUTE = "  - Compute: "  # the machine's line: device, torch threads, precision
 
 
 def record_facts(record: dict[str, Any]) -> str:
@@ -129,7 +130,7 @@ def _arm_lines(task: str, arm: str, rows: pd.DataFrame, zero: pd.DataFrame) -> l
     precisions = ", ".join(sorted(set(rows["precision"].dropna().astype(str)) - {""})) \
         or "not recorded"
     lines.append(
-        f"  - Compute: device {devices}"
+        f"{COMPUTE}device {devices}"
         + (f", torch threads {', '.join(map(str, threads))}" if threads else "")
         + f"; precision {precisions}.")
     lines.append(  # the one line two runs of the same study differ in (RUN_TIME)
@@ -164,10 +165,14 @@ def reproducibility_lines(records: Any) -> list[str]:
     return lines
 
 
-def without_run_times(text: str) -> str:
+def without_run_times(text: str, *, machine: bool = False) -> str:
     """A report's text (Markdown or HTML) less its measured run times: what two runs of the
-    same study, or one resumed after a kill, give alike."""
+    same study, or one resumed after a kill, give alike. ``machine``: less the compute
+    line too (device, torch threads, precision), to set side by side the results of one
+    study run on two machines or thread counts."""
     import re
 
-    kept = [line for line in text.splitlines(keepends=True) if not line.startswith(RUN_TIME)]
-    return re.sub(r"<li>Run time: [^<]*</li>", "", "".join(kept))
+    drop = (RUN_TIME, COMPUTE) if machine else (RUN_TIME,)
+    kept = [line for line in text.splitlines(keepends=True) if not line.startswith(drop)]
+    items = "Run time|Compute" if machine else "Run time"
+    return re.sub(rf"<li>(?:{items}): [^<]*</li>", "", "".join(kept))
