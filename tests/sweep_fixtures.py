@@ -76,6 +76,18 @@ def sweep_config(study: dict[str, Path], out: Path, **extra: Any) -> dict[str, A
     return config
 
 
+def adapt_record(lang: str, k: int, arm: str, index: int, score: float) -> dict[str, Any]:
+    """A finished xnli adapt record of ``arm`` on bucket ``index``, scoring ``score`` on dev
+    and test: what the report's statistics read, written without running a model."""
+    return {"format": "fsxlt-adapt-run/1", "status": "ok", "task": "xnli", "language": lang,
+            "k": k, "method": arm, "metric": "accuracy",
+            "bucket": {"id": f"xnli/{lang}/k{k}/{index:02d}", "index": index, "k": k},
+            "model": {"source_training": True}, "selected_lr": 1e-5,
+            "runs": [{"lr": 1e-5, "epochs": [{"epoch": 1, "dev_score": score}]}],
+            "best_epoch": 1, "dev_score": score, "test_score": score,
+            "sweep": {"config_hash": "sweep:test", "arm": arm}}
+
+
 def write_config(path: Path, config: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
     return path

@@ -23,25 +23,16 @@ from fsxlt.report.compare import (
     wilcoxon_p,
 )
 from fsxlt.report.ranking import rank
+from tests.sweep_fixtures import adapt_record
 
 DEMO = Path(__file__).resolve().parents[1] / "docs" / "results" / "2026-11-25-demo.records.csv"
-
-
-def record(lang: str, k: int, arm: str, index: int, score: float) -> dict:
-    return {"format": "fsxlt-adapt-run/1", "status": "ok", "task": "xnli", "language": lang,
-            "k": k, "method": arm, "metric": "accuracy",
-            "bucket": {"id": f"xnli/{lang}/k{k}/{index:02d}", "index": index, "k": k},
-            "model": {"source_training": True}, "selected_lr": 1e-5,
-            "runs": [{"lr": 1e-5, "epochs": [{"epoch": 1, "dev_score": score}]}],
-            "best_epoch": 1, "dev_score": score, "test_score": score,
-            "sweep": {"config_hash": "sweep:test", "arm": arm}}
 
 
 def write_runs(root: Path, scores: dict[tuple[str, int, str], list[float]]) -> Path:
     for (lang, k, arm), values in scores.items():
         for index, score in enumerate(values):
             atomic_write_json(root / "xnli" / lang / f"k{k}" / arm / f"{index:02d}.json",
-                              record(lang, k, arm, index, score))
+                              adapt_record(lang, k, arm, index, score))
     return root
 
 

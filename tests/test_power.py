@@ -21,6 +21,7 @@ from fsxlt.report.power import (
     unpaired_mdd,
     wilcoxon_can_reject,
 )
+from tests.sweep_fixtures import adapt_record
 
 DEMO = Path(__file__).resolve().parents[1] / "docs" / "results" / "2026-11-25-demo.records.csv"
 
@@ -78,16 +79,6 @@ def test_simulated_power_at_the_mdd_is_what_was_asked_on_real_scores():
             assert simulated_power(diffs, n, 0.0, test="t", n_sim=4000) < 0.075
 
 
-def record(lang: str, k: int, arm: str, index: int, score: float) -> dict:
-    return {"format": "fsxlt-adapt-run/1", "status": "ok", "task": "xnli", "language": lang,
-            "k": k, "method": arm, "metric": "accuracy",
-            "bucket": {"id": f"xnli/{lang}/k{k}/{index:02d}", "index": index, "k": k},
-            "model": {"source_training": True}, "selected_lr": 1e-5,
-            "runs": [{"lr": 1e-5, "epochs": [{"epoch": 1, "dev_score": score}]}],
-            "best_epoch": 1, "dev_score": score, "test_score": score,
-            "sweep": {"config_hash": "sweep:test", "arm": arm}}
-
-
 @pytest.fixture
 def pilot(tmp_path) -> Path:
     rng = np.random.default_rng(3)
@@ -96,7 +87,7 @@ def pilot(tmp_path) -> Path:
         for arm, shift in (("full", 0.02), ("lora", 0.0)):
             for index, score in enumerate(base + shift + rng.normal(0, 0.01, 12)):
                 atomic_write_json(tmp_path / "runs" / "xnli" / lang / "k4" / arm
-                                  / f"{index:02d}.json", record(lang, 4, arm, index, score))
+                                  / f"{index:02d}.json", adapt_record(lang, 4, arm, index, score))
     return tmp_path / "runs"
 
 
