@@ -54,8 +54,7 @@ def full_conclusion(values: np.ndarray) -> str:
     return "+" if values.mean() > 0 else "-"
 
 
-def comparisons(runs: Path, compare: tuple[str, str] | None) -> list[dict]:
-    records = load_records(runs)
+def comparisons(records, compare: tuple[str, str] | None) -> list[dict]:
     scores = records.scores
     zero = {(r.task, r.language): 100 * r.test_score
             for r in records.zero_shot.itertuples(index=False)}
@@ -125,8 +124,9 @@ def main() -> None:
             paired = power_plan(runs, compare=tuple(args.compare), counts=[10, 20, 40],
                                 simulate=1000)
             paired.to_csv(args.out / f"{name}-power-paired.csv", index=False)
+        records = load_records(runs)  # read once: the comparisons, cells and coverage
         rows = []
-        for found in comparisons(runs, tuple(args.compare) if args.compare else None):
+        for found in comparisons(records, tuple(args.compare) if args.compare else None):
             values = found["values"]
             stop, sign = replay(values, min_buckets=args.min_buckets, every=args.every)
             full = full_conclusion(values)
@@ -136,9 +136,9 @@ def main() -> None:
                          "runs_saved": (len(values) - stop) * found["runs_per_bucket"]})
         stops = pd.DataFrame(rows)
         stops.to_csv(args.out / f"{name}-stopping.csv", index=False)
-        cells = aggregate(load_records(runs))
+        cells = aggregate(records)
         coverage = []
-        for (task, arm, lang, k), cell in load_records(runs).scores.groupby(
+        for (task, arm, lang, k), cell in records.scores.groupby(
                 ["task", "arm", "language", "k"]):
             scores = 100 * cell["test_score"].to_numpy()
             if len(scores) < 5 or scores.std() < 1e-6:  # no spread beyond float noise
