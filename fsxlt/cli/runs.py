@@ -21,12 +21,25 @@ def export_command(
     runs: Annotated[Path, typer.Argument(help="The runs directory (RUNS_DIR) to export.")],
     out: Annotated[Path, typer.Argument(help="The folder to write (new or empty).")],
     format_: Annotated[str, typer.Option(
-        "--format", help="hf: a Hugging Face dataset folder (the only format).")] = "hf",
+        "--format", help="hf: a Hugging Face dataset folder; eee: Every Eval Ever records "
+        "(schema 0.3.0).")] = "hf",
     config: Annotated[Path | None, typer.Option(
-        "--config", help="The sweep config the study ran, shown on the card.")] = None,
+        "--config", help="hf: the sweep config the study ran, shown on the card.")] = None,
     name: Annotated[str | None, typer.Option(
-        "--name", help="The study's name (default: OUT's folder name), the card's title and "
-        "the arm prefix its comparison example suggests.")] = None,
+        "--name", help="hf: the study's name (default: OUT's folder name), the card's title "
+        "and the arm prefix its comparison example suggests.")] = None,
+    organization: Annotated[str, typer.Option(
+        "--organization", help="eee: who ran the study (source_organization_name).")
+    ] = "unknown",
+    relationship: Annotated[str, typer.Option(
+        "--relationship", help="eee: how they stand to the model: first_party, third_party, "
+        "collaborative or other.")] = "third_party",
+    buckets_dataset: Annotated[str | None, typer.Option(
+        "--buckets-dataset", help="eee: the hub dataset the buckets were published as "
+        "(fsxlt buckets export --format hf, then hf upload); else the local files are "
+        "named with their sha256.")] = None,
+    no_samples: Annotated[bool, typer.Option(
+        "--no-samples", help="eee: the aggregate records alone, no samples files.")] = False,
 ) -> None:
     """Write a study's finished run records as a Hugging Face dataset folder.
 
@@ -40,16 +53,28 @@ def export_command(
     study are left out. datasets.load_dataset reads the folder offline; hf upload
     publishes it as it is; fsxlt runs import-hf reads it back, every record verified.
 
+    --format eee writes Every Eval Ever records (docs/sharing.md): per cell (task,
+    language, K, arm) an aggregate record under OUT/data/<task>/<developer>/<model>/,
+    its score the mean over the cell's shot buckets, its uncertainty the spread over
+    them, one result per bucket with its hash and record; and a samples file, one row
+    per bucket and test example, where the runs saved predictions. fsxlt runs
+    import-eee reads them back.
+
     Examples:
 
       fsxlt runs export runs my-study --config study.yaml
       hf upload ORG/my-study my-study --repo-type dataset
+
+      fsxlt runs export runs my-eee --format eee --organization "My Lab"
     """
     from fsxlt.report.hf_results import export_results
 
-    if format_ != "hf":
-        raise FsxltError(f"--format must be hf, got {format_!r}")
+    if format_ not in ("hf", "eee"):
+        raise FsxltError(f"--format must be hf or eee, got {format_!r}")
     check_output_dir(out, "export folder")
+    if format_ == "eee":
+        _export_eee(runs, out, organization, relationship, buckets_dataset, no_samples)
+        return
     if config is not None and not config.is_file():
         raise FsxltError(f"--config {config}: no such file")
     done = export_results(runs, out, config=config, name=name)
@@ -62,6 +87,26 @@ def export_command(
     typer.echo(f"{len(done.records)} records and {done.n_predictions} prediction rows "
                f"written to {out}{left}; load them with datasets.load_dataset('{out}', "
                "'records', split='records')")
+
+
+def _export_eee(runs: Path, out: Path, organization: str, relationship: str,
+                buckets_dataset: str | None, no_samples: bool) -> None:
+    from fsxlt.report.eee import export_eee
+
+    done = export_eee(runs, out, organization=organization, relationship=relationship,
+                      buckets_dataset=buckets_dataset, samples=not no_samples)
+    for rel in done.unreadable:
+        typer.echo(f"warning: {runs / rel}: unreadable record (not JSON), not exported",
+                   err=True)
+    if done.without_samples:
+        typer.echo(f"note: {len(done.without_samples)} cells without saved predictions "
+                   f"({', '.join(done.without_samples[:3])}"
+                   f"{', ...' if len(done.without_samples) > 3 else ''}): aggregate records "
+                   "only (--save-predictions keeps them)", err=True)
+    left = f"; left out {len(done.left_out)} error, imported or K=0 records" \
+        if done.left_out else ""
+    typer.echo(f"{len(done.files)} Every Eval Ever records ({done.cells} cells) and "
+               f"{done.samples} samples rows written to {out / 'data'}{left}")
 
 
 @runs_app.command("import-hf")

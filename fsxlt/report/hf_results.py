@@ -173,7 +173,6 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
     whole or not at all; ``config``: the sweep config to show on the card."""
     from fsxlt.report.hf_results_card import results_card
     from fsxlt.sampling.hf_dataset import parquet_bytes
-    from fsxlt.study.imports import read_imports
 
     root, out = Path(runs_dir), Path(out)
     if not root.is_dir():
@@ -181,31 +180,11 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
     _apart(out, root, "the export folder", "the runs directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
-    imported = read_imports(root)
-    rows, predictions, left_out, unreadable = [], [], [], []
-    for path in sorted(record_files(root) + zero_shot_files(root)):
-        rel = path.relative_to(root).as_posix()
-        try:
-            text = path.read_text(encoding="utf-8")
-            record = loads_strict(text)
-        except (UnicodeDecodeError, ValueError):
-            unreadable.append(rel)
-            continue
-        if rel in imported or not _finished(record):
-            left_out.append(rel)
-            continue
-        _check_place(record, rel, path)
-        pred_path = predictions_path(path)
-        pred_text = pred_path.read_text(encoding="utf-8") \
-            if pred_path.is_file() and not _is_zero_shot(record) else ""
-        rows.append(record_row(rel, text, record, sha256_text(pred_text) if pred_text else ""))
-        if pred_text:
-            predictions += prediction_rows(rel, pred_text)
-    if not rows:
-        raise FsxltError(f"{root}: no finished run records to export")
-    hashes = cell_hashes(rows)
+    found = finished_rows(root)
+    rows, predictions = found.rows, []
     for row in rows:
-        row["cell_buckets_sha256"] = hashes[_cell(row)]
+        if found.predictions.get(row["path"]):
+            predictions += prediction_rows(row["path"], found.predictions[row["path"]])
     files = {}
     for config_name, table in (("records", rows), ("predictions", predictions)):
         if table:
@@ -224,7 +203,50 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
         for rel, data in files.items():
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).write_bytes(data)
-    return ExportedResults(rows, len(predictions), left_out, unreadable)
+    return ExportedResults(rows, len(predictions), found.left_out, found.unreadable)
+
+
+@dataclass
+class FinishedRows:
+    rows: list[dict[str, Any]]       # record_row of each, the cell's buckets' hash filled in
+    predictions: dict[str, str]      # each row's predictions file's text ("" where none)
+    left_out: list[str] = field(default_factory=list)  # error and imported records
+    unreadable: list[str] = field(default_factory=list)  # not JSON records at all
+
+
+def finished_rows(root: Path) -> FinishedRows:
+    """Every finished record of the runs directory ``root`` as its row (:func:`record_row`,
+    ``cell_buckets_sha256`` filled in) with its predictions' text; records imported from
+    another study and error records left out, unreadable ones named; a record whose own
+    facts place it elsewhere, or no finished record at all, is one line."""
+    from fsxlt.study.imports import read_imports
+
+    imported = read_imports(root)
+    done = FinishedRows([], {})
+    for path in sorted(record_files(root) + zero_shot_files(root)):
+        rel = path.relative_to(root).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+            record = loads_strict(text)
+        except (UnicodeDecodeError, ValueError):
+            done.unreadable.append(rel)
+            continue
+        if rel in imported or not _finished(record):
+            done.left_out.append(rel)
+            continue
+        _check_place(record, rel, path)
+        pred_path = predictions_path(path)
+        pred_text = pred_path.read_text(encoding="utf-8") \
+            if pred_path.is_file() and not _is_zero_shot(record) else ""
+        done.rows.append(record_row(rel, text, record,
+                                    sha256_text(pred_text) if pred_text else ""))
+        done.predictions[rel] = pred_text
+    if not done.rows:
+        raise FsxltError(f"{root}: no finished run records to export")
+    hashes = cell_hashes(done.rows)
+    for row in done.rows:
+        row["cell_buckets_sha256"] = hashes[_cell(row)]
+    return done
 
 
 def _apart(path: Path, other: Path, what: str, other_what: str) -> None:
@@ -468,11 +490,21 @@ def import_results(source: str | Path, runs: str | Path, *, prefix: str | None =
     All or nothing: every record is verified, every place and the runs directory's imports
     file checked before anything is written, and a failure while writing puts back every
     file as it was (a runs directory this import created is removed)."""
+    folder, revision, found = read_results(source)
+    return write_imported(found, runs, source=str(source), folder=folder, revision=revision,
+                          prefix=prefix or default_prefix(source), replace=replace)
+
+
+def write_imported(found: list[ImportedRecord], runs: str | Path, *, source: str,
+                   folder: Path, revision: str | None, prefix: str,
+                   replace: bool, folder_what: str = "the dataset folder",
+                   ) -> list[ImportedRecord]:
+    """Write another study's verified records ``found`` (placed by their own facts) into
+    RUNS_DIR ``runs`` as :func:`import_results` says: the one way every import of a shared
+    study (a results dataset, Every Eval Ever records) writes, all or nothing."""
     from fsxlt.study.directories import RUNS, check_claim, claim, undone_on_failure, writer_lock
 
-    folder, revision, found = read_results(source)
-    _apart(Path(runs), folder, "--out", "the dataset folder")
-    prefix = prefix or default_prefix(source)
+    _apart(Path(runs), folder, "--out", folder_what)
     if not plain_name(prefix) or "." in prefix:
         raise FsxltError(f"--arm-prefix {prefix!r}: a plain name without '.' (letters, "
                          "digits, _ + -)")
@@ -480,11 +512,11 @@ def import_results(source: str | Path, runs: str | Path, *, prefix: str | None =
     for one in found:
         one.path = _imported_place(one.path, prefix)
     check_claim(root, RUNS, "--out")
-    _import_changes(root, found, prefix, str(source), revision, replace)  # refusals first
+    _import_changes(root, found, prefix, source, revision, replace)  # refusals first
     with undone_on_failure(root):
         claim(root, RUNS, "--out")
         with writer_lock(root, RUNS):
-            write_all(_import_changes(root, found, prefix, str(source), revision, replace))
+            write_all(_import_changes(root, found, prefix, source, revision, replace))
     return found
 
 
