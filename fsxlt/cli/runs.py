@@ -151,6 +151,45 @@ def import_hf_command(
                f"{', '.join(arms)}")
 
 
+@runs_app.command("import-eee")
+def import_eee_command(
+    source: Annotated[str, typer.Argument(
+        help="A folder of Every Eval Ever records (fsxlt runs export --format eee wrote), or "
+        "a hub dataset id.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The runs directory to write to.")],
+    arm_prefix: Annotated[str | None, typer.Option(
+        "--arm-prefix", help="Imported arms are named PREFIX.ARM (default: the name of the "
+        "folder or hub dataset given).")] = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Replace records of other bytes at the same place.")] = False,
+) -> None:
+    """Bring a study shared as Every Eval Ever records into a runs directory as its arms.
+
+    Only records that carry fsxlt's bucket fields are taken (the cell's bucket set hash,
+    each bucket's hash and its fsxlt record); any other EEE record is refused in one
+    line, since nothing in it says which shots its score came from. Every record is
+    checked before anything is written: each bucket's record against its sha256 and
+    the cell's and bucket's fields, the bucket set's hash against its buckets', the
+    cell's score against their mean, a samples file present against its checksum.
+    Each record is written byte for byte under the arm PREFIX.ARM and listed in
+    RUNS_DIR/fsxlt_imports.json; fsxlt report shows the arms and --compare pairs them
+    with yours by bucket hash.
+
+    Examples:
+
+      fsxlt runs import-eee their-eee --out runs --arm-prefix theirs
+      fsxlt report runs --compare full theirs.full
+    """
+    from fsxlt.report.eee_import import import_eee
+
+    check_output_dir(out, "runs directory")
+    done = import_eee(source, out, prefix=arm_prefix, replace=replace)
+    new = sum(one.state == "new" for one in done)
+    arms = sorted({one.path.parts[3] for one in done if len(one.path.parts) == 5})
+    typer.echo(f"{new} records imported into {out} ({len(done) - new} already done) as arms "
+               f"{', '.join(arms)}")
+
+
 @runs_app.command("log")
 def log_command(
     runs: Annotated[Path, typer.Argument(help="The runs directory whose records to send.")],

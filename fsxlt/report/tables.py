@@ -152,7 +152,7 @@ def aggregate(records: Records, *, ddof: int = 1,
     for column in ("mean", "std", "min", "max"):  # points
         cells[column] *= 100.0
     intervals = grouped["test_score"].apply(lambda s: mean_interval(
-        100.0 * s.to_numpy(), "/".join(map(str, s.name)))).reset_index(drop=True)
+        100.0 * s.to_numpy(), interval_key(s.name, records.imported))).reset_index(drop=True)
     cells["ci_low"] = [low for low, _high, _problem in intervals]
     cells["ci_high"] = [high for _low, high, _problem in intervals]
     cells["ci_problem"] = [problem for _low, _high, problem in intervals]
@@ -230,6 +230,17 @@ def aggregate(records: Records, *, ddof: int = 1,
 
 
 BOOTSTRAP = 2000  # resamples of a cell's buckets for its mean's interval
+
+
+def interval_key(cell: tuple, imported: dict[str, str]) -> str:
+    """The seed key of a cell's (task, arm, language, k) interval: an imported arm's by the
+    arm its own study named (``<prefix>.<arm>`` without the prefix), so the same buckets'
+    scores get the same interval in their study's report and in any that imports them."""
+    from fsxlt.study.imports import SEPARATOR
+
+    task, arm, language, k = cell
+    own = arm.partition(SEPARATOR)[2] if arm in imported else arm
+    return f"{task}/{own}/{language}/{k}"
 
 
 def mean_interval(scores: np.ndarray, key: str) -> tuple[float, float, str]:
