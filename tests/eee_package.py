@@ -11,6 +11,7 @@ The wheel's sha256 is pinned: another file of the same name is refused.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -53,10 +54,8 @@ def eee_root() -> Path:
         partial = root.with_name(root.name + f".{os.getpid()}")
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(partial)
-        try:
+        with contextlib.suppress(OSError):  # another worker unpacked it first
             partial.rename(root)
-        except OSError:  # another worker unpacked it first
-            pass
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     return root

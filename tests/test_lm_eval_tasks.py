@@ -448,3 +448,83 @@ def test_each_sample_s_metrics_follow_from_its_own_log_likelihoods(study, result
     _refused(copy, study, tmp_path, capsys,
              f"sample {first['doc_id']} ({first['doc']['id']}) of fsxlt_xnli_de_k1_b00 "
              f"stores {metric} ")
+
+
+def test_an_icl_arm_s_eee_records_are_every_eval_ever_s_lm_eval_converter_s(study, results,
+                                                                           tmp_path):
+    """Issue 75: the same model and prompts give the same Every Eval Ever records whether
+    fsxlt icl ran them (``runs export --format eee``) or lm-eval did (every-eval-ever
+    0.3.0's own lm-eval converter, run here): each bucket's result (name, score, metric
+    config) and each sample (input, choices, reference, output, score, hash), plus
+    fsxlt's bucket fields. What differs by nature: the ids (a converter's evaluation id is
+    its task and time; fsxlt's names the cell and arm), a local model's id (the converter
+    takes the path lm-eval was given, fsxlt the folder by content) and ``sample_id``
+    beside the bucket in fsxlt's metadata."""
+    from tests.eee_package import eee_root, validate_tree
+
+    eee_root()
+    from every_eval_ever.converters.lm_eval.adapter import LMEvalAdapter
+    from every_eval_ever.converters.lm_eval.instance_level_adapter import (
+        LMEvalInstanceLevelAdapter,
+    )
+
+    runs, export = tmp_path / "runs", tmp_path / "eee"
+    assert run_app(["icl", "--task", "xnli", "--lang", "de", "--model", str(study["model"]),
+                    "--bucket", str(study["root"] / "buckets/xnli/de/k1"), "--test",
+                    str(study["tests"]["xnli"]), "--preset", "lm-eval", "--save-predictions",
+                    "--save-prompts", "--threads", "1", "--out", str(runs)]) == 0
+    assert run_app(["runs", "export", str(runs), str(export), "--format", "eee"]) == 0
+    assert validate_tree(export) == []
+    ours = json.loads(next((export / "data").rglob("*.json")).read_text())
+    samples = next((export / "data").rglob("*_samples.jsonl"))
+    our_rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    results_file = next(results.rglob("results_*.json"))
+    logs = LMEvalAdapter().transform_from_file(results_file, {
+        "source_organization_name": "x", "evaluator_relationship": "third_party"})
+    theirs = {log.evaluation_results[0].evaluation_name: log.model_dump(mode="json")
+              for log in logs}
+    # lm-eval's group is fsxlt's cell: the mean over the buckets (of equal test sets)
+    group = theirs.pop("fsxlt_xnli_de_k1")["evaluation_results"]
+    assert ours["evaluation_results"][0]["score_details"]["score"] == pytest.approx(
+        next(r for r in group if r["metric_config"]["metric_name"] == "acc")
+        ["score_details"]["score"], abs=1e-12)
+    assert set(theirs) == {"fsxlt_xnli_de_k1_b00", "fsxlt_xnli_de_k1_b01"}
+    buckets = {result["evaluation_name"]: result for result in ours["evaluation_results"][1:]}
+    assert set(buckets) == set(theirs)
+    compared = ("metric_id", "metric_kind", "metric_unit", "lower_is_better", "score_type",
+                "min_score", "max_score", "additional_details")
+    for name, log in theirs.items():
+        (result,) = [r for r in log["evaluation_results"] if r["metric_config"]["metric_name"]
+                     == "acc"]
+        mine = buckets[name]
+        assert mine["score_details"]["score"] == pytest.approx(
+            result["score_details"]["score"], abs=1e-12)
+        for key in compared:
+            assert mine["metric_config"][key] == result["metric_config"][key], key
+        assert log["model_info"]["inference_engine"]["name"] == \
+            ours["model_info"]["inference_engine"]["name"] == "transformers"
+        (sample_file,) = results_file.parent.glob(f"samples_{name}_*.jsonl")
+        rows = LMEvalInstanceLevelAdapter().transform_samples(
+            sample_file, log["evaluation_id"], log["model_info"]["id"], name)
+        their_rows = {row.sample_id: row.model_dump(mode="json") for row in rows
+                      if row.evaluation_result_id == "acc"}
+        mine_rows = {row["sample_id"]: row for row in our_rows
+                     if row["evaluation_name"] == name}
+        assert set(their_rows) == set(mine_rows) and len(mine_rows) == 6
+        for sample_id, row in mine_rows.items():
+            other = their_rows[sample_id]
+            for key in ("input", "interaction_type", "sample_hash", "output",
+                        "answer_attribution", "evaluation", "evaluation_name"):
+                assert row[key] == _without_nulls(other[key]), (name, sample_id, key)
+            assert row["metadata"]["fsxlt_bucket_sha256"] == \
+                mine["score_details"]["details"]["fsxlt_bucket_sha256"]
+
+
+def _without_nulls(value):
+    """A pydantic dump without the optional fields it writes as null (fsxlt leaves them
+    out; the schema reads both alike)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value

@@ -8,8 +8,8 @@ position in the test set, as lm-eval's ``doc_id`` is, and ``sample_hash`` the sh
 the input and reference as every-eval-ever's lm-eval converter hashes them, so the same
 test example has the same hash in both.
 
-What the model saw is ``input.raw``: a causal LM's prompt up to its options (where the
-run saved its prompts, ``--save-prompts``), a tagged sentence's words, otherwise the test
+What the model saw is ``input.raw``: a causal LM's prompt up to its options' texts
+(where the run saved its prompts, ``--save-prompts``), a tagged sentence's words, otherwise the test
 example's text, read from the test file the record names and used only when its examples
 are the ones the run scored (their content hash is the record's). A classification row
 states the options (``choices``: the prompt's option texts, or the labels) and the gold
@@ -60,7 +60,14 @@ def samples_rows(cell: Any, texts: list[str], evaluation_id: str, model_id: str,
 def _raw(line: dict[str, Any]) -> str | None:
     prompt = line.get("prompt")
     if isinstance(prompt, dict) and isinstance(prompt.get("prefix"), str):
-        return prompt["prefix"]
+        options = prompt.get("options") if isinstance(prompt.get("options"), dict) else {}
+        texts = [str(text) for text in options.values()]
+        lead = [text[:len(text) - len(text.lstrip())] for text in texts]
+        # the line breaks every option starts with (the demonstrations' delimiter) are the
+        # prompt's, the space after them (the target delimiter) the option's: as lm-eval
+        # splits a request into its context and its continuation
+        return prompt["prefix"] + (lead[0].rstrip(" ") if lead and len(set(lead)) == 1
+                                   else "")
     if isinstance(line.get("tokens"), list):
         return " ".join(map(str, line["tokens"]))
     return None
