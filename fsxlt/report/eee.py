@@ -145,6 +145,14 @@ class Cell:
         task, language, k, _arm = self.key
         return cell_name(task, language, k)
 
+    def bucket_names(self) -> list[str]:
+        """Each bucket's result name (:func:`bucket_name`; a bucket without an index by
+        its file's stem)."""
+        task, language, k, _arm = self.key
+        return [bucket_name(task, language, k, row["bucket_index"])
+                if row["bucket_index"] is not None else f"{self.name}_{row['bucket_name']}"
+                for row in self.rows]
+
 
 def cells_of(rows: list[dict[str, Any]]) -> list[Cell]:
     """The adapt rows grouped by cell, each cell's rows in bucket order; a cell whose records
@@ -253,9 +261,7 @@ def aggregate(cell: Cell, info: dict[str, Any], *, retrieved: str, organization:
                     f"{len(rows)} shot buckets")),
                 "score_details": {"score": float(scores.mean()), "details": cell_details,
                                   "uncertainty": _uncertainty(scores, cell)}}]
-    for row in rows:
-        name = bucket_name(task, language, k, row["bucket_index"]) \
-            if row["bucket_index"] is not None else f"{cell.name}_{row['bucket_name']}"
+    for row, name in zip(rows, cell.bucket_names(), strict=True):
         details = {"fsxlt_bucket_index": str(row["bucket_index"]),
                    "fsxlt_bucket_name": row["bucket_name"],
                    "fsxlt_bucket_sha256": row["bucket_sha256"],
@@ -344,7 +350,7 @@ def export_eee(runs_dir: str | Path, out: str | Path, *, organization: str = "un
         texts = [found.predictions.get(row["path"], "") for row in cell.rows]
         sample = None
         if samples and all(texts):
-            lines = samples_rows(cell, texts, evaluation_id, info["id"], root)
+            lines = samples_rows(cell, texts, cell.bucket_names(), evaluation_id, info["id"])
             body = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
                            for line in lines).encode("utf-8")
             files[f"{folder}/{name}_samples.jsonl"] = body

@@ -31,21 +31,17 @@ from fsxlt.errors import FsxltError
 SCHEMA_VERSION = "0.3.0"
 
 
-def samples_rows(cell: Any, texts: list[str], evaluation_id: str, model_id: str,
-                 root: Path) -> list[dict[str, Any]]:
+def samples_rows(cell: Any, texts: list[str], names: list[str], evaluation_id: str,
+                 model_id: str) -> list[dict[str, Any]]:
     """The samples rows of ``cell`` (:class:`fsxlt.report.eee.Cell`) from its records'
-    predictions files' ``texts`` (module docstring)."""
-    from fsxlt.report.eee import bucket_name
-
-    task, language, k, _arm = cell.key
+    predictions files' ``texts``, each bucket's rows under its result's name in ``names``
+    (module docstring)."""
     examples: dict[str, str] | None = None
     found = []
-    for row, record, text in zip(cell.rows, cell.records, texts, strict=True):
+    for row, record, text, name in zip(cell.rows, cell.records, texts, names, strict=True):
         lines = [json.loads(line) for line in text.splitlines() if line.strip()]
         header, body = lines[0], lines[1:]
         labels = [str(label) for label in header.get("labels") or []]
-        name = bucket_name(task, language, k, row["bucket_index"]) \
-            if row["bucket_index"] is not None else f"{cell.name}_{row['bucket_name']}"
         if examples is None and any(_raw(line) is None for line in body):
             examples = _test_texts(record, row["path"], [str(line.get("id")) for line in body])
         for position, line in enumerate(body):
