@@ -45,8 +45,9 @@ def _aggregates(folder: Path) -> dict[str, dict]:
     found = {}
     for path in sorted((folder / "data").rglob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
+        details = data["evaluation_results"][0]["score_details"]["details"]
         found[data["evaluation_results"][0]["evaluation_name"] + "/"
-              + data["evaluation_results"][0]["score_details"]["details"]["fsxlt_arm"]] = data
+              + details.get("fsxlt_arm", details["fsxlt_unit"])] = data
     return found
 
 
@@ -54,7 +55,7 @@ def test_the_export_is_valid_under_every_eval_ever_s_own_validator(studies):
     assert validate_tree(studies["export"]) == []
     files = sorted(p.relative_to(studies["export"]).as_posix()
                    for p in (studies["export"] / "data").rglob("*") if p.is_file())
-    assert len(files) == 8  # 2 K x 2 arms, each an aggregate and its samples
+    assert len(files) == 9  # 2 K x 2 arms, each an aggregate and its samples; zero-shot
     assert all(f.startswith("data/xnli/local/") for f in files)
 
 
@@ -62,6 +63,11 @@ def test_a_cell_states_its_spread_over_shot_buckets(studies):
     from fsxlt.report.tables import BOOTSTRAP, mean_interval
 
     cells = _aggregates(studies["export"])
+    zero = cells.pop("fsxlt_xnli_de_k0/zero-shot")
+    (result,) = zero["evaluation_results"]
+    record = json.loads((studies["runs"] / "xnli/de/k0/zero-shot.json").read_text())
+    assert result["score_details"]["score"] == record["test_score"]
+    assert json.loads(result["score_details"]["details"]["fsxlt_record"]) == record
     assert set(cells) == {"fsxlt_xnli_de_k1/fc", "fsxlt_xnli_de_k2/fc",
                           "fsxlt_xnli_de_k1/icl", "fsxlt_xnli_de_k2/icl"}
     for name, data in cells.items():
@@ -114,16 +120,15 @@ def test_samples_rows_are_one_per_bucket_and_test_example(studies):
 def test_the_round_trip_gives_the_original_s_cells(studies, tmp_path, capsys):
     runs = tmp_path / "runs"
     assert run_app(["runs", "import-eee", str(studies["export"]), "--out", str(runs)]) == 0
-    assert "12 records imported" in capsys.readouterr().out
+    assert "13 records imported" in capsys.readouterr().out
     for rel in ("xnli/de/k1/their-eee.fc/00.json", "xnli/de/k2/their-eee.icl/02.json"):
         original = studies["runs"] / rel.replace("their-eee.", "")
         assert (runs / rel).read_bytes() == original.read_bytes()
     for folder, out in ((studies["runs"], tmp_path / "a"), (runs, tmp_path / "b")):
         assert run_app(["report", str(folder), "--out", str(out)]) == 0
     original, back = (pd.read_csv(tmp_path / side / "cells.csv") for side in "ab")
-    original = original[original["k"] > 0].reset_index(drop=True)
     columns = ["task", "language", "k", "n", "mean", "std", "ci_low", "ci_high", "ci_problem",
-               "min", "max", "missing", "metric"]
+               "min", "max", "zero_shot", "gain", "missing", "metric"]
     assert back["arm"].tolist() == ["their-eee." + arm for arm in original["arm"]]
     pd.testing.assert_frame_equal(original[columns], back[columns])
     capsys.readouterr()
@@ -134,7 +139,9 @@ def test_the_round_trip_gives_the_original_s_cells(studies, tmp_path, capsys):
 def _copy(studies: dict, tmp_path: Path) -> tuple[Path, Path]:
     copy = tmp_path / "copy"
     shutil.copytree(studies["export"], copy)
-    return copy, sorted((copy / "data").rglob("*.json"))[0]
+    cells = [path for path in sorted((copy / "data").rglob("*.json"))
+             if '"fsxlt_unit": "shot bucket"' in path.read_text()]
+    return copy, cells[0]
 
 
 def _edit(path: Path, change) -> None:
@@ -250,3 +257,30 @@ def test_metric_configs_are_what_every_eval_ever_s_converters_give(studies):
     assert metric_config("seqeval_f1", "")["metric_id"] == unregistered["metric_id"]
     assert unregistered["additional_details"]["metric_id_status"] == \
         metric_config("seqeval_f1", "")["additional_details"]["metric_id_status"]
+
+
+def test_a_forged_zero_shot_score_is_refused(studies, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(studies["export"], copy)
+    (zero,) = [path for path in (copy / "data").rglob("*.json")
+               if '"fsxlt_unit": "zero-shot"' in path.read_text()]
+    _edit(zero, lambda data: data["evaluation_results"][0]["score_details"].update(score=0.9))
+    assert run_app(["runs", "import-eee", str(copy), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "score not what its record says" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_published_buckets_are_named_as_the_hub_dataset(studies, tmp_path):
+    out = tmp_path / "eee"
+    assert run_app(["runs", "export", str(studies["runs"]), str(out), "--format", "eee",
+                    "--buckets-dataset", "org/xnli-buckets", "--no-samples"]) == 0
+    assert validate_tree(out) == []
+    assert not list(out.rglob("*_samples.jsonl"))
+    for data in _aggregates(out).values():
+        source = data["evaluation_results"][-1]["source_data"]
+        if data["evaluation_results"][0]["evaluation_name"].endswith("_k0"):
+            assert source["source_type"] == "other"  # no shots: the test set alone
+        else:
+            assert source["source_type"] == "hf_dataset"
+            assert source["hf_repo"] == "org/xnli-buckets"

@@ -41,6 +41,7 @@ import numpy as np
 
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import loads_strict, sha256_text, staged_dir
+from fsxlt.study.runs import ZERO_SHOT_FORMAT
 
 SCHEMA_VERSION = "0.3.0"
 LIBRARY = "fsxlt"
@@ -90,6 +91,8 @@ def model_info(record: dict[str, Any]) -> dict[str, Any]:
     from fsxlt.identity import hub_id_like
 
     model = record.get("model") if isinstance(record.get("model"), dict) else {}
+    if record.get("format") == ZERO_SHOT_FORMAT and isinstance(record.get("start"), dict):
+        model = {"encoder": record["start"].get("encoder"), "start": record["start"]}
     start = model.get("start") if isinstance(model.get("start"), dict) else {}
     name = str(start.get("name") or model.get("encoder") or "unknown")
     hub = hub_id_like(name) and not Path(name).is_absolute() and not name.startswith(".")
@@ -158,9 +161,7 @@ def cells_of(rows: list[dict[str, Any]]) -> list[Cell]:
     """The adapt rows grouped by cell, each cell's rows in bucket order; a cell whose records
     ran from two starts, on two test sets or under two metrics is one line."""
     cells: dict[tuple, Cell] = {}
-    for row in rows:
-        if row["k"] == 0:
-            continue  # a K=0 record is its start's zero-shot score, no bucket's
+    for row in rows:  # a K=0 record (its start's zero-shot score) is a cell of its own
         key = (row["task"], row["language"], row["k"], row["arm"])
         cells.setdefault(key, Cell(key, [])).rows.append(row)
     found = []
@@ -192,14 +193,17 @@ def _source_data(cell: Cell, buckets_dataset: str | None) -> dict[str, Any]:
     data = cell.records[0].get("data") if isinstance(cell.records[0].get("data"), dict) \
         else {}
     test = data.get("test") if isinstance(data.get("test"), dict) else {}
-    details = {"fsxlt_test_source": str(test.get("source") or ""),
+    details = {"fsxlt_test_source": str(test.get("source") or test.get("file") or ""),
                "fsxlt_test_sha256": cell.rows[0]["test_sha256"],
-               "fsxlt_test_examples": str(test.get("n") or ""),
-               "fsxlt_bucket_files": json.dumps(
-                   {row["bucket_name"]: [str((rec.get("bucket") or {}).get("path") or ""),
-                                         row["bucket_sha256"]]
-                    for row, rec in zip(cell.rows, cell.records, strict=True)},
-                   sort_keys=True)}
+               "fsxlt_test_examples": str(test.get("n") or "")}
+    details = {key: value for key, value in details.items() if value}
+    if k == 0:  # a zero-shot score: no shots, only the test set
+        return {"dataset_name": f"{task} {language}", "source_type": "other",
+                **({"additional_details": details} if details else {})}
+    details["fsxlt_bucket_files"] = json.dumps(
+        {row["bucket_name"]: [str((rec.get("bucket") or {}).get("path") or ""),
+                              row["bucket_sha256"]]
+         for row, rec in zip(cell.rows, cell.records, strict=True)}, sort_keys=True)
     name = f"{task} {language} K={k}"
     if buckets_dataset:
         return {"dataset_name": name, "source_type": "hf_dataset", "hf_repo": buckets_dataset,
@@ -240,6 +244,10 @@ def aggregate(cell: Cell, info: dict[str, Any], *, retrieved: str, organization:
     rows, metric = cell.rows, cell.rows[0]["metric"]
     scores = np.array([row["test_score"] for row in rows], dtype=float)
     source = _source_data(cell, buckets_dataset)
+    if k == 0:
+        results = [zero_shot_result(cell, source)]
+        return _record(cell, info, results, retrieved=retrieved, organization=organization,
+                       relationship=relationship, samples=None)
     hashes = [row["bucket_sha256"] for row in rows]
     shots = sorted({str((rec.get("bucket") or {}).get("n_examples", "")) for rec in
                     cell.records})
@@ -278,6 +286,37 @@ def aggregate(cell: Cell, info: dict[str, Any], *, retrieved: str, organization:
                 f"{task} in {language}, K={k}, arm {arm}: test {metric} after adapting on "
                 f"shot bucket {row['bucket_name']}")),
             "score_details": {"score": float(row["test_score"]), "details": details}})
+    return _record(cell, info, results, retrieved=retrieved, organization=organization,
+                   relationship=relationship, samples=samples)
+
+
+def zero_shot_result(cell: Cell, source: dict[str, Any]) -> dict[str, Any]:
+    """A K=0 record's one result: its start's test score with no shots, the record beside
+    it (what the report's gains are measured from)."""
+    task, language, _k, _arm = cell.key
+    (row,) = cell.rows
+    details = {"fsxlt_unit": "zero-shot", "fsxlt_task": task, "fsxlt_language": language,
+               "fsxlt_k": "0", "fsxlt_record_path": row["path"],
+               "fsxlt_record_sha256": row["record_sha256"], "fsxlt_record": row["record"]}
+    test = cell.records[0].get("test") if isinstance(cell.records[0].get("test"), dict) \
+        else {}
+    result: dict[str, Any] = {
+        "evaluation_result_id": f"{cell.name}/{row['metric']}", "evaluation_name": cell.name,
+        "source_data": source,
+        "metric_config": metric_config(row["metric"], (
+            f"{task} in {language}, zero-shot: the start's test {row['metric']} before any "
+            "shots")),
+        "score_details": {"score": float(row["test_score"]), "details": details}}
+    if isinstance(test.get("n"), int):
+        result["score_details"]["uncertainty"] = {"num_samples": test["n"]}
+    return result
+
+
+def _record(cell: Cell, info: dict[str, Any], results: list[dict[str, Any]], *,
+            retrieved: str, organization: str, relationship: str,
+            samples: tuple[str, str, int] | None) -> dict[str, Any]:
+    arm = cell.key[3]
+    rows = cell.rows
     versions = {row["fsxlt_version"] for row in rows}
     code = sorted({str((rec.get("versions") or {}).get("fsxlt_code", "")) for rec in
                    cell.records} - {""})
@@ -285,7 +324,7 @@ def aggregate(cell: Cell, info: dict[str, Any], *, retrieved: str, organization:
     if code:
         library["additional_details"] = {"fsxlt_code": ", ".join(code)}
     record = {"schema_version": SCHEMA_VERSION,
-              "evaluation_id": f"{cell.name}/{arm}/{info['id']}/{retrieved}",
+              "evaluation_id": f"{cell.name}/{arm or 'zero-shot'}/{info['id']}/{retrieved}",
               "retrieved_timestamp": retrieved,
               "source_metadata": {"source_name": "fsxlt", "source_type": "evaluation_run",
                                   "source_organization_name": organization,
@@ -335,8 +374,6 @@ def export_eee(runs_dir: str | Path, out: str | Path, *, organization: str = "un
         raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
     found = finished_rows(root)
     cells = cells_of(found.rows)
-    if not cells:
-        raise FsxltError(f"{root}: no finished few-shot records (K > 0) to export")
     retrieved = repr(time.time())
     files: dict[str, bytes] = {}
     done = ExportedEee([], len(cells), 0, left_out=found.left_out,
@@ -346,10 +383,12 @@ def export_eee(runs_dir: str | Path, out: str | Path, *, organization: str = "un
         developer, model = model_dirs(info)
         folder = f"data/{_component(cell.key[0])}/{developer}/{model}"
         name = _cell_uuid(cell)
-        evaluation_id = f"{cell.name}/{cell.key[3]}/{info['id']}/{retrieved}"
+        evaluation_id = f"{cell.name}/{cell.key[3] or 'zero-shot'}/{info['id']}/{retrieved}"
         texts = [found.predictions.get(row["path"], "") for row in cell.rows]
         sample = None
-        if samples and all(texts):
+        if cell.key[2] == 0:
+            pass  # the zero-shot score alone: its predictions are its source run's
+        elif samples and all(texts):
             lines = samples_rows(cell, texts, cell.bucket_names(), evaluation_id, info["id"])
             body = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
                            for line in lines).encode("utf-8")

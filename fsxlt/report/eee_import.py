@@ -9,7 +9,8 @@ shows the cells and ``--compare`` pairs them with yours by bucket hash.
 EEE records are input anyone can have written. An aggregate record is taken only where it
 carries fsxlt's bucket fields (the cell's ``fsxlt_unit`` of ``shot bucket``, its bucket
 set's hash and its buckets' hashes; each bucket's result with its hash and its fsxlt
-record); a record without them (any other tool's, or one whose spread is over test
+record), or is a start's zero-shot score (``fsxlt_unit`` ``zero-shot``, its record
+beside it); a record without them (any other tool's, or one whose spread is over test
 samples) is refused in one line, since nothing in it says which shots its score came
 from. Everything the records keep is checked against content before anything is written:
 each embedded record's bytes against its sha256, its own facts (task, language, K, arm,
@@ -33,6 +34,7 @@ from fsxlt.fileio import loads_strict, sha256_text
 FIELDS = ("fsxlt_unit", "fsxlt_buckets_sha256", "fsxlt_bucket_sha256s")
 BUCKET_FIELDS = ("fsxlt_bucket_sha256", "fsxlt_buckets_sha256", "fsxlt_record",
                  "fsxlt_record_sha256", "fsxlt_record_path")
+ZERO_SHOT_FIELDS = ("fsxlt_record", "fsxlt_record_sha256", "fsxlt_record_path")
 NOTHING = "nothing was written"
 
 
@@ -75,6 +77,9 @@ def _read_cell(path: Path, folder: Path) -> EeeCell:
         raise FsxltError(f"{where}: not an Every Eval Ever aggregate record (no "
                          f"evaluation_results); {NOTHING}")
     details = [_details(result) for result in results]
+    if details[0].get("fsxlt_unit") == "zero-shot" and len(results) == 1:
+        return EeeCell(path, [_record_row(results[0], details[0], details[0], where,
+                                          zero_shot=True)])
     if any(key not in details[0] for key in FIELDS) \
             or details[0]["fsxlt_unit"] != "shot bucket":
         missing = [key for key in FIELDS if key not in details[0]]
@@ -85,7 +90,7 @@ def _read_cell(path: Path, folder: Path) -> EeeCell:
     cell, buckets = details[0], list(zip(results[1:], details[1:], strict=True))
     if not buckets:
         raise FsxltError(f"{where}: its cell lists no bucket results; {NOTHING}")
-    rows = [_bucket_row(result, detail, cell, where) for result, detail in buckets]
+    rows = [_record_row(result, detail, cell, where) for result, detail in buckets]
     hashes = [row["bucket_sha256"] for row in rows]
     if _strings(cell["fsxlt_bucket_sha256s"]) != hashes:
         raise FsxltError(f"{where}: fsxlt_bucket_sha256s are not its buckets' hashes; "
@@ -110,12 +115,14 @@ def _read_cell(path: Path, folder: Path) -> EeeCell:
     return EeeCell(path, rows)
 
 
-def _bucket_row(result: dict[str, Any], detail: dict[str, str], cell: dict[str, str],
-                where: str) -> dict[str, Any]:
-    """A bucket result's embedded record, checked against the result, as its row."""
+def _record_row(result: dict[str, Any], detail: dict[str, str], cell: dict[str, str],
+                where: str, *, zero_shot: bool = False) -> dict[str, Any]:
+    """A bucket result's embedded record (``zero_shot``: a zero-shot record's), checked
+    against the result, as its row."""
     from fsxlt.report.hf_results import _finished, own_place, record_row
 
-    missing = [key for key in BUCKET_FIELDS if key not in detail]
+    fields = ZERO_SHOT_FIELDS if zero_shot else BUCKET_FIELDS
+    missing = [key for key in fields if key not in detail]
     name = result.get("evaluation_name")
     if missing:
         raise FsxltError(f"{where}: bucket result {name!r} lacks fsxlt's bucket fields "
@@ -128,8 +135,9 @@ def _bucket_row(result: dict[str, Any], detail: dict[str, str], cell: dict[str, 
         record = loads_strict(text)
     except ValueError:
         record = None
-    if not _finished(record) or record.get("k") == 0:
-        raise FsxltError(f"{where}: {name}: not a finished few-shot run record; {NOTHING}")
+    if not _finished(record) or (record.get("k") == 0) != zero_shot:
+        raise FsxltError(f"{where}: {name}: not a finished "
+                         f"{'zero-shot' if zero_shot else 'few-shot run'} record; {NOTHING}")
     problem, place = own_place(record)
     if problem is not None:
         raise FsxltError(f"{where}: {name}: {problem}; {NOTHING}")
@@ -139,11 +147,13 @@ def _bucket_row(result: dict[str, Any], detail: dict[str, str], cell: dict[str, 
     row = record_row(place, text, record, "")
     metric = (result.get("metric_config") or {}).get("metric_name") \
         if isinstance(result.get("metric_config"), dict) else None
-    checks = [("fsxlt_bucket_sha256", row["bucket_sha256"] == detail["fsxlt_bucket_sha256"]),
-              ("fsxlt_buckets_sha256",
-               cell["fsxlt_buckets_sha256"] == detail["fsxlt_buckets_sha256"]),
-              ("score", _score(result, where) == row["test_score"]),
+    checks = [("score", _score(result, where) == row["test_score"]),
               ("metric_name", metric == row["metric"])]
+    if not zero_shot:
+        checks += [("fsxlt_bucket_sha256", row["bucket_sha256"] == detail[
+                        "fsxlt_bucket_sha256"]),
+                   ("fsxlt_buckets_sha256", cell["fsxlt_buckets_sha256"] == detail[
+                       "fsxlt_buckets_sha256"])]
     checks += [(f"fsxlt_{key}", str(row[key]) == cell[f"fsxlt_{key}"])
                for key in ("task", "language", "k", "arm") if f"fsxlt_{key}" in cell]
     differ = [what for what, ok in checks if not ok]
