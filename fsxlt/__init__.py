@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from fsxlt.lazy import lazy_names
 
-__version__ = "0.14.0"
+__version__ = "0.15.0"
 
 # name -> module that defines it
 _API = {
