@@ -284,3 +284,13 @@ def test_published_buckets_are_named_as_the_hub_dataset(studies, tmp_path):
         else:
             assert source["source_type"] == "hf_dataset"
             assert source["hf_repo"] == "org/xnli-buckets"
+
+
+def test_an_option_of_the_other_format_is_refused(studies, tmp_path, capsys):
+    for args, says in ((["--format", "eee", "--name", "x"], "--name is an option of "
+                        "--format hf, not eee"),
+                       (["--no-samples"], "--no-samples is an option of --format eee, not hf")):
+        assert run_app(["runs", "export", str(studies["runs"]), str(tmp_path / "x"),
+                        *args]) == 2
+        assert says in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

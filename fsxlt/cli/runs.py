@@ -71,6 +71,15 @@ def export_command(
 
     if format_ not in ("hf", "eee"):
         raise FsxltError(f"--format must be hf or eee, got {format_!r}")
+    given = {"--config": config is not None, "--name": name is not None,
+             "--organization": organization != "unknown",
+             "--relationship": relationship != "third_party",
+             "--buckets-dataset": buckets_dataset is not None, "--no-samples": no_samples}
+    other = [flag for flag, on in given.items() if on and (
+        flag in ("--config", "--name")) == (format_ == "eee")]
+    if other:
+        raise FsxltError(f"{other[0]} is an option of --format "
+                         f"{'hf' if format_ == 'eee' else 'eee'}, not {format_}")
     check_output_dir(out, "export folder")
     if format_ == "eee":
         _export_eee(runs, out, organization, relationship, buckets_dataset, no_samples)
