@@ -64,8 +64,16 @@ def eee_root() -> Path:
 def validate_tree(folder: Path) -> list[str]:
     """every-eval-ever's own validator (with its repository checks: the datastore path,
     the samples companion, score bounds, the model's folder) over every file below
-    ``folder/data``: each error and warning as ``path: message``."""
-    eee_root()
+    ``folder/data``, and jsonschema with the package's two JSON schemas over every
+    aggregate record and samples row: each error and warning as ``path: message``."""
+    import json
+
+    from jsonschema import Draft7Validator
+
+    root = eee_root()
+    schemas = {name: Draft7Validator(json.loads(
+        (root / "every_eval_ever/schemas" / f"{name}.schema.json").read_text()))
+        for name in ("eval", "instance_level_eval")}
     from every_eval_ever.validator.validate import _LocalRepositoryFiles
     from every_eval_ever.validator.validation_core import validate_file
 
@@ -78,6 +86,11 @@ def validate_tree(folder: Path) -> list[str]:
         report = validate_file(path, repo_path=rel, available_files=repository,
                                read_repo_file=repository.read_text, run_semantic_checks=True)
         problems += [f"{rel}: {one}" for one in [*report.errors, *report.warnings]]
+        lines = path.read_text(encoding="utf-8").splitlines() \
+            if path.name.endswith("_samples.jsonl") else [path.read_text(encoding="utf-8")]
+        schema = schemas["instance_level_eval" if path.name.endswith(".jsonl") else "eval"]
+        problems += [f"{rel}: {error.message}" for line in lines
+                     for error in schema.iter_errors(json.loads(line))]
         if not report.valid and not report.errors:
             problems.append(f"{rel}: invalid")
     return problems

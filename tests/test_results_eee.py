@@ -294,3 +294,18 @@ def test_an_option_of_the_other_format_is_refused(studies, tmp_path, capsys):
                         *args]) == 2
         assert says in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_the_validation_can_fail(studies, tmp_path):
+    """The checks the export passes reject what breaks the schema (so passing means
+    something): a record without its model, a samples row without its input."""
+    copy, aggregate = _copy(studies, tmp_path)
+    _edit(aggregate, lambda data: data.pop("model_info"))
+    samples = aggregate.with_name(aggregate.stem + "_samples.jsonl")
+    first, *rest = samples.read_text().splitlines()
+    row = json.loads(first)
+    row.pop("input")
+    samples.write_text("\n".join([json.dumps(row), *rest]) + "\n")
+    problems = validate_tree(copy)
+    assert any("model_info" in one for one in problems)
+    assert any("'input' is a required property" in one for one in problems)
