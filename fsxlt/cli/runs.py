@@ -11,6 +11,14 @@ from fsxlt.cli.app import app
 from fsxlt.errors import FsxltError
 from fsxlt.fileio import check_output_dir
 
+# the options every import of another study shares
+ImportOut = Annotated[Path, typer.Option("--out", "-o", help="The runs directory to write to.")]
+ArmPrefix = Annotated[str | None, typer.Option(
+    "--arm-prefix", help="Imported arms are named PREFIX.ARM (default: the name of the "
+    "folder or hub dataset given).")]
+Replace = Annotated[bool, typer.Option(
+    "--replace", help="Replace records of other bytes at the same place.")]
+
 runs_app = typer.Typer(help="A study's per-bucket results as a Hugging Face dataset, and back.",
                        no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
@@ -122,12 +130,9 @@ def _export_eee(runs: Path, out: Path, organization: str, relationship: str,
 def import_hf_command(
     source: Annotated[str, typer.Argument(
         help="A folder fsxlt runs export wrote, or a hub dataset id.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The runs directory to write to.")],
-    arm_prefix: Annotated[str | None, typer.Option(
-        "--arm-prefix", help="Imported arms are named PREFIX.ARM (default: the name of the "
-        "folder or hub dataset given).")] = None,
-    replace: Annotated[bool, typer.Option(
-        "--replace", help="Replace records of other bytes at the same place.")] = False,
+    out: ImportOut,
+    arm_prefix: ArmPrefix = None,
+    replace: Replace = False,
 ) -> None:
     """Bring another study's records into a runs directory, byte for byte.
 
@@ -149,7 +154,11 @@ def import_hf_command(
     from fsxlt.report.hf_results import import_results
 
     check_output_dir(out, "runs directory")
-    done = import_results(source, out, prefix=arm_prefix, replace=replace)
+    _imported(import_results(source, out, prefix=arm_prefix, replace=replace), out)
+
+
+def _imported(done: list, out: Path) -> None:
+    """What an import wrote, in one line (and what --replace removed, a line each)."""
     new = sum(one.state == "new" for one in done)
     arms = sorted({one.path.parts[3] for one in done if len(one.path.parts) == 5})
     for one in done:
@@ -165,12 +174,9 @@ def import_eee_command(
     source: Annotated[str, typer.Argument(
         help="A folder of Every Eval Ever records (fsxlt runs export --format eee wrote), or "
         "a hub dataset id.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The runs directory to write to.")],
-    arm_prefix: Annotated[str | None, typer.Option(
-        "--arm-prefix", help="Imported arms are named PREFIX.ARM (default: the name of the "
-        "folder or hub dataset given).")] = None,
-    replace: Annotated[bool, typer.Option(
-        "--replace", help="Replace records of other bytes at the same place.")] = False,
+    out: ImportOut,
+    arm_prefix: ArmPrefix = None,
+    replace: Replace = False,
 ) -> None:
     """Bring a study shared as Every Eval Ever records into a runs directory as its arms.
 
@@ -192,11 +198,7 @@ def import_eee_command(
     from fsxlt.report.eee_import import import_eee
 
     check_output_dir(out, "runs directory")
-    done = import_eee(source, out, prefix=arm_prefix, replace=replace)
-    new = sum(one.state == "new" for one in done)
-    arms = sorted({one.path.parts[3] for one in done if len(one.path.parts) == 5})
-    typer.echo(f"{new} records imported into {out} ({len(done) - new} already done) as arms "
-               f"{', '.join(arms)}")
+    _imported(import_eee(source, out, prefix=arm_prefix, replace=replace), out)
 
 
 @runs_app.command("log")

@@ -361,17 +361,13 @@ def export_eee(runs_dir: str | Path, out: str | Path, *, organization: str = "un
     ran it, and how they stand to the model); ``buckets_dataset``: the hub dataset the
     buckets were published as; ``samples=False``: aggregate records only."""
     from fsxlt.report.eee_samples import samples_rows
-    from fsxlt.report.hf_results import _apart, finished_rows
+    from fsxlt.report.hf_results import check_export, finished_rows
 
     root, out = Path(runs_dir), Path(out)
     if relationship not in RELATIONSHIPS:
         raise FsxltError(f"--relationship must be one of {', '.join(RELATIONSHIPS)}, got "
                          f"{relationship!r}")
-    if not root.is_dir():
-        raise FsxltError(f"{root}: no such runs directory")
-    _apart(out, root, "the export folder", "the runs directory")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
+    check_export(root, out)
     found = finished_rows(root)
     cells = cells_of(found.rows)
     retrieved = repr(time.time())

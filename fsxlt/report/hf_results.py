@@ -175,11 +175,7 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
     from fsxlt.sampling.hf_dataset import parquet_bytes
 
     root, out = Path(runs_dir), Path(out)
-    if not root.is_dir():
-        raise FsxltError(f"{root}: no such runs directory")
-    _apart(out, root, "the export folder", "the runs directory")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
+    check_export(root, out)
     found = finished_rows(root)
     rows, predictions = found.rows, []
     for row in rows:
@@ -247,6 +243,16 @@ def finished_rows(root: Path) -> FinishedRows:
     for row in done.rows:
         row["cell_buckets_sha256"] = hashes[_cell(row)]
     return done
+
+
+def check_export(root: Path, out: Path) -> None:
+    """Refuse, in one line, a runs directory ``root`` that is not there and an export folder
+    ``out`` inside or around it, or not empty."""
+    if not root.is_dir():
+        raise FsxltError(f"{root}: no such runs directory")
+    _apart(out, root, "the export folder", "the runs directory")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FsxltError(f"{out}: exists and is not empty; export into a new folder")
 
 
 def _apart(path: Path, other: Path, what: str, other_what: str) -> None:
