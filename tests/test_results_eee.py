@@ -60,7 +60,7 @@ def test_the_export_is_valid_under_every_eval_ever_s_own_validator(studies):
 
 
 def test_a_cell_states_its_spread_over_shot_buckets(studies):
-    from fsxlt.report.tables import BOOTSTRAP, mean_interval
+    from fsxlt.report.tables import mean_interval
 
     cells = _aggregates(studies["export"])
     zero = cells.pop("fsxlt_xnli_de_k0/zero-shot")
@@ -71,9 +71,9 @@ def test_a_cell_states_its_spread_over_shot_buckets(studies):
     assert set(cells) == {"fsxlt_xnli_de_k1/fc", "fsxlt_xnli_de_k2/fc",
                           "fsxlt_xnli_de_k1/icl", "fsxlt_xnli_de_k2/icl"}
     for name, data in cells.items():
-        arm = name.split("/")[1]
+        arm, k = name.split("/")[1], name.split("/")[0].rsplit("_k", 1)[1]
         cell, *buckets = data["evaluation_results"]
-        records = [json.loads((studies["runs"] / f"xnli/de/k{name[15]}/{arm}/{i:02d}.json")
+        records = [json.loads((studies["runs"] / f"xnli/de/k{k}/{arm}/{i:02d}.json")
                               .read_text()) for i in range(3)]
         scores = np.array([r["test_score"] for r in records])
         assert [b["score_details"]["score"] for b in buckets] == list(scores)
@@ -82,13 +82,13 @@ def test_a_cell_states_its_spread_over_shot_buckets(studies):
         assert spread["num_samples"] == 3
         assert spread["standard_deviation"] == pytest.approx(np.std(scores, ddof=1))
         assert "over 3 shot buckets" in spread["standard_error"]["method"]
-        low, high, problem = mean_interval(100 * scores, f"xnli/{arm}/de/{name[15]}")
-        assert ("confidence_interval" in spread) == (not problem)  # 3 buckets: too few
+        problem = mean_interval(100 * scores, f"xnli/{arm}/de/{k}")[2]
+        assert problem and "confidence_interval" not in spread  # 3 buckets: too few
         details = cell["score_details"]["details"]
         hashes = [r["bucket"]["sha256"] for r in records]
         assert json.loads(details["fsxlt_bucket_sha256s"]) == hashes
         assert details["fsxlt_buckets_sha256"] == sha256_text("\n".join(sorted(hashes)))
-        assert details["fsxlt_unit"] == "shot bucket" and BOOTSTRAP == 2000
+        assert details["fsxlt_unit"] == "shot bucket"
         for bucket, record, index in zip(buckets, records, range(3), strict=True):
             assert bucket["evaluation_name"] == f"{name.split('/')[0]}_b{index:02d}"
             bucket_details = bucket["score_details"]["details"]
@@ -97,6 +97,22 @@ def test_a_cell_states_its_spread_over_shot_buckets(studies):
         assert data["eval_library"]["name"] == "fsxlt"
         assert data["model_info"]["additional_details"]["fsxlt_start"]
         assert data["source_metadata"]["source_organization_name"] == "Test Lab"
+
+
+def test_an_interval_is_the_report_s_own_in_the_metric_s_unit():
+    """Where the report prints an interval (20 buckets here), the record states it, as a
+    fraction, with its resamples; the cell is seeded as the report seeds it."""
+    from fsxlt.report.eee import Cell, _uncertainty
+    from fsxlt.report.tables import BOOTSTRAP, mean_interval
+
+    scores = np.random.default_rng(3).uniform(0.6, 0.8, size=20)
+    spread = _uncertainty(scores, Cell(("panx", "de", 4, "full"), []))
+    low, high, problem = mean_interval(100 * scores, "panx/full/de/4")
+    assert not problem and spread["num_bootstrap_samples"] == BOOTSTRAP
+    interval = spread["confidence_interval"]
+    assert (interval["lower"], interval["upper"]) == pytest.approx((low / 100, high / 100))
+    assert interval["lower"] < scores.mean() < interval["upper"]
+    assert "over 20 shot buckets" in interval["method"]
 
 
 def test_samples_rows_are_one_per_bucket_and_test_example(studies):

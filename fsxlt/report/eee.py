@@ -29,6 +29,7 @@ the bucket set's hash), so exporting again names the same files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -40,10 +41,10 @@ from typing import Any
 import numpy as np
 
 from fsxlt.errors import FsxltError
-from fsxlt.fileio import loads_strict, sha256_text, staged_dir
+from fsxlt.fileio import sha256_text, staged_dir
+from fsxlt.report.eee_samples import SCHEMA_VERSION, samples_rows
 from fsxlt.study.runs import ZERO_SHOT_FORMAT
 
-SCHEMA_VERSION = "0.3.0"
 LIBRARY = "fsxlt"
 # EEE's canonical metric ids (the eval-card registry, revision 8b83e9c, as the
 # every-eval-ever 0.3.0 converters carry it); fsxlt's other metrics are fsxlt's own
@@ -157,9 +158,10 @@ class Cell:
                 for row in self.rows]
 
 
-def cells_of(rows: list[dict[str, Any]]) -> list[Cell]:
-    """The adapt rows grouped by cell, each cell's rows in bucket order; a cell whose records
-    ran from two starts, on two test sets or under two metrics is one line."""
+def cells_of(rows: list[dict[str, Any]], records: dict[str, dict[str, Any]]) -> list[Cell]:
+    """The rows grouped by cell, each cell's rows in bucket order with their ``records``
+    (parsed, by path); a cell whose records ran from two starts, on two test sets or under
+    two metrics is one line."""
     cells: dict[tuple, Cell] = {}
     for row in rows:  # a K=0 record (its start's zero-shot score) is a cell of its own
         key = (row["task"], row["language"], row["k"], row["arm"])
@@ -169,7 +171,7 @@ def cells_of(rows: list[dict[str, Any]]) -> list[Cell]:
         cell = cells[key]
         cell.rows.sort(key=lambda row: (row["bucket_index"] is None, row["bucket_index"],
                                         row["bucket_sha256"]))
-        cell.records = [loads_strict(row["record"]) for row in cell.rows]
+        cell.records = [records[row["path"]] for row in cell.rows]
         for what, column in (("starts", "start"), ("test sets", "test_sha256"),
                              ("metrics", "metric")):
             values = sorted({row[column] for row in cell.rows})
@@ -241,13 +243,12 @@ def aggregate(cell: Cell, info: dict[str, Any], *, retrieved: str, organization:
     """The cell's aggregate record (module docstring); ``samples``: its samples file's
     path, sha256 and row count, where it has one."""
     task, language, k, arm = cell.key
-    rows, metric = cell.rows, cell.rows[0]["metric"]
-    scores = np.array([row["test_score"] for row in rows], dtype=float)
     source = _source_data(cell, buckets_dataset)
     if k == 0:
-        results = [zero_shot_result(cell, source)]
-        return _record(cell, info, results, retrieved=retrieved, organization=organization,
-                       relationship=relationship, samples=None)
+        return _record(cell, info, [zero_shot_result(cell, source)], retrieved=retrieved,
+                       organization=organization, relationship=relationship, samples=None)
+    rows, metric = cell.rows, cell.rows[0]["metric"]
+    scores = np.array([row["test_score"] for row in rows], dtype=float)
     hashes = [row["bucket_sha256"] for row in rows]
     shots = sorted({str((rec.get("bucket") or {}).get("n_examples", "")) for rec in
                     cell.records})
@@ -360,7 +361,6 @@ def export_eee(runs_dir: str | Path, out: str | Path, *, organization: str = "un
     whole or not at all. ``organization`` and ``relationship``: the record's source (who
     ran it, and how they stand to the model); ``buckets_dataset``: the hub dataset the
     buckets were published as; ``samples=False``: aggregate records only."""
-    from fsxlt.report.eee_samples import samples_rows
     from fsxlt.report.hf_results import check_export, finished_rows
 
     root, out = Path(runs_dir), Path(out)
@@ -369,9 +369,10 @@ def export_eee(runs_dir: str | Path, out: str | Path, *, organization: str = "un
                          f"{relationship!r}")
     check_export(root, out)
     found = finished_rows(root)
-    cells = cells_of(found.rows)
+    cells = cells_of(found.rows, found.records)
     retrieved = repr(time.time())
     files: dict[str, bytes] = {}
+    read: dict[tuple, dict[str, str]] = {}  # test examples' texts, read once per test set
     done = ExportedEee([], len(cells), 0, left_out=found.left_out,
                        unreadable=found.unreadable)
     for cell in cells:
@@ -382,16 +383,17 @@ def export_eee(runs_dir: str | Path, out: str | Path, *, organization: str = "un
         evaluation_id = f"{cell.name}/{cell.key[3] or 'zero-shot'}/{info['id']}/{retrieved}"
         texts = [found.predictions.get(row["path"], "") for row in cell.rows]
         sample = None
-        if cell.key[2] == 0:
-            pass  # the zero-shot score alone: its predictions are its source run's
-        elif samples and all(texts):
-            lines = samples_rows(cell, texts, cell.bucket_names(), evaluation_id, info["id"])
+        wanted = samples and cell.key[2] != 0  # a zero-shot score: its source run's rows
+        if wanted and all(texts):
+            lines = samples_rows(cell, texts, cell.bucket_names(), evaluation_id, info["id"],
+                                 read)
             body = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
                            for line in lines).encode("utf-8")
             files[f"{folder}/{name}_samples.jsonl"] = body
-            sample = (f"{folder}/{name}_samples.jsonl", _sha256(body), len(lines))
+            sample = (f"{folder}/{name}_samples.jsonl", hashlib.sha256(body).hexdigest(),
+                      len(lines))
             done.samples += len(lines)
-        elif samples:
+        elif wanted:
             done.without_samples.append("/".join(map(str, cell.key)))
         record = aggregate(cell, info, retrieved=retrieved, organization=organization,
                            relationship=relationship, buckets_dataset=buckets_dataset,
@@ -404,9 +406,3 @@ def export_eee(runs_dir: str | Path, out: str | Path, *, organization: str = "un
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).write_bytes(data)
     return done
-
-
-def _sha256(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()

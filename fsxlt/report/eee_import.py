@@ -16,15 +16,16 @@ from. Everything the records keep is checked against content before anything is 
 each embedded record's bytes against its sha256, its own facts (task, language, K, arm,
 bucket) against the cell's and the bucket's fields and the place they give it, its test
 score against the bucket's score and the metric's name; the bucket set's hash against the
-buckets' hashes; the cell's score against the mean of its buckets'; a samples file the
-record names, where it is present, against its checksum and row count. One bucket appears
+buckets' hashes; the cell's score against the mean of its buckets'; the samples file
+beside a record that declares one (named after the record, as the datastore names it),
+where it is present, against its checksum and row count. One bucket appears
 once per cell. Each refusal is one line and nothing is written.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +39,10 @@ ZERO_SHOT_FIELDS = ("fsxlt_record", "fsxlt_record_sha256", "fsxlt_record_path")
 NOTHING = "nothing was written"
 
 
-@dataclass
-class EeeCell:
-    """One aggregate record, read and checked: where it was and its records' rows."""
-
-    path: Path
-    rows: list[dict[str, Any]]
-
-
 def read_eee(source: str | Path) -> tuple[Path, list[Any]]:
     """The folder (or hub dataset id) ``source`` and the fsxlt records its EEE aggregate
     records carry, each checked (module docstring) and placed by its own facts."""
-    from fsxlt.report.hf_results import ImportedRecord, _one_bucket_once
+    from fsxlt.report.hf_results import ImportedRecord, one_bucket_once
     from fsxlt.sampling.hf_dataset import dataset_folder
 
     folder = dataset_folder(source)
@@ -57,13 +50,13 @@ def read_eee(source: str | Path) -> tuple[Path, list[Any]]:
                    and not path.name.startswith("."))
     if not paths:
         raise FsxltError(f"{folder}: no Every Eval Ever records (.json) below it")
-    cells = [_read_cell(path, folder) for path in paths]
-    rows = [row for cell in cells for row in cell.rows]
-    _one_bucket_once(rows, folder)
+    rows = [row for path in paths for row in _read_cell(path)]
+    one_bucket_once(rows, folder)
     return folder, [ImportedRecord(Path(row["path"]), row["record"], "") for row in rows]
 
 
-def _read_cell(path: Path, folder: Path) -> EeeCell:
+def _read_cell(path: Path) -> list[dict[str, Any]]:
+    """The rows of the records one aggregate record carries, each checked."""
     from fsxlt.report.hf_results import cell_hashes
 
     where = f"{path}"
@@ -78,8 +71,7 @@ def _read_cell(path: Path, folder: Path) -> EeeCell:
                          f"evaluation_results); {NOTHING}")
     details = [_details(result) for result in results]
     if details[0].get("fsxlt_unit") == "zero-shot" and len(results) == 1:
-        return EeeCell(path, [_record_row(results[0], details[0], details[0], where,
-                                          zero_shot=True)])
+        return [_record_row(results[0], details[0], details[0], where, zero_shot=True)]
     if any(key not in details[0] for key in FIELDS) \
             or details[0]["fsxlt_unit"] != "shot bucket":
         missing = [key for key in FIELDS if key not in details[0]]
@@ -112,14 +104,14 @@ def _read_cell(path: Path, folder: Path) -> EeeCell:
         raise FsxltError(f"{where}: its score {score!r} is not the mean of its buckets' "
                          f"scores ({mean!r}); {NOTHING}")
     _check_samples(path, data, where)
-    return EeeCell(path, rows)
+    return rows
 
 
 def _record_row(result: dict[str, Any], detail: dict[str, str], cell: dict[str, str],
                 where: str, *, zero_shot: bool = False) -> dict[str, Any]:
     """A bucket result's embedded record (``zero_shot``: a zero-shot record's), checked
     against the result, as its row."""
-    from fsxlt.report.hf_results import _finished, own_place, record_row
+    from fsxlt.report.hf_results import finished_record, own_place, record_row
 
     fields = ZERO_SHOT_FIELDS if zero_shot else BUCKET_FIELDS
     missing = [key for key in fields if key not in detail]
@@ -135,7 +127,7 @@ def _record_row(result: dict[str, Any], detail: dict[str, str], cell: dict[str, 
         record = loads_strict(text)
     except ValueError:
         record = None
-    if not _finished(record) or (record.get("k") == 0) != zero_shot:
+    if not finished_record(record) or (record.get("k") == 0) != zero_shot:
         raise FsxltError(f"{where}: {name}: not a finished "
                          f"{'zero-shot' if zero_shot else 'few-shot run'} record; {NOTHING}")
     problem, place = own_place(record)
@@ -182,8 +174,6 @@ def _score(result: dict[str, Any], where: str) -> float:
 
 
 def _strings(text: str) -> list[str] | None:
-    import json
-
     try:
         value = json.loads(text)
     except ValueError:
@@ -193,15 +183,14 @@ def _strings(text: str) -> list[str] | None:
 
 
 def _check_samples(path: Path, data: dict[str, Any], where: str) -> None:
-    """A samples file the record names and that is here: its checksum and row count."""
+    """The samples file beside an aggregate record that declares one, where it is here
+    (the datastore names it after the record: ``<uuid>_samples.jsonl``, never where the
+    record says): its checksum and row count."""
     from fsxlt.fileio import sha256_file
 
     detail = data.get("detailed_evaluation_results")
-    if not isinstance(detail, dict) or not isinstance(detail.get("file_path"), str):
-        return
-    name = Path(detail["file_path"]).name
-    samples = path.parent / name
-    if Path(name).name != name or not samples.is_file():
+    samples = path.with_name(f"{path.stem}_samples.jsonl")
+    if not isinstance(detail, dict) or not samples.is_file():
         return  # the aggregate alone is shared: its records are what an arm needs
     if detail.get("checksum") != sha256_file(samples):
         raise FsxltError(f"{where}: its samples file {samples.name} is not the one its "

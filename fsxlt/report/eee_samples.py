@@ -28,14 +28,15 @@ from typing import Any
 
 from fsxlt.errors import FsxltError
 
-SCHEMA_VERSION = "0.3.0"
+SCHEMA_VERSION = "0.3.0"  # Every Eval Ever's, of the aggregate records and these rows
 
 
 def samples_rows(cell: Any, texts: list[str], names: list[str], evaluation_id: str,
-                 model_id: str) -> list[dict[str, Any]]:
+                 model_id: str, read: dict[tuple, dict[str, str]]) -> list[dict[str, Any]]:
     """The samples rows of ``cell`` (:class:`fsxlt.report.eee.Cell`) from its records'
     predictions files' ``texts``, each bucket's rows under its result's name in ``names``
-    (module docstring)."""
+    (module docstring); ``read``: the test examples' texts already read, by test file and
+    content hash (the cells of one test set read it once)."""
     examples: dict[str, str] | None = None
     found = []
     for row, record, text, name in zip(cell.rows, cell.records, texts, names, strict=True):
@@ -43,7 +44,13 @@ def samples_rows(cell: Any, texts: list[str], names: list[str], evaluation_id: s
         header, body = lines[0], lines[1:]
         labels = [str(label) for label in header.get("labels") or []]
         if examples is None and any(_raw(line) is None for line in body):
-            examples = _test_texts(record, row["path"], [str(line.get("id")) for line in body])
+            data = record.get("data") if isinstance(record.get("data"), dict) else {}
+            test = data.get("test") if isinstance(data.get("test"), dict) else {}
+            key = (test.get("source") or test.get("file"), test.get("sha256"))
+            if key not in read:
+                read[key] = _test_texts(record, row["path"],
+                                        [str(line.get("id")) for line in body])
+            examples = read[key]
         for position, line in enumerate(body):
             raw = _raw(line)
             if raw is None:

@@ -206,6 +206,7 @@ def export_results(runs_dir: str | Path, out: str | Path, *, config: str | Path 
 class FinishedRows:
     rows: list[dict[str, Any]]       # record_row of each, the cell's buckets' hash filled in
     predictions: dict[str, str]      # each row's predictions file's text ("" where none)
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)  # each row's, parsed
     left_out: list[str] = field(default_factory=list)  # error and imported records
     unreadable: list[str] = field(default_factory=list)  # not JSON records at all
 
@@ -227,7 +228,7 @@ def finished_rows(root: Path) -> FinishedRows:
         except (UnicodeDecodeError, ValueError):
             done.unreadable.append(rel)
             continue
-        if rel in imported or not _finished(record):
+        if rel in imported or not finished_record(record):
             done.left_out.append(rel)
             continue
         _check_place(record, rel, path)
@@ -237,6 +238,7 @@ def finished_rows(root: Path) -> FinishedRows:
         done.rows.append(record_row(rel, text, record,
                                     sha256_text(pred_text) if pred_text else ""))
         done.predictions[rel] = pred_text
+        done.records[rel] = record
     if not done.rows:
         raise FsxltError(f"{root}: no finished run records to export")
     hashes = cell_hashes(done.rows)
@@ -265,7 +267,7 @@ def _apart(path: Path, other: Path, what: str, other_what: str) -> None:
                          "a folder of its own")
 
 
-def _finished(record: Any) -> bool:
+def finished_record(record: Any) -> bool:
     """A finished adapt record (with its bucket and K) or a K=0 record with its score."""
     if not isinstance(record, dict) or record_problem(record) is not None:
         return False
@@ -341,7 +343,7 @@ def read_results(source: str | Path) -> tuple[Path, str | None, list[ImportedRec
             else []:
         lines.setdefault(row["record"], []).append(row)
     hashes = cell_hashes([_checked_row(row, manifest, folder) for row in rows])
-    _one_bucket_once(rows, folder)
+    one_bucket_once(rows, folder)
     found = []
     for row in rows:
         if row["cell_buckets_sha256"] != hashes[_cell(row)]:
@@ -355,7 +357,7 @@ def read_results(source: str | Path) -> tuple[Path, str | None, list[ImportedRec
     return folder, revision, found
 
 
-def _one_bucket_once(rows: list[dict[str, Any]], folder: Path) -> None:
+def one_bucket_once(rows: list[dict[str, Any]], folder: Path) -> None:
     """Refuse a cell (task, language, K, arm) holding two records of one bucket (by its
     hash): a study runs each bucket of a cell once."""
     seen: dict[tuple, str] = {}
@@ -437,7 +439,7 @@ def _checked_row(row: dict[str, Any], manifest: dict[str, Any], folder: Path) ->
         record = loads_strict(text)
     except ValueError:
         record = None
-    if not _finished(record):
+    if not finished_record(record):
         raise FsxltError(f"{where}: not a finished run record; nothing was written")
     problem, place = own_place(record)
     if problem is not None:
